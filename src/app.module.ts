@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { ValidationPipe } from '@nestjs/common';
+import { AppConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { TraceModule } from './trace/trace.module';
+import { LlmModule } from './llm/llm.module';
+import { ToolsModule } from './tools/tools.module';
+import { OrchestrationModule } from './orchestration/orchestration.module';
+import { ChatModule } from './chat/chat.module';
+import { HealthModule } from './health/health.module';
+import { WebModule } from './web/web.module';
+import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
+import { ApiKeyGuard } from './common/auth/api-key.guard';
+
+@Module({
+  imports: [AppConfigModule, DatabaseModule, TraceModule, LlmModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, WebModule],
+  providers: [
+    {
+      provide: APP_PIPE,
+      useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, transformOptions: { enableImplicitConversion: false } }),
+    },
+    { provide: APP_FILTER, useClass: AllExceptionsFilter },
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+  ],
+})
+export class AppModule {}

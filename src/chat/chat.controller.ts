@@ -1,0 +1,66 @@
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ChatService } from './chat.service';
+import { ConversationsService } from './conversations.service';
+import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
+import { ConversationSettingsDto, ListConversationsQueryDto, SendMessageDto } from './dto/send-message.dto';
+import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
+
+const SSE_DESCRIPTION =
+  'Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex.';
+
+@ApiTags('chat')
+@Controller('api/chat')
+export class ChatController {
+  constructor(
+    private readonly chat: ChatService,
+    private readonly conversations: ConversationsService,
+  ) {}
+
+  @Post('messages')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Send a message (unified agentic route); streams the turn as SSE' })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: SSE_DESCRIPTION })
+  @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
+  @ApiNotFoundResponse({ description: 'unknown conversationId' })
+  async send(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
+    await this.chat.send('unified', dto, res);
+  }
+
+  @Post('messages_two_stage')
+  @HttpCode(200)
+  @UseGuards(TwoStageEnabledGuard)
+  @ApiOperation({ summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: SSE_DESCRIPTION })
+  @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
+  @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
+  async sendTwoStage(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
+    await this.chat.send('two-stage', dto, res);
+  }
+
+  @Get('conversations')
+  @ApiOperation({ summary: 'Conversations of a project, newest first' })
+  @ApiOkResponse({ type: [ConversationDto] })
+  list(@Query() q: ListConversationsQueryDto): Promise<ConversationDto[]> {
+    return this.conversations.list(q.projectId ?? 'default');
+  }
+
+  @Get('conversations/:id/messages')
+  @ApiOperation({ summary: 'Messages of a conversation, oldest first' })
+  @ApiOkResponse({ type: [ChatMessageDto] })
+  @ApiNotFoundResponse({ description: 'unknown conversation' })
+  messages(@Param('id', new ParseUUIDPipe()) id: string): Promise<ChatMessageDto[]> {
+    return this.conversations.messages(id);
+  }
+
+  @Patch('conversations/:id/settings')
+  @ApiOperation({ summary: 'Per-conversation settings (orchestratorEnabled overrides ORCHESTRATOR_ENABLED)' })
+  @ApiOkResponse({ type: ConversationDto })
+  @ApiNotFoundResponse({ description: 'unknown conversation' })
+  settings(@Param('id', new ParseUUIDPipe()) id: string, @Body() dto: ConversationSettingsDto): Promise<ConversationDto> {
+    return this.conversations.updateSettings(id, dto);
+  }
+}

@@ -1,0 +1,67 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+
+export const PROJECT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const PROJECT_ID_MESSAGE = 'projectId must be 1-64 characters of A-Z, a-z, 0-9, _ or -';
+
+export class SendMessageOptionsDto {
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 3, description: 'two-stage: tool executions per turn' })
+  @IsOptional() @IsInt() @Min(1) @Max(20)
+  maxPhaseCycles?: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 3, description: 'two-stage: refused duplicates before a forced final answer' })
+  @IsOptional() @IsInt() @Min(1) @Max(20)
+  maxDuplicateAttempts?: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 10, description: 'unified: agent loop steps' })
+  @IsOptional() @IsInt() @Min(1) @Max(20)
+  maxIterations?: number;
+
+  @ApiPropertyOptional({ default: false, description: 'include raw tool output in tool_progress events' })
+  @IsOptional() @IsBoolean()
+  debugShowToolResults?: boolean;
+
+  @ApiPropertyOptional({ default: false, description: 'keep the run going after the client disconnects (follow it via /api/chat/runs/:requestId/events)' })
+  @IsOptional() @IsBoolean()
+  detach?: boolean;
+}
+
+/** Body of POST /api/chat/messages and /api/chat/messages_two_stage. */
+export class SendMessageDto {
+  @ApiPropertyOptional({ default: 'default', pattern: PROJECT_ID_PATTERN.source })
+  @IsOptional() @Matches(PROJECT_ID_PATTERN, { message: PROJECT_ID_MESSAGE })
+  projectId?: string;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'omitted: a new conversation' })
+  @IsOptional() @IsUUID('all', { message: 'conversationId must be a UUID' })
+  conversationId?: string;
+
+  @ApiProperty({ minLength: 1, maxLength: 32000, example: 'Summarize docs/roadmap.md' })
+  @IsString({ message: 'content must be a string' }) @MinLength(1, { message: 'content must not be empty' }) @MaxLength(32000)
+  content: string;
+
+  @ApiPropertyOptional({ enum: ['act', 'plan'], default: 'act', description: 'plan: temperature 0.7, act: 0.3' })
+  @IsOptional() @IsIn(['act', 'plan'], { message: 'mode must be "act" or "plan"' })
+  mode?: 'act' | 'plan';
+
+  @ApiPropertyOptional({ type: SendMessageOptionsDto })
+  @IsOptional() @ValidateNested() @Type(() => SendMessageOptionsDto)
+  options?: SendMessageOptionsDto;
+}
+
+export class ConversationSettingsDto {
+  @ApiPropertyOptional({ description: 'per-conversation override of ORCHESTRATOR_ENABLED; null clears it' })
+  @IsOptional() @IsBoolean()
+  orchestratorEnabled?: boolean;
+
+  @ApiPropertyOptional({ maxLength: 4000, description: 'custom instructions added to the system prompt' })
+  @IsOptional() @IsString() @MaxLength(4000)
+  customInstructions?: string;
+}
+
+export class ListConversationsQueryDto {
+  @ApiPropertyOptional({ default: 'default' })
+  @IsOptional() @Matches(PROJECT_ID_PATTERN, { message: PROJECT_ID_MESSAGE })
+  projectId?: string;
+}

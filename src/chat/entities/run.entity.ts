@@ -1,0 +1,60 @@
+import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+
+export type RunStatus = 'running' | 'paused' | 'completed' | 'cancelled' | 'failed';
+/** A control request stored on the run row and delivered by LISTEN/NOTIFY. */
+export type RunControl = 'cancel' | 'pause' | null;
+
+/** One turn of one protocol: its state, counters, checkpoint and lease. */
+@Entity({ name: 'runs' })
+export class RunEntity {
+  @PrimaryColumn({ name: 'request_id', type: 'uuid' })
+  requestId: string;
+
+  @Column({ name: 'conversation_id', type: 'uuid' })
+  conversationId: string;
+
+  @Column({ name: 'project_id', type: 'varchar', length: 64 })
+  projectId: string;
+
+  @Column({ name: 'user_message_id', type: 'uuid', nullable: true })
+  userMessageId: string | null;
+
+  @Column({ type: 'varchar', length: 32 })
+  protocol: string;
+
+  @Column({ type: 'varchar', length: 16 })
+  status: RunStatus;
+
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  control: RunControl;
+
+  @Column({ name: 'phase_index', type: 'int', default: 0 })
+  phaseIndex: number;
+
+  @Column({ name: 'cycle_index', type: 'int', default: 0 })
+  cycleIndex: number;
+
+  @Column({ name: 'last_seq', type: 'int', default: 0 })
+  lastSeq: number;
+
+  @Column({ name: 'stop_reason', type: 'varchar', length: 32, nullable: true })
+  stopReason: string | null;
+
+  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  options: Record<string, unknown>;
+
+  @Column({ type: 'jsonb', nullable: true })
+  checkpoint: Record<string, unknown> | null;
+
+  @Column({ name: 'lease_owner', type: 'varchar', length: 64, nullable: true })
+  leaseOwner: string | null;
+
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
+  leaseExpiresAt: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+}

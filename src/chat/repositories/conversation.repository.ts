@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-message.entity';
+import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
+
+/** Conversations and their messages. */
+@Injectable()
+export class ConversationRepository {
+  constructor(
+    @InjectRepository(ConversationEntity) private readonly conversations: Repository<ConversationEntity>,
+    @InjectRepository(ChatMessageEntity) private readonly messages: Repository<ChatMessageEntity>,
+  ) {}
+
+  create(projectId: string, title: string): Promise<ConversationEntity> {
+    return this.conversations.save(this.conversations.create({ projectId, title: title.slice(0, 120), settings: {} }));
+  }
+
+  findById(id: string): Promise<ConversationEntity | null> {
+    return this.conversations.findOne({ where: { id } });
+  }
+
+  listByProject(projectId: string, limit = 200): Promise<ConversationEntity[]> {
+    return this.conversations.find({ where: { projectId }, order: { updatedAt: 'DESC' }, take: limit });
+  }
+
+  async updateSettings(id: string, patch: ConversationSettings): Promise<ConversationEntity | null> {
+    const c = await this.findById(id);
+    if (!c) return null;
+    c.settings = { ...(c.settings ?? {}), ...patch };
+    return this.conversations.save(c);
+  }
+
+  async touch(id: string): Promise<void> {
+    await this.conversations.update({ id }, { updatedAt: new Date() });
+  }
+
+  insertUserMessage(conversationId: string, content: string, requestId: string): Promise<ChatMessageEntity> {
+    return this.messages.save(this.messages.create({ conversationId, role: 'user', content, status: 'complete', requestId, metadata: {} }));
+  }
+
+  /**
+   * Stores the assistant message of a turn exactly once: a second call for the same requestId
+   * (a retry, a racing instance) returns the stored row instead of adding one.
+   */
+  async insertAssistantOnce(
+    conversationId: string,
+    requestId: string,
+    content: string,
+    status: ChatMessageStatus,
+    metadata: Record<string, unknown>,
+  ): Promise<{ message: ChatMessageEntity; created: boolean }> {
+    const inserted: Array<{ id: string }> = await this.messages.query(
+      `INSERT INTO chat_messages (conversation_id, role, content, status, request_id, metadata)
+       VALUES ($1, 'assistant', $2, $3, $4, $5::jsonb)
+       ON CONFLICT (request_id) WHERE role = 'assistant' DO NOTHING
+       RETURNING id`,
+      [conversationId, content, status, requestId, JSON.stringify(metadata)],
+    );
+    const message = await this.messages.findOneOrFail({ where: { requestId, role: 'assistant' } });
+    return { message, created: inserted.length > 0 };
+  }
+
+  findAssistantMessage(requestId: string): Promise<ChatMessageEntity | null> {
+    return this.messages.findOne({ where: { requestId, role: 'assistant' } });
+  }
+
+  /** Oldest first. */
+  listMessages(conversationId: string, limit = 1000): Promise<ChatMessageEntity[]> {
+    return this.messages.find({ where: { conversationId }, order: { createdAt: 'ASC' }, take: limit });
+  }
+
+  /** The newest `limit` messages, returned oldest first. */
+  async recentMessages(conversationId: string, limit: number): Promise<ChatMessageEntity[]> {
+    const rows = await this.messages.find({ where: { conversationId }, order: { createdAt: 'DESC' }, take: limit });
+    return rows.reverse();
+  }
+}

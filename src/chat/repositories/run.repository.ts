@@ -1,0 +1,128 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { RunEntity, type RunControl, type RunStatus } from '../entities/run.entity';
+
+export interface NewRun {
+  requestId: string;
+  conversationId: string;
+  projectId: string;
+  userMessageId: string | null;
+  protocol: string;
+  options: Record<string, unknown>;
+  leaseOwner: string;
+  leaseMs: number;
+}
+
+/** Runs: status, counters, checkpoints, control flags and leases. */
+@Injectable()
+export class RunRepository {
+  constructor(@InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>) {}
+
+  async create(r: NewRun): Promise<RunEntity> {
+    await this.runs.query(
+      `INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at)
+       VALUES ($1, $2, $3, $4, $5, 'running', $6::jsonb, $7, now() + ($8 || ' milliseconds')::interval)`,
+      [r.requestId, r.conversationId, r.projectId, r.userMessageId, r.protocol, JSON.stringify(r.options), r.leaseOwner, String(r.leaseMs)],
+    );
+    return this.runs.findOneOrFail({ where: { requestId: r.requestId } });
+  }
+
+  findById(requestId: string): Promise<RunEntity | null> {
+    return this.runs.findOne({ where: { requestId } });
+  }
+
+  async updateProgress(requestId: string, p: { phaseIndex: number; cycleIndex: number; lastSeq: number }): Promise<void> {
+    await this.runs.update({ requestId }, p);
+  }
+
+  /** Ends a run unless it already ended; returns whether this call ended it. */
+  async finish(requestId: string, status: Exclude<RunStatus, 'running'>, stopReason: string | null, lastSeq: number): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET status = $2, stop_reason = $3, last_seq = GREATEST(last_seq, $4), lease_owner = NULL, lease_expires_at = NULL,
+              control = NULL, updated_at = now()
+        WHERE request_id = $1 AND status = 'running' RETURNING request_id`,
+      [requestId, status, stopReason, lastSeq],
+    );
+    return countOf(res) > 0;
+  }
+
+  /** Stores the checkpoint of a phase (merged into `checkpoint.byPhase`). */
+  async saveCheckpoint(requestId: string, schemaVersion: number, phaseIndex: number, state: Record<string, unknown>): Promise<void> {
+    await this.runs.query(
+      `UPDATE runs SET checkpoint = jsonb_build_object(
+           'schemaVersion', $2::int,
+           'byPhase', COALESCE(checkpoint->'byPhase', '{}'::jsonb) || jsonb_build_object($3::text, $4::jsonb)),
+         updated_at = now()
+       WHERE request_id = $1`,
+      [requestId, schemaVersion, String(phaseIndex), JSON.stringify(state)],
+    );
+  }
+
+  /** Sets a control flag on a running run; false when the run is not running. */
+  async requestControl(requestId: string, control: Exclude<RunControl, null>): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET control = $2, updated_at = now() WHERE request_id = $1 AND status = 'running' RETURNING request_id`,
+      [requestId, control],
+    );
+    return countOf(res) > 0;
+  }
+
+  async renewLease(requestId: string, owner: string, leaseMs: number): Promise<void> {
+    await this.runs.query(
+      `UPDATE runs SET lease_expires_at = now() + ($3 || ' milliseconds')::interval
+        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running'`,
+      [requestId, owner, String(leaseMs)],
+    );
+  }
+
+  /**
+   * Takes a paused run back to running for one resumer; false when another resume (or a
+   * finished state) won the race.
+   */
+  async claimForResume(requestId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET status = 'running', control = NULL, lease_owner = $2,
+              lease_expires_at = now() + ($3 || ' milliseconds')::interval, updated_at = now()
+        WHERE request_id = $1 AND status = 'paused' RETURNING request_id`,
+      [requestId, owner, String(leaseMs)],
+    );
+    return countOf(res) > 0;
+  }
+
+  /** Cancels a paused run (no instance runs it). */
+  async cancelPaused(requestId: string): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', control = NULL, updated_at = now()
+        WHERE request_id = $1 AND status = 'paused' RETURNING request_id`,
+      [requestId],
+    );
+    return countOf(res) > 0;
+  }
+
+  /** Marks a running run paused (its stream ended with `paused`). */
+  async markPaused(requestId: string, lastSeq: number): Promise<void> {
+    await this.runs.query(
+      `UPDATE runs SET status = 'paused', control = NULL, lease_owner = NULL, lease_expires_at = NULL,
+              last_seq = GREATEST(last_seq, $2), updated_at = now()
+        WHERE request_id = $1 AND status = 'running'`,
+      [requestId, lastSeq],
+    );
+  }
+
+  /** Running runs whose lease expired (their instance died). */
+  expiredRuns(limit = 50): Promise<RunEntity[]> {
+    return this.runs
+      .createQueryBuilder('r')
+      .where(`r.status = 'running' AND r.lease_expires_at < now()`)
+      .orderBy('r.lease_expires_at', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+}
+
+/** `UPDATE … RETURNING` through TypeORM's postgres driver yields `[rows, count]`. */
+function countOf(res: unknown): number {
+  if (Array.isArray(res) && res.length === 2 && typeof res[1] === 'number') return res[1];
+  return Array.isArray(res) ? res.length : 0;
+}

@@ -1,0 +1,233 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { assertUnreachable } from '../common/util/assert-unreachable.util';
+import type { SseWriter } from '../common/sse/sse-writer';
+import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestration/protocol-event';
+import type { ProtocolExecutionContext, ProtocolStrategy } from '../orchestration/protocol-strategy';
+import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
+import { AppConfigService } from '../config/app-config.service';
+import type { ChatMessageStatus } from './entities/chat-message.entity';
+import type { RunStatus } from './entities/run.entity';
+import { ConversationRepository } from './repositories/conversation.repository';
+import { RunEventRepository } from './repositories/run-event.repository';
+import { RunRepository } from './repositories/run.repository';
+import { RunControlService } from './run-control.service';
+import { RunEventBus, type SentEvent } from './run-event-bus.service';
+import { RunStream, type EnvelopeState, type WireEvent } from './run-stream';
+
+/** Version of the checkpoint format stored on runs (see run-state/run-checkpoint.ts). */
+export const CHECKPOINT_SCHEMA_VERSION = 1;
+
+export interface ExecuteRunParams {
+  requestId: string;
+  projectId: string;
+  conversationId: string;
+  protocol: ProtocolStrategy;
+  /** builds the protocol context around the run's signal and control */
+  context: (signal: AbortSignal, control: ProtocolExecutionContext['control']) => ProtocolExecutionContext;
+  sse: SseWriter | null;
+  detach: boolean;
+  /** first event(s) of this stream (`start`) */
+  opening: WireEvent[];
+  /** seq already used by this run (resume) */
+  lastSeq: number;
+  envelope?: EnvelopeState;
+  /** text streamed by earlier legs of the run (resume), part of the stored answer */
+  priorContent: string;
+}
+
+/** An identity for this process in leases: host, pid, a random suffix. */
+export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+
+/**
+ * Drives a protocol generator into a run: numbers, stores and streams its events, saves
+ * checkpoints, and ends the run exactly once — assistant message stored (unique per
+ * requestId), `done` carrying its id, run row closed, trace written. A generator that throws,
+ * a database that fails mid-stream, a client that disconnects all still end in one `done`
+ * (or `paused`) with nothing already accepted lost.
+ */
+@Injectable()
+export class RunExecutorService implements OnApplicationShutdown {
+  private readonly logger = new Logger('RunExecutor');
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly conversations: ConversationRepository,
+    private readonly runs: RunRepository,
+    private readonly events: RunEventRepository,
+    private readonly bus: RunEventBus,
+    private readonly control: RunControlService,
+    private readonly config: AppConfigService,
+    @Inject(TRACE_SINK) private readonly trace: TraceSink,
+  ) {}
+
+  /** Runs the turn to its end; resolves when the run is closed (or paused). */
+  execute(p: ExecuteRunParams): Promise<void> {
+    const job = this.run(p).finally(() => this.inFlight.delete(job));
+    this.inFlight.add(job);
+    return job;
+  }
+
+  private async run(p: ExecuteRunParams): Promise<void> {
+    const live = this.control.attach(p.requestId);
+    const { sse } = p;
+    let finished = false;
+    const unClose = sse?.onClose(() => {
+      if (!p.detach && !finished) this.control.cancelLocal(p.requestId, 'client_disconnected');
+    });
+    const leaseMs = this.config.get('RUN_LEASE_MS');
+    const lease = setInterval(() => void this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => undefined), Math.max(500, leaseMs / 3));
+    lease.unref?.();
+
+    const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
+    if (sse) sinks.unshift(async (e) => { for (const ev of e) await sse.send(ev.seq, ev.type, ev.data); });
+    const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope });
+
+    let content = p.priorContent;
+    let ended: 'done' | 'paused' | null = null;
+    const ctx = p.context(live.abort.signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
+
+    try {
+      for (const ev of p.opening) await stream.emit(ev);
+      for await (const ev of p.protocol.execute(ctx)) {
+        if (ended) {
+          this.logger.error(`${p.protocol.name} yielded ${ev.type} after ${ended}; ignored (run ${p.requestId})`);
+          continue;
+        }
+        ended = await this.handle(p, stream, ev, () => content, (c) => (content += c));
+        if (stream.error) throw stream.error;
+      }
+      if (!ended) {
+        this.logger.error(`${p.protocol.name} ended without done; closing run ${p.requestId}`);
+        await this.finishWithError(p, stream, content, 'protocol_error', 'The protocol ended without an answer', live.abort.signal);
+        ended = 'done';
+      }
+    } catch (err) {
+      if (!ended) {
+        const storage = stream.error !== null;
+        this.logger.error(`run ${p.requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
+        await this.finishWithError(
+          p,
+          stream,
+          content,
+          storage ? 'storage_error' : 'internal_error',
+          storage ? 'Could not store the run events; the turn was stopped' : 'Internal error while running the turn',
+          live.abort.signal,
+        ).catch((e) => this.logger.error(`could not close run ${p.requestId}: ${(e as Error).message}`));
+        ended = 'done';
+      }
+    } finally {
+      finished = true;
+      clearInterval(lease);
+      unClose?.();
+      await stream.flush().catch(() => undefined);
+      this.control.release(p.requestId);
+      this.bus.end(p.requestId);
+      sse?.end();
+      void this.trace.flush();
+    }
+  }
+
+  /** Handles one protocol event; returns how the stream ended, if it did. */
+  private async handle(
+    p: ExecuteRunParams,
+    stream: RunStream,
+    ev: ProtocolEvent,
+    content: () => string,
+    append: (c: string) => void,
+  ): Promise<'done' | 'paused' | null> {
+    switch (ev.type) {
+      case 'checkpoint':
+        await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state);
+        return null;
+      case 'chunk':
+        append(ev.content);
+        await stream.emit(ev);
+        return null;
+      case 'phase':
+        await stream.emit(ev);
+        await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq });
+        return null;
+      case 'paused':
+        await stream.emit(ev);
+        await stream.flush();
+        await this.runs.markPaused(p.requestId, stream.lastSeq);
+        this.trace.record({ requestId: p.requestId, projectId: p.projectId, type: 'run_paused', details: { resumeFromPhaseIndex: ev.resumeFromPhaseIndex, lastSeq: stream.lastSeq } });
+        return 'paused';
+      case 'done':
+        await this.finish(p, stream, { ...ev, fullContent: content() });
+        return 'done';
+      case 'tool_calls':
+      case 'tool_progress':
+      case 'tool_phase':
+      case 'sources':
+      case 'notice':
+      case 'error':
+        await stream.emit(ev);
+        return null;
+      default:
+        return assertUnreachable(ev, 'protocol event');
+    }
+  }
+
+  /** Stores the assistant message once, then sends `done` with its id and closes the run. */
+  private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>): Promise<void> {
+    const status: ChatMessageStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
+    const runStatus: Exclude<RunStatus, 'running' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
+    await stream.flush();
+    const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {
+      stopReason: done.stopReason,
+      protocol: p.protocol.name,
+      usage: done.usage,
+    });
+    await stream.emit({ ...done, messageId: message.id } as WireEvent);
+    await stream.flush();
+    if (stream.error) throw stream.error;
+    await this.runs.finish(p.requestId, runStatus, done.stopReason, stream.lastSeq);
+    await this.conversations.touch(p.conversationId).catch(() => undefined);
+    const type = runStatus === 'completed' ? 'run_completed' : runStatus === 'cancelled' ? 'run_cancelled' : 'run_failed';
+    this.trace.record({
+      requestId: p.requestId,
+      projectId: p.projectId,
+      type,
+      details: { stopReason: done.stopReason, messageId: message.id, lastSeq: stream.lastSeq, usage: done.usage },
+    });
+  }
+
+  /**
+   * Last resort when the generator threw or the database failed: tell the client why (directly
+   * when the event store is what failed), store what was streamed, close the run.
+   */
+  private async finishWithError(
+    p: ExecuteRunParams,
+    stream: RunStream,
+    content: string,
+    code: string,
+    message: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const stopReason: StopReason = signal.aborted ? 'cancelled' : 'error';
+    if (stream.error) {
+      // the event store is down: the client still hears why, the message is stored if possible
+      const seq = stream.lastSeq + 1;
+      await p.sse?.send(seq, 'error', { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true });
+      let messageId: string | null = null;
+      try {
+        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code })).message.id;
+        await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSeq);
+      } catch (e) {
+        this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
+      }
+      await p.sse?.send(seq + 1, 'done', { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq: seq + 1, phase: 'complete', phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, fullContent: content, messageId, stopReason, usage: emptyUsage() });
+      return;
+    }
+    if (stopReason === 'error') await stream.emit({ type: 'error', code, message, retryable: false });
+    await this.finish(p, stream, { type: 'done', fullContent: content, stopReason, usage: emptyUsage() });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.control.abortAll();
+    await Promise.allSettled([...this.inFlight]);
+  }
+}

@@ -1,0 +1,113 @@
+import type { PhaseName, ProtocolEvent } from '../orchestration/protocol-event';
+import type { RunEventRepository } from './repositories/run-event.repository';
+import type { SentEvent } from './run-event-bus.service';
+
+/** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
+export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; resumed?: boolean; resumeFromPhaseIndex?: number };
+
+export interface RunStreamIdentity {
+  requestId: string;
+  projectId: string;
+  conversationId: string;
+}
+
+export interface EnvelopeState {
+  phase: PhaseName;
+  phaseIndex: number;
+  cycleIndex: number;
+}
+
+/**
+ * Numbers a run's events (`seq` = SSE id: 1, 2, 3… with no gaps), wraps them in API.md's
+ * envelope, stores them in run_events BEFORE anyone sees them, then hands them to the sinks
+ * (the SSE writer, the in-process bus).
+ *
+ * Chunks are batched: they wait up to CHUNK_BATCH_MS or CHUNK_BATCH_SIZE events and are
+ * stored with one INSERT; any other event flushes at once. Each event keeps its own seq, so a
+ * replay gives back exactly what was sent. `emit` resolves when its batch reached the sinks,
+ * which carries a slow client's backpressure back to the protocol (and the model stream).
+ */
+export class RunStream {
+  /** one INSERT per ~30 ms of streaming instead of one per token */
+  static readonly CHUNK_BATCH_MS = 30;
+  static readonly CHUNK_BATCH_SIZE = 32;
+
+  private seq: number;
+  private state: EnvelopeState;
+  private pending: SentEvent[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private chain: Promise<void> = Promise.resolve();
+  private failure: Error | null = null;
+
+  constructor(
+    private readonly id: RunStreamIdentity,
+    private readonly repo: RunEventRepository,
+    private readonly sinks: Array<(events: SentEvent[]) => Promise<void> | void>,
+    start: { lastSeq: number; state?: EnvelopeState },
+  ) {
+    this.seq = start.lastSeq;
+    this.state = start.state ?? { phase: 'action_phase', phaseIndex: 0, cycleIndex: 0 };
+  }
+
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  get envelope(): EnvelopeState {
+    return { ...this.state };
+  }
+
+  /** The storage error that stopped this stream, if any. */
+  get error(): Error | null {
+    return this.failure;
+  }
+
+  /** Numbers and queues one event; resolves once it has been stored and sent. */
+  emit(event: WireEvent): Promise<void> {
+    if (event.type === 'phase' && event.status === 'start') {
+      this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
+    }
+    const envelopePhase: PhaseName = event.type === 'done' ? 'complete' : event.type === 'phase' ? event.phase : this.state.phase;
+    const { type, ...fields } = event;
+    const data: Record<string, unknown> = {
+      requestId: this.id.requestId,
+      projectId: this.id.projectId,
+      conversationId: this.id.conversationId,
+      seq: ++this.seq,
+      phase: envelopePhase,
+      phaseIndex: event.type === 'phase' ? event.phaseIndex : this.state.phaseIndex,
+      cycleIndex: event.type === 'phase' ? event.cycleIndex : this.state.cycleIndex,
+      ...fields,
+    };
+    this.pending.push({ seq: this.seq, type, data });
+    if (type === 'chunk' && this.pending.length < RunStream.CHUNK_BATCH_SIZE) {
+      if (!this.timer) this.timer = setTimeout(() => void this.flush(), RunStream.CHUNK_BATCH_MS);
+      // a chunk resolves when a batch carrying it is flushed, but the producer need not wait
+      // for the timer: it waits only for earlier batches, which keeps backpressure bounded
+      return this.chain;
+    }
+    return this.flush();
+  }
+
+  /** Stores and sends everything queued. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return this.chain;
+    this.chain = this.chain.then(async () => {
+      if (this.failure) return;
+      try {
+        await this.repo.insertMany(this.id.requestId, batch);
+      } catch (err) {
+        this.failure = err as Error;
+        return;
+      }
+      for (const sink of this.sinks) await sink(batch);
+    });
+    return this.chain;
+  }
+}

@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { ChatException, ChatExceptionCode } from './chat.exception';
+import { mapRun, type RunDto } from './dto/chat-response.dto';
+import { RunRepository } from './repositories/run.repository';
+import { RunControlService } from './run-control.service';
+
+/** Run status and control requests (cancel, pause). */
+@Injectable()
+export class RunsService {
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly control: RunControlService,
+  ) {}
+
+  async get(requestId: string): Promise<RunDto> {
+    const r = await this.runs.findById(requestId);
+    if (!r) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+    return mapRun(r);
+  }
+
+  /** Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at once. */
+  async cancel(requestId: string): Promise<RunDto> {
+    const r = await this.runs.findById(requestId);
+    if (!r) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+    if (r.status === 'paused') {
+      await this.runs.cancelPaused(requestId);
+      return this.get(requestId);
+    }
+    if (r.status !== 'running') throw new ChatException(ChatExceptionCode.RUN_FINISHED, `Run ${requestId} is already ${r.status}`);
+    await this.runs.requestControl(requestId, 'cancel');
+    this.control.cancelLocal(requestId, 'cancelled');
+    return this.get(requestId);
+  }
+
+  /** Asks a running run to stop at its next natural pause point. */
+  async pause(requestId: string): Promise<RunDto> {
+    const r = await this.runs.findById(requestId);
+    if (!r) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+    if (r.status !== 'running') throw new ChatException(ChatExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} is ${r.status}; only a running run can be paused`);
+    await this.runs.requestControl(requestId, 'pause');
+    this.control.pauseLocal(requestId);
+    return this.get(requestId);
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Secret redaction for traces, logs and streams. Keys that name a secret are masked wherever
+ * they occur, bearer tokens and known secret values (LLM_API_KEY, API_KEYS) are masked inside
+ * strings. Usage counters such as `promptTokens` are not secrets and stay.
+ */
+const SECRET_KEY = /^(authorization|proxy-authorization|x-api-key|api[-_]?key|apikey|password|passwd|secret|client[-_]?secret|access[-_]?token|refresh[-_]?token|token|bearer|cookie|set-cookie)$/i;
+const SECRET_KEY_PART = /(secret|password|api[-_]?key)/i;
+const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/g;
+const KEY_LIKE = /\b(sk-[A-Za-z0-9_-]{12,}|sk-ant-[A-Za-z0-9_-]{12,}|gsk_[A-Za-z0-9]{12,}|xai-[A-Za-z0-9]{12,})\b/g;
+
+export const REDACTED = '[REDACTED]';
+
+export function isSecretKey(key: string): boolean {
+  return SECRET_KEY.test(key) || SECRET_KEY_PART.test(key);
+}
+
+export function redactString(s: string, knownSecrets: readonly string[] = []): string {
+  let out = s.replace(BEARER, `$1 ${REDACTED}`).replace(KEY_LIKE, REDACTED);
+  for (const secret of knownSecrets) {
+    if (secret && secret.length >= 4) out = out.split(secret).join(REDACTED);
+  }
+  return out;
+}
+
+/** Deep copy with secrets masked; cycles and depth beyond 20 are cut. */
+export function redactSecrets<T>(value: T, knownSecrets: readonly string[] = [], extraKeys: ReadonlySet<string> = new Set()): T {
+  const seen = new WeakSet<object>();
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === 'string') return redactString(v, knownSecrets);
+    if (v === null || typeof v !== 'object') return v;
+    if (depth > 20 || seen.has(v)) return '[…]';
+    seen.add(v);
+    if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
+    if (v instanceof Date) return v.toISOString();
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      out[k] = isSecretKey(k) || extraKeys.has(k) ? (x == null ? x : REDACTED) : walk(x, depth + 1);
+    }
+    return out;
+  };
+  return walk(value, 0) as T;
+}

@@ -1,0 +1,169 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  ValidateIf,
+  validateSync,
+} from 'class-validator';
+
+const toBool = ({ value }: { value: unknown }) => {
+  if (typeof value === 'boolean') return value;
+  if (value === undefined || value === '') return undefined;
+  const v = String(value).trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  return value; // left as a string so @IsBoolean reports it with its value
+};
+const toInt = ({ value }: { value: unknown }) => {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value === 'number') return value;
+  return /^-?\d+$/.test(String(value).trim()) ? Number(String(value).trim()) : value;
+};
+const emptyToUndefined = ({ value }: { value: unknown }) =>
+  value === '' || value === undefined ? undefined : value;
+
+export const LLM_PROVIDERS = ['openai', 'ollama', 'replay'] as const;
+export type LlmProviderName = (typeof LLM_PROVIDERS)[number];
+
+/**
+ * Every environment variable Orion reads (../shared/API.md "Configuration", plus the
+ * extensions documented in the README). Defaults are property initializers; `validateEnv`
+ * stops start-up with `NAME=value` and the allowed values when anything is off.
+ */
+export class EnvironmentVariables {
+  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  PORT = 3000;
+
+  /** `postgres://…` for PostgreSQL; unset: embedded PGlite in DATA_DIR; `memory://`: in-memory PGlite. */
+  @Transform(emptyToUndefined) @IsOptional() @Matches(/^(postgres(ql)?:\/\/.+|memory:\/\/)$/, {
+    message: 'must be a postgres:// (or postgresql://) URL or memory://',
+  })
+  DATABASE_URL?: string;
+
+  @IsString()
+  DATA_DIR = './data';
+
+  /** Defaults to `openai` when LLM_BASE_URL is set, else `replay` (resolved in validateEnv). */
+  @Transform(emptyToUndefined) @IsOptional() @IsIn(LLM_PROVIDERS as unknown as string[])
+  LLM_PROVIDER?: LlmProviderName;
+
+  @Transform(emptyToUndefined)
+  @ValidateIf((e: EnvironmentVariables) => e.LLM_PROVIDER === 'openai' || e.LLM_PROVIDER === 'ollama')
+  @Matches(/^https?:\/\/.+/, { message: 'must be an http(s) URL (required when LLM_PROVIDER is openai or ollama)' })
+  LLM_BASE_URL?: string;
+
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  LLM_API_KEY?: string;
+
+  @Transform(emptyToUndefined)
+  @ValidateIf((e: EnvironmentVariables) => e.LLM_PROVIDER === 'openai' || e.LLM_PROVIDER === 'ollama')
+  @IsString({ message: 'is required when LLM_PROVIDER is openai or ollama' })
+  LLM_MODEL?: string;
+
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  LLM_TIMEOUT_MS = 120_000;
+
+  /** Extension: longest silence allowed between two streamed chunks. */
+  @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  LLM_IDLE_TIMEOUT_MS = 60_000;
+
+  /** Extension: whether an OpenAI-compatible endpoint can call tools (Ollama is asked via /api/show). */
+  @Transform(toBool) @IsBoolean()
+  LLM_TOOL_CALLING = true;
+
+  /** Extension: the model's context window in tokens, used by the context budget. */
+  @Transform(toInt) @IsInt() @Min(1024) @Max(10_000_000)
+  LLM_CONTEXT_WINDOW = 32_768;
+
+  /** Embedding model for vector search (knowledge base, tool index); unset: full-text/BM25 only. */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  LLM_EMBEDDING_MODEL?: string;
+
+  @Transform(toBool) @IsBoolean()
+  TWO_STAGE_ENABLED = false;
+
+  @Transform(toBool) @IsBoolean()
+  ORCHESTRATOR_ENABLED = true;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(20)
+  MAX_PHASE_CYCLES_PER_TURN = 3;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(20)
+  MAX_DUPLICATE_ATTEMPTS = 3;
+
+  @Transform(toInt) @IsInt() @Min(1) @Max(20)
+  MAX_ITERATIONS = 10;
+
+  @IsString()
+  WORKSPACE_ROOT = './workspace';
+
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  MCP_CONFIG?: string;
+
+  @Transform(emptyToUndefined) @IsOptional() @Matches(/^https?:\/\/.+/, { message: 'must be an http(s) URL' })
+  SEARXNG_URL?: string;
+
+  /** Comma-separated bearer keys; when set every /api/* route but /api/health needs one. */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  API_KEYS?: string;
+
+  /** Extension: comma-separated hosts (or host:port) fetch_page may reach even when they resolve to private addresses. */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  FETCH_ALLOW_HOSTS?: string;
+
+  /** Extension: default per-tool timeout. */
+  @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  TOOL_TIMEOUT_MS = 30_000;
+
+  /** Extension: largest tool result (bytes of its JSON) handed to the model and the trace. */
+  @Transform(toInt) @IsInt() @Min(1024) @Max(10_000_000)
+  TOOL_RESULT_MAX_BYTES = 65_536;
+
+  /** Extension: comma-separated tool names; when set only these tools are registered. */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  TOOLS_ALLOW?: string;
+
+  /** Extension: comma-separated tool names never registered. */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  TOOLS_DENY?: string;
+
+  /** Extension: how long a running instance's lease on a run lasts before another may close it. */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  RUN_LEASE_MS = 30_000;
+
+  @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
+  LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
+}
+
+export type EnvKey = keyof EnvironmentVariables;
+
+const ALLOWED: Partial<Record<EnvKey, string>> = {
+  LLM_PROVIDER: LLM_PROVIDERS.join(' | '),
+  LOG_LEVEL: 'error | warn | log | debug | verbose',
+  TWO_STAGE_ENABLED: 'true | false',
+  ORCHESTRATOR_ENABLED: 'true | false',
+  LLM_TOOL_CALLING: 'true | false',
+};
+
+/** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */
+export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
+  const env = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
+  if (!env.LLM_PROVIDER) env.LLM_PROVIDER = env.LLM_BASE_URL ? 'openai' : 'replay';
+  const errors = validateSync(env, { skipMissingProperties: false, whitelist: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => {
+      const name = e.property as EnvKey;
+      const shown = name === 'LLM_API_KEY' || name === 'API_KEYS' ? '<redacted>' : JSON.stringify(raw[name] ?? e.value);
+      const allowed = ALLOWED[name] ? ` (allowed: ${ALLOWED[name]})` : '';
+      return `  ${name}=${shown}: ${Object.values(e.constraints ?? {}).join('; ')}${allowed}`;
+    });
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return env;
+}

@@ -1,0 +1,67 @@
+import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { DataSource } from 'typeorm';
+import { AppConfigService } from '../config/app-config.service';
+import { DatabaseInfo } from '../database/database-info';
+import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
+
+export class HealthDto {
+  @ApiProperty({ enum: ['ok', 'degraded'] }) status: 'ok' | 'degraded';
+  @ApiProperty({ example: { status: 'up', kind: 'pglite' } }) db: { status: 'up' | 'down'; kind?: string; error?: string };
+  @ApiProperty({ example: { provider: 'replay', model: 'replay', replay: true } }) llm: { provider: string; model: string; replay: boolean };
+}
+
+export class CapabilitiesDto {
+  @ApiProperty() provider: string;
+  @ApiProperty() model: string;
+  @ApiProperty() toolCalling: boolean;
+  @ApiProperty({ description: 'orchestrator enabled and the model can call tools' }) orchestratorAvailable: boolean;
+  @ApiProperty() orchestratorEnabled: boolean;
+  @ApiProperty() twoStageEnabled: boolean;
+  @ApiProperty({ description: 'true when answers are bundled recordings, not a live model' }) replay: boolean;
+  @ApiProperty() contextWindow: number;
+}
+
+@ApiTags('system')
+@Controller('api')
+export class HealthController {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly db: DatabaseInfo,
+    private readonly config: AppConfigService,
+    @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
+  ) {}
+
+  @Get('health')
+  @ApiOperation({ summary: 'Liveness and dependencies (never needs an API key)' })
+  @ApiOkResponse({ type: HealthDto })
+  async health(): Promise<HealthDto> {
+    let db: HealthDto['db'];
+    try {
+      await this.ds.query('SELECT 1');
+      db = { status: 'up', kind: this.db.kind };
+    } catch (err) {
+      db = { status: 'down', kind: this.db.kind, error: (err as Error).message };
+    }
+    const llm = { provider: this.llm.provider, model: this.llm.model, replay: this.llm.provider === 'replay' };
+    return { status: db.status === 'up' ? 'ok' : 'degraded', db, llm };
+  }
+
+  @Get('config/capabilities')
+  @ApiOperation({ summary: 'What the configured model and switches allow' })
+  @ApiOkResponse({ type: CapabilitiesDto })
+  async capabilities(): Promise<CapabilitiesDto> {
+    const caps = await this.llm.capabilities();
+    const orchestratorEnabled = this.config.get('ORCHESTRATOR_ENABLED');
+    return {
+      provider: caps.provider,
+      model: caps.model,
+      toolCalling: caps.toolCalling,
+      orchestratorAvailable: orchestratorEnabled && caps.toolCalling,
+      orchestratorEnabled,
+      twoStageEnabled: this.config.get('TWO_STAGE_ENABLED'),
+      replay: caps.replay,
+      contextWindow: caps.contextWindow,
+    };
+  }
+}

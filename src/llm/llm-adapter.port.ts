@@ -1,0 +1,124 @@
+/**
+ * The LLM port: every protocol talks to a model only through this interface, so the same
+ * orchestration code runs against OpenAI-compatible servers, Ollama, the replay provider and
+ * the scripted adapters of the tests.
+ */
+
+export type LlmRole = 'system' | 'user' | 'assistant' | 'tool';
+
+/** One tool call as the model issued it; `arguments` is the raw JSON string. */
+export interface LlmToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** A chat message in OpenAI terms (camelCase); adapters translate to their wire format. */
+export interface LlmMessage {
+  role: LlmRole;
+  content: string | null;
+  /** assistant messages that called tools */
+  toolCalls?: LlmToolCall[];
+  /** tool messages: the call they answer */
+  toolCallId?: string;
+  /** tool messages: the tool's name (Ollama wants it) */
+  name?: string;
+}
+
+/** A tool offered to the model (JSON-Schema parameters). */
+export interface LlmToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface LlmRequest {
+  messages: LlmMessage[];
+  tools?: LlmToolSpec[];
+  /** `none` forbids tool calls (forced final answers); omitted = provider default (`auto`). */
+  toolChoice?: 'auto' | 'none' | 'required';
+  temperature?: number;
+  maxTokens?: number;
+  /** Correlates provider logs and traces; sent as a header where the provider allows. */
+  requestId?: string;
+  /** Ask the provider to skip thinking/reasoning where it has a switch for it. */
+  disableReasoning?: boolean;
+}
+
+export interface LlmUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+/** Normalized finish reasons; `rawReason` keeps what the provider said. */
+export type LlmFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error' | 'other';
+
+export type LlmErrorCode =
+  | 'aborted' // the caller's AbortSignal fired
+  | 'timeout' // LLM_TIMEOUT_MS elapsed
+  | 'idle_timeout' // no chunk for LLM_IDLE_TIMEOUT_MS
+  | 'rate_limited' // 429 after retries
+  | 'auth' // 401/403
+  | 'bad_request' // other 4xx
+  | 'server_error' // 5xx after retries
+  | 'network' // connection refused/reset
+  | 'provider_error' // an error object inside the stream
+  | 'invalid_response'; // unparseable stream
+
+export interface LlmErrorInfo {
+  code: LlmErrorCode;
+  message: string;
+  retryable: boolean;
+  status?: number;
+}
+
+/** The normalized stream. An adapter never throws from iteration: failures end the stream with one `error` event. */
+export type LlmStreamEvent =
+  | { type: 'text-delta'; text: string }
+  /** thinking/reasoning text: kept apart from the answer, never shown as answer text */
+  | { type: 'reasoning-delta'; text: string }
+  /** a fragment of tool call `index`; `id`/`name` appear when the provider sends them (usually in the first fragment) */
+  | { type: 'tool-call-delta'; index: number; id?: string; name?: string; argumentsFragment: string }
+  | { type: 'finish'; reason: LlmFinishReason; rawReason?: string; usage?: LlmUsage }
+  | { type: 'error'; error: LlmErrorInfo };
+
+/** A non-streaming answer (`complete()`), tool calls already merged. */
+export interface LlmCompletion {
+  content: string;
+  reasoning?: string;
+  toolCalls: LlmToolCall[];
+  finishReason: LlmFinishReason;
+  rawFinishReason?: string;
+  usage?: LlmUsage;
+}
+
+export interface LlmCapabilities {
+  provider: string;
+  model: string;
+  toolCalling: boolean;
+  contextWindow: number;
+  /** true for the replay provider: every reply is a recording */
+  replay: boolean;
+}
+
+export interface LlmAdapter {
+  readonly provider: string;
+  readonly model: string;
+  /** Streams one model response; aborting `signal` ends it promptly with an `error{code:'aborted'}` event. */
+  stream(request: LlmRequest, signal?: AbortSignal): AsyncIterable<LlmStreamEvent>;
+  /** One non-streaming response; rejects with `LlmError` on failure. */
+  complete(request: LlmRequest, signal?: AbortSignal): Promise<LlmCompletion>;
+  capabilities(): Promise<LlmCapabilities>;
+}
+
+/** Thrown by `complete()` (streams report the same information as an `error` event). */
+export class LlmError extends Error {
+  constructor(readonly info: LlmErrorInfo) {
+    super(info.message);
+    this.name = 'LlmError';
+  }
+}
+
+/** Nest injection token of the configured adapter. */
+export const LLM_ADAPTER = Symbol('LLM_ADAPTER');

@@ -1,0 +1,27 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { AppConfigService } from './config/app-config.service';
+import { configureApp } from './bootstrap';
+
+async function main(): Promise<void> {
+  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: ['error', 'warn', 'log'] });
+  configureApp(app);
+  const config = app.get(AppConfigService);
+  app.useLogger(logLevels(config.get('LOG_LEVEL')));
+  const port = config.get('PORT');
+  await app.listen(port);
+  new Logger('Orion').log(`listening on http://localhost:${port} (Swagger UI: /docs)`);
+}
+
+function logLevels(level: 'error' | 'warn' | 'log' | 'debug' | 'verbose') {
+  const all = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+  return all.slice(0, all.indexOf(level) + 1) as Array<(typeof all)[number]>;
+}
+
+main().catch((err) => {
+  // configuration errors are explained by their message; no stack needed
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

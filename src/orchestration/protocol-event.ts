@@ -1,0 +1,71 @@
+import type { LlmUsage } from '../llm/llm-adapter.port';
+
+/** The three phases of API.md's envelope. */
+export type PhaseName = 'action_phase' | 'tool_phase' | 'complete';
+
+/** Why a turn ended (`done.stopReason`). */
+export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'max_iterations' | 'cancelled' | 'error';
+
+export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments';
+
+export interface ToolCallView {
+  id: string;
+  name: string;
+  /** the arguments as a JSON string */
+  arguments: string;
+}
+
+/** Usage summed over every model call of the turn. */
+export interface TurnUsage extends LlmUsage {
+  llmCalls: number;
+}
+
+/**
+ * What a protocol generator yields. The SSE layer adds the envelope (requestId, projectId,
+ * conversationId, seq, phase, phaseIndex, cycleIndex); `checkpoint` is internal (stored on the
+ * run, never sent). Exhaustive `switch (event.type)` everywhere it is consumed.
+ */
+export type ProtocolEvent =
+  | { type: 'phase'; status: 'start' | 'end'; phase: PhaseName; phaseIndex: number; cycleIndex: number; reason?: string }
+  | { type: 'chunk'; content: string }
+  | { type: 'tool_calls'; calls: ToolCallView[] }
+  | {
+      type: 'tool_progress';
+      tool: string;
+      callId: string;
+      action: 'calling' | 'completed' | 'failed' | 'refused';
+      params: unknown;
+      isError: boolean;
+      /** raw output: only when the request asked for debugShowToolResults */
+      output?: unknown;
+      outcome?: string;
+    }
+  | { type: 'tool_phase'; toolId: string; stage: string; message: string; metadata?: Record<string, unknown> }
+  | {
+      type: 'sources';
+      data: unknown[];
+      sourceTypes: string[];
+      ragCount: number;
+      webCount: number;
+      confidence: string;
+      metrics?: Record<string, unknown>;
+    }
+  | { type: 'notice'; code: NoticeCode; message: string }
+  | { type: 'error'; code: string; message: string; retryable: boolean }
+  | { type: 'checkpoint'; phaseIndex: number; state: Record<string, unknown> }
+  | { type: 'paused'; resumeFromPhaseIndex: number }
+  | { type: 'done'; fullContent: string; stopReason: StopReason; usage: TurnUsage };
+
+export type ProtocolEventType = ProtocolEvent['type'];
+
+export function emptyUsage(): TurnUsage {
+  return { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0 };
+}
+
+export function addUsage(total: TurnUsage, u: LlmUsage | undefined): void {
+  total.llmCalls += 1;
+  if (!u) return;
+  total.promptTokens += u.promptTokens;
+  total.completionTokens += u.completionTokens;
+  total.totalTokens += u.totalTokens;
+}

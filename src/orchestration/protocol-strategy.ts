@@ -1,0 +1,53 @@
+import type { LlmAdapter, LlmMessage } from '../llm/llm-adapter.port';
+import type { ToolRunner } from '../tools/tool-runner.port';
+import type { TraceSink } from '../trace/trace-sink.port';
+import type { ProtocolEvent } from './protocol-event';
+
+export type ChatMode = 'act' | 'plan';
+
+/** Budgets of one turn; each bounded 1..20 by the request DTO and the configuration. */
+export interface TurnBudgets {
+  maxPhaseCycles: number;
+  maxDuplicateAttempts: number;
+  maxIterations: number;
+}
+
+/** Asked by a protocol at its natural pause points. */
+export interface RunControlPort {
+  /** true once a pause was requested for this run (stored flag, delivered by NOTIFY) */
+  pauseRequested(): boolean;
+}
+
+/**
+ * Everything a protocol may use. No HTTP, no Nest: the same generator runs under SSE, under
+ * unit tests with a scripted adapter, and in benchmarks.
+ */
+export interface ProtocolExecutionContext {
+  requestId: string;
+  projectId: string;
+  conversationId: string;
+  /** conversation history, oldest first, ending with the new user message; no system prompt */
+  messages: LlmMessage[];
+  mode: ChatMode;
+  llm: LlmAdapter;
+  tools: ToolRunner;
+  trace: TraceSink;
+  budgets: TurnBudgets;
+  debugShowToolResults: boolean;
+  /** aborted by cancel, client disconnect (unless detached) or shutdown */
+  signal: AbortSignal;
+  control: RunControlPort;
+  /** a stored checkpoint to continue from (resume) */
+  resumeFrom?: { phaseIndex: number; state: Record<string, unknown> };
+  /** extra system guidance (conversation custom instructions, knowledge modules) */
+  systemContext?: string;
+  /** strategy-specific switches (e.g. unified: orchestrator on/off) */
+  flags?: Record<string, unknown>;
+}
+
+/** A turn protocol: two-stage, unified, … collected under PROTOCOL_STRATEGIES. */
+export interface ProtocolStrategy {
+  readonly name: string;
+  canHandle(ctx: ProtocolExecutionContext): boolean;
+  execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined>;
+}

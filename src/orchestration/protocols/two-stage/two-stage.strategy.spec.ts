@@ -1,0 +1,333 @@
+import { answer, callTool, finish, say, ScriptedLlm, toolTurn, type ScriptedResponse } from '../../../../test/support/scripted-llm';
+import { MemoryTrace } from '../../../../test/support/memory-trace';
+import type { ToolDefinition } from '../../../tools/tool-definition';
+import { ToolRegistryService } from '../../../tools/tool-registry.service';
+import { ToolRunnerService } from '../../../tools/tool-runner.service';
+import type { AppConfigService } from '../../../config/app-config.service';
+import { OrchestrationService } from '../../orchestration.service';
+import type { ProtocolEvent } from '../../protocol-event';
+import type { ProtocolExecutionContext } from '../../protocol-strategy';
+import { TwoStageStrategy } from './two-stage.strategy';
+
+const fakeConfig = {
+  get: (k: string) => ({ TOOL_TIMEOUT_MS: 5000, TOOL_RESULT_MAX_BYTES: 65536 } as Record<string, unknown>)[k],
+  list: () => [],
+} as unknown as AppConfigService;
+
+/** Tools that record their executions: a file lister and a reader with a default. */
+function makeTools(trace: MemoryTrace) {
+  const executions: Array<{ name: string; args: Record<string, unknown> }> = [];
+  const registry = new ToolRegistryService(fakeConfig, trace);
+  const def = (name: string, parameters: Record<string, unknown>, out: (a: Record<string, unknown>) => unknown): ToolDefinition => ({
+    name,
+    description: `${name} tool`,
+    parameters,
+    origin: 'builtin',
+    isAvailable: () => true,
+    execute: async (args) => {
+      executions.push({ name, args });
+      return { output: out(args) };
+    },
+  });
+  registry.register(
+    def('list_files', { type: 'object', properties: { path: { type: 'string', default: '.' }, recursive: { type: 'boolean', default: false } }, additionalProperties: false }, (a) => ({
+      path: a.path,
+      entries: ['README.md', 'docs/'],
+    })),
+  );
+  registry.register(
+    def('read_file', { type: 'object', properties: { path: { type: 'string' }, maxBytes: { type: 'integer', default: 65536 } }, required: ['path'], additionalProperties: false }, (a) => ({
+      path: a.path,
+      content: `contents of ${a.path}`,
+    })),
+  );
+  return { runner: new ToolRunnerService(registry, fakeConfig, trace), executions };
+}
+
+function setup(script: ScriptedResponse[], over: Partial<ProtocolExecutionContext> = {}) {
+  const trace = new MemoryTrace();
+  const { runner, executions } = makeTools(trace);
+  const llm = new ScriptedLlm(script);
+  const abort = new AbortController();
+  let pause = false;
+  const ctx: ProtocolExecutionContext = {
+    requestId: 'req-1',
+    projectId: 'default',
+    conversationId: 'conv-1',
+    messages: [{ role: 'user', content: 'Summarize docs/roadmap.md' }],
+    mode: 'act',
+    llm,
+    tools: runner,
+    trace,
+    budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, maxIterations: 10 },
+    debugShowToolResults: false,
+    signal: abort.signal,
+    control: { pauseRequested: () => pause },
+    ...over,
+  };
+  return { ctx, llm, trace, executions, abort, requestPause: () => (pause = true) };
+}
+
+async function collect(gen: AsyncGenerator<ProtocolEvent>, onEvent?: (e: ProtocolEvent) => void): Promise<ProtocolEvent[]> {
+  const out: ProtocolEvent[] = [];
+  for await (const e of gen) {
+    out.push(e);
+    onEvent?.(e);
+  }
+  return out;
+}
+
+const ofType = <T extends ProtocolEvent['type']>(events: ProtocolEvent[], type: T) =>
+  events.filter((e): e is Extract<ProtocolEvent, { type: T }> => e.type === type);
+const doneOf = (events: ProtocolEvent[]) => {
+  const d = ofType(events, 'done');
+  expect(d).toHaveLength(1);
+  expect(events[events.length - 1]).toBe(d[0]);
+  return d[0];
+};
+const text = (events: ProtocolEvent[]) => ofType(events, 'chunk').map((c) => c.content).join('');
+
+describe('TwoStageStrategy', () => {
+  const strategy = new TwoStageStrategy();
+
+  it('is registered as "two-stage" and a duplicate name stops the boot', () => {
+    expect(strategy.name).toBe('two-stage');
+    expect(new OrchestrationService([strategy]).protocol('two-stage')).toBe(strategy);
+    expect(() => new OrchestrationService([strategy, new TwoStageStrategy()])).toThrow(/Duplicate protocol strategy name: two-stage/);
+    expect(() => new OrchestrationService([strategy]).protocol('nope')).toThrow(/Unknown protocol/);
+  });
+
+  it('answers without tools in one action phase', async () => {
+    const { ctx, llm, executions } = setup([answer('Hello there.')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(text(events)).toBe('Hello there.');
+    expect(doneOf(events).stopReason).toBe('final_answer');
+    expect(llm.calls).toBe(1);
+    expect(executions).toHaveLength(0);
+    expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['list_files', 'read_file']);
+    expect(llm.requests[0].temperature).toBe(0.3);
+    expect(llm.requests[0].maxTokens).toBe(8192);
+  });
+
+  it('runs a single call, injects its result as a system message after the system prompt, then answers', async () => {
+    const { ctx, llm, executions, trace } = setup([toolTurn('read_file', '{"path":"docs/roadmap.md"}', 'Let me read it. '), answer('The roadmap says ship.')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toEqual([{ name: 'read_file', args: { path: 'docs/roadmap.md', maxBytes: 65536 } }]);
+    expect(text(events)).toBe('Let me read it. The roadmap says ship.');
+    expect(doneOf(events).stopReason).toBe('final_answer');
+    const second = llm.requests[1].messages;
+    expect(second[0].role).toBe('system');
+    expect(second[1].role).toBe('system');
+    expect(second[1].content).toContain('[Tool result #1 — read_file');
+    expect(second[1].content).toContain('contents of docs/roadmap.md');
+    expect(second[2]).toEqual({ role: 'user', content: 'Summarize docs/roadmap.md' });
+    // raw output stays out of the stream unless asked for
+    expect(ofType(events, 'tool_progress').every((p) => p.output === undefined)).toBe(true);
+    expect(ofType(events, 'tool_calls')).toEqual([{ type: 'tool_calls', calls: [{ id: 'call_0_read_file', name: 'read_file', arguments: '{"path":"docs/roadmap.md"}' }] }]);
+    expect(trace.ofType('tool_call')).toHaveLength(1);
+    expect(trace.ofType('tool_result')).toHaveLength(1);
+  });
+
+  it('numbers phases and cycles: action 1, tool 2 (cycle 1), action 3', async () => {
+    const { ctx, trace } = setup([toolTurn('list_files', '{}'), answer('Done.')]);
+    const events = await collect(strategy.execute(ctx));
+    const phases = ofType(events, 'phase').map((p) => `${p.status}:${p.phase}:${p.phaseIndex}:${p.cycleIndex}${p.reason ? `:${p.reason}` : ''}`);
+    expect(phases).toEqual([
+      'start:action_phase:1:0',
+      'end:action_phase:1:0:tool_call',
+      'start:tool_phase:2:1',
+      'end:tool_phase:2:1:success',
+      'start:action_phase:3:1',
+      'end:action_phase:3:1:final_answer',
+    ]);
+    expect(trace.ofType('orchestration_phase_start').map((t) => t.details)).toEqual([
+      { phase: 'action_phase', phaseIndex: 1, cycleIndex: 0, reason: null },
+      { phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, reason: null },
+      { phase: 'action_phase', phaseIndex: 3, cycleIndex: 1, reason: null },
+    ]);
+    expect(trace.ofType('orchestration_phase_end')).toHaveLength(3);
+  });
+
+  it('runs only the first of two calls in one response and stops reading upstream', async () => {
+    const twoCalls = [...callTool(0, 'list_files', '{"path":"docs"}'), ...callTool(1, 'read_file', '{"path":"a.md"}'), ...say('trailing'), finish('tool_calls')];
+    const { ctx, llm, executions } = setup([twoCalls, answer('ok')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions.map((e) => e.name)).toEqual(['list_files']);
+    expect(ofType(events, 'tool_calls')[0].calls.map((c) => c.name)).toEqual(['list_files']);
+    // the first call completed when index 1 started: nothing after that was consumed
+    expect(llm.consumed[0]).toBeLessThan(twoCalls.length);
+    expect(text(events)).toBe('ok');
+    expect(doneOf(events).stopReason).toBe('final_answer');
+  });
+
+  it('does not run a call whose arguments parse until a structural boundary passes', async () => {
+    // `{"path":"a"}` parses, but the stream fails before index 1 or finish: no boundary, no run
+    const cut = setup([[...callTool(0, 'list_files', '{"path":"a"}'), { type: 'error', error: { code: 'network', message: 'reset', retryable: true } }]]);
+    const cutEvents = await collect(strategy.execute(cut.ctx));
+    expect(cut.executions).toHaveLength(0);
+    expect(doneOf(cutEvents).stopReason).toBe('error');
+
+    // the same prefix followed by more argument text: the merged arguments are what runs
+    const growing: ScriptedResponse = [
+      { type: 'tool-call-delta', index: 0, id: 'c1', name: 'list_files', argumentsFragment: '{"path":"a"}' },
+      { type: 'tool-call-delta', index: 0, argumentsFragment: '  ' },
+      finish('tool_calls'),
+    ];
+    const g = setup([growing, answer('ok')]);
+    await collect(strategy.execute(g.ctx));
+    expect(g.executions).toEqual([{ name: 'list_files', args: { path: 'a', recursive: false } }]);
+  });
+
+  it('handles one-character argument fragments', async () => {
+    const args = '{"path":"docs/roadmap.md","maxBytes":100}';
+    const { ctx, executions } = setup([[...callTool(0, 'read_file', args, 1), finish('tool_calls')], answer('ok')]);
+    await collect(strategy.execute(ctx));
+    expect(executions).toEqual([{ name: 'read_file', args: { path: 'docs/roadmap.md', maxBytes: 100 } }]);
+  });
+
+  it('refuses a DeepSeek-style repeated call with other key order and spacing, and points to the earlier result', async () => {
+    const { ctx, llm, executions, trace } = setup([
+      toolTurn('read_file', '{"path":"a.md","maxBytes":100}'),
+      toolTurn('read_file', '{ "maxBytes" : 100,\n "path": "a.md" }'),
+      answer('Here is the summary.'),
+    ]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(1);
+    const notices = ofType(events, 'notice');
+    expect(notices.map((n) => n.code)).toEqual(['duplicate_tool_call']);
+    expect(notices[0].message).toContain('Duplicate tool call detected');
+    expect(ofType(events, 'tool_progress').map((p) => p.action)).toEqual(['calling', 'completed', 'refused']);
+    const third = llm.requests[2].messages.map((m) => m.content).join('\n');
+    expect(third).toContain('[Refused duplicate tool call — read_file');
+    expect(third).toContain('already ran in phase 2');
+    expect(llm.requests[2].tools).toBeDefined(); // a refusal does not consume the cycle budget
+    expect(trace.ofType('duplicate_tool_call')).toHaveLength(1);
+    expect(trace.ofType('duplicate_tool_call')[0].details).toMatchObject({ name: 'read_file', firstPhaseIndex: 2, strikes: 1 });
+    expect(doneOf(events).stopReason).toBe('final_answer');
+  });
+
+  it('treats an omitted default as the same call', async () => {
+    const { ctx, executions } = setup([toolTurn('list_files', '{}'), toolTurn('list_files', '{"path":".","recursive":false}'), answer('ok')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(1);
+    expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['duplicate_tool_call']);
+  });
+
+  it('forces a final answer without tools after maxDuplicateAttempts refusals', async () => {
+    const loop = toolTurn('list_files', '{"path":"."}');
+    const { ctx, llm, executions } = setup([loop, loop, loop, loop, answer('Final, forced.')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(1);
+    expect(llm.calls).toBe(5);
+    const last = llm.requests[4];
+    expect(last.tools).toBeUndefined();
+    expect(last.toolChoice).toBe('none');
+    const codes = ofType(events, 'notice').map((n) => n.code);
+    expect(codes).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached']);
+    expect(ofType(events, 'notice').at(-1)!.message).toContain('Maximum duplicate tool call attempts exceeded');
+    const done = doneOf(events);
+    expect(done.stopReason).toBe('duplicate_limit');
+    expect(text(events)).toBe('Final, forced.');
+  });
+
+  it('executes exactly maxPhaseCycles tools, then forces the final answer', async () => {
+    const distinct = (i: number) => toolTurn('read_file', JSON.stringify({ path: `f${i}.md` }));
+    const { ctx, llm, executions } = setup([distinct(1), distinct(2), distinct(3), answer('All three read.')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions.map((e) => e.args.path)).toEqual(['f1.md', 'f2.md', 'f3.md']);
+    const notice = ofType(events, 'notice');
+    expect(notice.map((n) => n.code)).toEqual(['cycle_budget_reached']);
+    expect(notice[0].message).toContain('Maximum tool execution cycles (3) reached');
+    expect(llm.requests[3].tools).toBeUndefined();
+    expect(llm.requests[3].toolChoice).toBe('none');
+    expect(doneOf(events).stopReason).toBe('cycle_budget');
+  });
+
+  it('ignores tool calls a model still emits when it was asked for the final answer', async () => {
+    const distinct = (i: number) => toolTurn('read_file', JSON.stringify({ path: `f${i}.md` }));
+    const { ctx, executions } = setup([distinct(1), [...say('Answer. '), ...callTool(0, 'read_file', '{"path":"x"}'), finish('tool_calls')]], {
+      budgets: { maxPhaseCycles: 1, maxDuplicateAttempts: 3, maxIterations: 10 },
+    });
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(1);
+    expect(text(events)).toBe('Answer. ');
+    expect(doneOf(events).stopReason).toBe('cycle_budget');
+  });
+
+  it('does not run malformed arguments: tells the model once with the schema, then counts repeats as strikes', async () => {
+    const bad = [...callTool(0, 'read_file', '{"path": "a.md"'), finish('tool_calls')];
+    const { ctx, llm, executions } = setup([bad, bad, answer('Sorry.')], { budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 1, maxIterations: 10 } });
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(0);
+    const told = llm.requests[1].messages.map((m) => m.content).join('\n');
+    expect(told).toContain('[Tool call not run — read_file]');
+    expect(told).toContain('"required":["path"]');
+    expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['invalid_tool_arguments', 'invalid_tool_arguments', 'duplicate_tool_call', 'duplicate_limit_reached']);
+    expect(doneOf(events).stopReason).toBe('duplicate_limit');
+    expect(llm.requests[2].toolChoice).toBe('none');
+  });
+
+  it('reports a model failure as an error event followed by one done', async () => {
+    const { ctx } = setup([[...say('Partial '), { type: 'error', error: { code: 'server_error', message: 'upstream 500', retryable: true } }]]);
+    const events = await collect(strategy.execute(ctx));
+    const err = ofType(events, 'error');
+    expect(err).toEqual([{ type: 'error', code: 'llm_server_error', message: 'upstream 500', retryable: true }]);
+    expect(doneOf(events).stopReason).toBe('error');
+    expect(text(events)).toBe('Partial ');
+  });
+
+  it('does not run a call cut off by a stream failure', async () => {
+    const { ctx, executions } = setup([[...callTool(0, 'list_files', '{"pa'), { type: 'error', error: { code: 'network', message: 'reset', retryable: true } }]]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(0);
+    expect(doneOf(events).stopReason).toBe('error');
+  });
+
+  it('ends cancelled when the run is aborted mid-stream', async () => {
+    const { ctx, abort } = setup([[...say('one ', 'two ', 'three'), finish()]]);
+    const events = await collect(strategy.execute(ctx), (e) => {
+      if (e.type === 'chunk' && e.content === 'one ') abort.abort();
+    });
+    expect(doneOf(events).stopReason).toBe('cancelled');
+    expect(text(events)).toBe('one ');
+  });
+
+  it('uses temperature 0.7 in plan mode', async () => {
+    const { ctx, llm } = setup([answer('plan')], { mode: 'plan' });
+    await collect(strategy.execute(ctx));
+    expect(llm.requests[0].temperature).toBe(0.7);
+  });
+
+  it('shows raw tool output only with debugShowToolResults', async () => {
+    const { ctx } = setup([toolTurn('list_files', '{}'), answer('ok')], { debugShowToolResults: true });
+    const events = await collect(strategy.execute(ctx));
+    const completed = ofType(events, 'tool_progress').find((p) => p.action === 'completed')!;
+    expect(completed.output).toEqual({ path: '.', entries: ['README.md', 'docs/'] });
+  });
+
+  it('pauses right after a tool result with a checkpoint, and resumes without re-running the tool', async () => {
+    const first = setup([toolTurn('read_file', '{"path":"a.md"}')]);
+    first.requestPause();
+    const events = await collect(strategy.execute(first.ctx));
+    const paused = events.at(-1)!;
+    expect(paused).toEqual({ type: 'paused', resumeFromPhaseIndex: 2 });
+    expect(ofType(events, 'done')).toHaveLength(0);
+    const checkpoint = ofType(events, 'checkpoint')[0];
+    expect(checkpoint.phaseIndex).toBe(2);
+    // a checkpoint survives a JSON round trip (it is stored as jsonb)
+    const stored = JSON.parse(JSON.stringify(checkpoint.state));
+
+    const second = setup([toolTurn('read_file', '{"path":"a.md"}'), answer('Resumed answer.')], { resumeFrom: { phaseIndex: 2, state: stored } });
+    const rest = await collect(strategy.execute(second.ctx));
+    expect(first.executions).toHaveLength(1);
+    expect(second.executions).toHaveLength(0); // the repeated call is a refused duplicate
+    expect(ofType(rest, 'phase')[0]).toMatchObject({ status: 'start', phase: 'action_phase', phaseIndex: 3, cycleIndex: 1 });
+    expect(second.llm.requests[0].messages.map((m) => m.content).join('\n')).toContain('[Tool result #1 — read_file');
+    expect(doneOf(rest).stopReason).toBe('final_answer');
+  });
+
+  it('rejects a checkpoint of an unknown schema version', async () => {
+    const { ctx } = setup([answer('x')], { resumeFrom: { phaseIndex: 2, state: { schemaVersion: 99 } } });
+    await expect(collect(strategy.execute(ctx))).rejects.toThrow(/unsupported checkpoint schemaVersion 99/);
+  });
+});

@@ -1,0 +1,321 @@
+import { Injectable } from '@nestjs/common';
+import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
+import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
+import type { ToolProgress } from '../../../tools/tool-definition';
+import { streamModel, type ModelStreamResult } from '../../model-stream';
+import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
+import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
+import {
+  parseTwoStageCheckpoint,
+  TWO_STAGE_CHECKPOINT_VERSION,
+  type ExecutedToolRecord,
+  type TwoStageCheckpoint,
+} from '../../run-state/run-checkpoint';
+import { MAX_RESPONSE_TOKENS, temperatureFor } from '../prompts';
+import { forcedFinal, NOTICES, type ForcedReason, type TwoStageCounters } from './two-stage.budgets';
+import { TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction, invalidArgumentsMessage, refusalMessage, toolResultMessage } from './two-stage.messages';
+
+/** How one iteration of the loop ended (the seeds' typed outcomes). */
+type StepOutcome =
+  | { kind: 'run_again' }
+  | { kind: 'refused_duplicate' }
+  | { kind: 'final'; stopReason: StopReason }
+  | { kind: 'paused'; resumeFromPhaseIndex: number };
+
+/** Mutable state of one turn; exactly what a checkpoint stores. */
+interface TurnState {
+  phaseIndex: number;
+  cycleIndex: number;
+  baseMessages: LlmMessage[];
+  injected: LlmMessage[];
+  executed: ExecutedToolRecord[];
+  duplicateStrikes: number;
+  toldInvalid: string[];
+  usage: TurnUsage;
+}
+
+/**
+ * Two-stage triggered phases (issue #4): an action phase streams the model with the tools; the
+ * first COMPLETE tool call ends it (upstream aborted, later calls of that response ignored); a
+ * tool phase runs exactly that call and injects its result as a boxed system message after the
+ * system prompt. A call whose canonical signature already ran is refused, not run. Budgets —
+ * executed tools (maxPhaseCycles) and refused duplicates (maxDuplicateAttempts) — force one
+ * final model call that offers no tools. Every path ends in exactly one `done` (or `paused`).
+ */
+@Injectable()
+export class TwoStageStrategy implements ProtocolStrategy {
+  readonly name = 'two-stage';
+
+  canHandle(ctx: ProtocolExecutionContext): boolean {
+    return ctx.messages.length > 0;
+  }
+
+  async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
+    const state = this.initialState(ctx);
+    const specs = await ctx.tools.specs();
+    let forced: ForcedReason | null = forcedFinal(this.counters(state), ctx.budgets);
+
+    while (true) {
+      if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
+      const outcome: StepOutcome = yield* this.step(ctx, state, specs, forced);
+      switch (outcome.kind) {
+        case 'final':
+          return yield this.done(state, outcome.stopReason);
+        case 'paused':
+          return yield { type: 'paused', resumeFromPhaseIndex: outcome.resumeFromPhaseIndex };
+        case 'run_again':
+        case 'refused_duplicate':
+          forced = forcedFinal(this.counters(state), ctx.budgets);
+          break;
+      }
+    }
+  }
+
+  /** One action phase and, when it produced a new call, its tool phase. */
+  private async *step(
+    ctx: ProtocolExecutionContext,
+    s: TurnState,
+    specs: LlmToolSpec[],
+    forced: ForcedReason | null,
+  ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+    const phaseIndex = ++s.phaseIndex;
+    yield* this.phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
+
+    const offerTools = !forced && specs.length > 0;
+    const messages = this.modelMessages(ctx, s, forced);
+    this.trace(ctx, 'llm_request', {
+      phase: 'action_phase',
+      phaseIndex,
+      messages: messages.length,
+      tools: offerTools ? specs.map((t) => t.name) : [],
+      toolChoice: offerTools ? 'auto' : 'none',
+      forced,
+      temperature: temperatureFor(ctx.mode),
+    });
+    const res: ModelStreamResult = yield* streamModel(
+      ctx.llm,
+      {
+        messages,
+        tools: offerTools ? specs : undefined,
+        toolChoice: offerTools ? 'auto' : 'none',
+        temperature: temperatureFor(ctx.mode),
+        maxTokens: MAX_RESPONSE_TOKENS,
+        requestId: ctx.requestId,
+      },
+      ctx.signal,
+      { stopAtFirstCompleteCall: true, ignoreToolCalls: !offerTools },
+    );
+    addUsage(s.usage, res.usage);
+
+    if (ctx.signal.aborted) {
+      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      return { kind: 'final', stopReason: 'cancelled' };
+    }
+    if (res.error) {
+      this.trace(ctx, 'llm_error', { phaseIndex, ...res.error });
+      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'error');
+      yield { type: 'error', code: `llm_${res.error.code}`, message: res.error.message, retryable: res.error.retryable };
+      return { kind: 'final', stopReason: 'error' };
+    }
+    this.trace(ctx, 'llm_response', {
+      phaseIndex,
+      finishReason: res.finishReason ?? null,
+      textChars: res.text.length,
+      reasoningChars: res.reasoningChars,
+      toolCall: res.calls[0] ? { name: res.calls[0].name, id: res.calls[0].id } : null,
+      invalidCalls: res.invalid.length,
+      stoppedEarly: res.stoppedEarly,
+      usage: res.usage ?? null,
+    });
+
+    const call = res.calls[0];
+    if (forced || (!call && res.invalid.length === 0)) {
+      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, forced ?? 'final_answer');
+      return { kind: 'final', stopReason: forced ?? 'final_answer' };
+    }
+    if (!call) {
+      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'invalid_tool_call');
+      yield* this.handleInvalid(ctx, s, res.invalid[0], specs);
+      return { kind: 'refused_duplicate' };
+    }
+
+    yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
+    yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: call.arguments }] };
+
+    const signature = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
+    const earlier = signature ? s.executed.find((e) => e.signature === signature) : undefined;
+    if (earlier) {
+      yield* this.refuseDuplicate(ctx, s, call, earlier);
+      return { kind: 'refused_duplicate' };
+    }
+    return yield* this.toolPhase(ctx, s, call, signature);
+  }
+
+  /** Runs exactly one call through the ToolRunner and injects its result. */
+  private async *toolPhase(
+    ctx: ProtocolExecutionContext,
+    s: TurnState,
+    call: CompletedToolCall,
+    signature: string | null,
+  ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+    const phaseIndex = ++s.phaseIndex;
+    s.cycleIndex += 1;
+    yield* this.phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: call.args, isError: false };
+
+    const progress: ToolProgress[] = [];
+    const result = await ctx.tools.run(
+      { name: call.name, arguments: call.arguments, callId: call.id },
+      { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p) },
+    );
+    for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
+
+    const failed = result.outcome !== 'success' || result.isError;
+    yield {
+      type: 'tool_progress',
+      tool: call.name,
+      callId: call.id,
+      action: failed ? 'failed' : 'completed',
+      params: result.args,
+      isError: failed,
+      outcome: result.outcome,
+      ...(ctx.debugShowToolResults ? { output: result.output } : {}),
+    };
+    s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, call.arguments, result) });
+    s.executed.push({
+      signature: signature ?? `unsigned:${call.id}`,
+      name: call.name,
+      callId: call.id,
+      arguments: call.arguments,
+      phaseIndex,
+      outcome: result.outcome,
+    });
+
+    if (ctx.signal.aborted) {
+      yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      return { kind: 'final', stopReason: 'cancelled' };
+    }
+    yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, result.outcome);
+    yield { type: 'checkpoint', phaseIndex, state: this.checkpoint(s) as unknown as Record<string, unknown> };
+
+    if (forcedFinal(this.counters(s), ctx.budgets) === 'cycle_budget') {
+      this.trace(ctx, 'orchestration_notice', { code: 'cycle_budget_reached', executedTools: s.cycleIndex });
+      yield { type: 'notice', code: 'cycle_budget_reached', message: NOTICES.cycleBudget(ctx.budgets.maxPhaseCycles) };
+    }
+    // natural pause point: right after a tool result is traced and checkpointed
+    if (ctx.control.pauseRequested()) return { kind: 'paused', resumeFromPhaseIndex: phaseIndex };
+    return { kind: 'run_again' };
+  }
+
+  private async *refuseDuplicate(
+    ctx: ProtocolExecutionContext,
+    s: TurnState,
+    call: CompletedToolCall,
+    earlier: ExecutedToolRecord,
+  ): AsyncGenerator<ProtocolEvent, void, undefined> {
+    s.duplicateStrikes += 1;
+    this.trace(ctx, 'duplicate_tool_call', {
+      name: call.name,
+      callId: call.id,
+      arguments: call.args,
+      signature: earlier.signature,
+      firstPhaseIndex: earlier.phaseIndex,
+      strikes: s.duplicateStrikes,
+      limit: ctx.budgets.maxDuplicateAttempts,
+    });
+    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: call.args, isError: false };
+    yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
+    s.injected.push({ role: 'system', content: refusalMessage(call.name, call.arguments, earlier) });
+    if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
+      yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
+    }
+  }
+
+  /** Arguments that never became a JSON object: told once with the schema; a repeat is a strike. */
+  private async *handleInvalid(
+    ctx: ProtocolExecutionContext,
+    s: TurnState,
+    bad: InvalidToolCall,
+    specs: LlmToolSpec[],
+  ): AsyncGenerator<ProtocolEvent, void, undefined> {
+    const name = bad.name ?? '(unnamed)';
+    const repeat = s.toldInvalid.includes(name);
+    this.trace(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: bad.rawArguments.slice(0, 2000), error: bad.error, repeat });
+    yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: bad.rawArguments.slice(0, 500), isError: true };
+    yield { type: 'notice', code: 'invalid_tool_arguments', message: NOTICES.invalidArguments(name) };
+    if (!repeat) {
+      s.toldInvalid.push(name);
+      s.injected.push({ role: 'system', content: invalidArgumentsMessage(name, bad.error, specs.find((t) => t.name === name)?.parameters) });
+      return;
+    }
+    s.duplicateStrikes += 1;
+    yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: ${name} again sent arguments that are not a JSON object.` };
+    if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
+      yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
+    }
+  }
+
+  /** System prompt, then injected tool results and refusals, then the conversation. */
+  private modelMessages(ctx: ProtocolExecutionContext, s: TurnState, forced: ForcedReason | null): LlmMessage[] {
+    const system = ctx.systemContext ? `${TWO_STAGE_SYSTEM_PROMPT}\n\n${ctx.systemContext}` : TWO_STAGE_SYSTEM_PROMPT;
+    const out: LlmMessage[] = [{ role: 'system', content: system }, ...s.injected, ...s.baseMessages];
+    if (forced) out.push({ role: 'system', content: forcedFinalInstruction(forced) });
+    return out;
+  }
+
+  private *phaseEdge(
+    ctx: ProtocolExecutionContext,
+    status: 'start' | 'end',
+    phase: 'action_phase' | 'tool_phase',
+    phaseIndex: number,
+    cycleIndex: number,
+    reason?: string,
+  ): Generator<ProtocolEvent, void, undefined> {
+    this.trace(ctx, status === 'start' ? 'orchestration_phase_start' : 'orchestration_phase_end', { phase, phaseIndex, cycleIndex, reason: reason ?? null });
+    yield { type: 'phase', status, phase, phaseIndex, cycleIndex, ...(reason ? { reason } : {}) };
+  }
+
+  private done(s: TurnState, stopReason: StopReason): ProtocolEvent {
+    // fullContent is what was streamed; the executor, which saw every chunk, fills it in
+    return { type: 'done', fullContent: '', stopReason, usage: s.usage };
+  }
+
+  private counters(s: TurnState): TwoStageCounters {
+    return { executedTools: s.executed.length, duplicateStrikes: s.duplicateStrikes };
+  }
+
+  private initialState(ctx: ProtocolExecutionContext): TurnState {
+    if (ctx.resumeFrom) {
+      const c = parseTwoStageCheckpoint(ctx.resumeFrom.state);
+      return { ...c, usage: { ...c.usage } };
+    }
+    return {
+      phaseIndex: 0,
+      cycleIndex: 0,
+      baseMessages: ctx.messages,
+      injected: [],
+      executed: [],
+      duplicateStrikes: 0,
+      toldInvalid: [],
+      usage: emptyUsage(),
+    };
+  }
+
+  private checkpoint(s: TurnState): TwoStageCheckpoint {
+    return {
+      schemaVersion: TWO_STAGE_CHECKPOINT_VERSION,
+      phaseIndex: s.phaseIndex,
+      cycleIndex: s.cycleIndex,
+      baseMessages: s.baseMessages,
+      injected: [...s.injected],
+      executed: [...s.executed],
+      duplicateStrikes: s.duplicateStrikes,
+      toldInvalid: [...s.toldInvalid],
+      usage: { ...s.usage },
+    };
+  }
+
+  private trace(ctx: ProtocolExecutionContext, type: string, details: Record<string, unknown>): void {
+    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type, details });
+  }
+}

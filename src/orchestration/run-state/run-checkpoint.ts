@@ -1,0 +1,84 @@
+import type { LlmMessage, LlmUsage } from '../../llm/llm-adapter.port';
+
+/**
+ * The state a two-stage run needs to continue after a pause, stored per phase on the run row
+ * (`runs.checkpoint.byPhase[phaseIndex]`). Bump TWO_STAGE_CHECKPOINT_VERSION when the shape
+ * changes and teach `parseTwoStageCheckpoint` to read the old one: a paused run must survive
+ * an upgrade.
+ */
+export const TWO_STAGE_CHECKPOINT_VERSION = 1;
+
+export interface ExecutedToolRecord {
+  signature: string;
+  name: string;
+  callId: string;
+  arguments: string;
+  phaseIndex: number;
+  outcome: string;
+}
+
+export interface TwoStageCheckpoint {
+  schemaVersion: number;
+  /** the tool phase the checkpoint was taken at; the run continues with phaseIndex + 1 */
+  phaseIndex: number;
+  cycleIndex: number;
+  /** history and user message as the turn started */
+  baseMessages: LlmMessage[];
+  /** system messages injected so far (tool results, refusals), in order */
+  injected: LlmMessage[];
+  executed: ExecutedToolRecord[];
+  duplicateStrikes: number;
+  /** tools whose invalid arguments the model was already told about */
+  toldInvalid: string[];
+  usage: LlmUsage & { llmCalls: number };
+}
+
+export class CheckpointFormatError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckpointFormatError';
+  }
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+const isMessage = (m: unknown): m is LlmMessage =>
+  isObj(m) && ['system', 'user', 'assistant', 'tool'].includes(m.role as string) && (typeof m.content === 'string' || m.content === null);
+
+/** Validates a stored checkpoint; throws CheckpointFormatError naming the first problem. */
+export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
+  if (!isObj(raw)) throw new CheckpointFormatError('checkpoint is not an object');
+  const v = raw.schemaVersion;
+  if (v !== TWO_STAGE_CHECKPOINT_VERSION) {
+    throw new CheckpointFormatError(`unsupported checkpoint schemaVersion ${JSON.stringify(v)} (this build reads ${TWO_STAGE_CHECKPOINT_VERSION})`);
+  }
+  if (!isInt(raw.phaseIndex) || raw.phaseIndex < 1) throw new CheckpointFormatError('phaseIndex must be a positive integer');
+  if (!isInt(raw.cycleIndex)) throw new CheckpointFormatError('cycleIndex must be a non-negative integer');
+  if (!Array.isArray(raw.baseMessages) || !raw.baseMessages.every(isMessage)) throw new CheckpointFormatError('baseMessages must be chat messages');
+  if (!Array.isArray(raw.injected) || !raw.injected.every(isMessage)) throw new CheckpointFormatError('injected must be chat messages');
+  if (
+    !Array.isArray(raw.executed) ||
+    !raw.executed.every((e) => isObj(e) && typeof e.signature === 'string' && typeof e.name === 'string' && isInt(e.phaseIndex))
+  ) {
+    throw new CheckpointFormatError('executed must list {signature, name, phaseIndex}');
+  }
+  if (!isInt(raw.duplicateStrikes)) throw new CheckpointFormatError('duplicateStrikes must be a non-negative integer');
+  if (!Array.isArray(raw.toldInvalid) || !raw.toldInvalid.every((s) => typeof s === 'string')) throw new CheckpointFormatError('toldInvalid must be strings');
+  const u = isObj(raw.usage) ? raw.usage : {};
+  return {
+    schemaVersion: v,
+    phaseIndex: raw.phaseIndex,
+    cycleIndex: raw.cycleIndex,
+    baseMessages: raw.baseMessages,
+    injected: raw.injected,
+    executed: raw.executed as TwoStageCheckpoint['executed'],
+    duplicateStrikes: raw.duplicateStrikes,
+    toldInvalid: raw.toldInvalid as string[],
+    usage: {
+      promptTokens: Number(u.promptTokens) || 0,
+      completionTokens: Number(u.completionTokens) || 0,
+      totalTokens: Number(u.totalTokens) || 0,
+      llmCalls: Number(u.llmCalls) || 0,
+    },
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * What a tool is, for every protocol: a name the model sees, a JSON-Schema for its
+ * arguments, where it came from, whether it can run now, and how to run it.
+ * Tools never run directly: ToolRunner validates, times out, caps, classifies and traces.
+ */
+
+export type ToolOrigin = 'builtin' | `mcp:${string}`;
+
+/** Progress a tool reports about itself ("Searching the knowledge base…"). */
+export interface ToolProgress {
+  stage: string;
+  message: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface ToolExecutionContext {
+  projectId: string;
+  requestId: string;
+  /** aborted on cancel, client disconnect or the tool's timeout */
+  signal: AbortSignal;
+  /** optional progress sink; tools own their messages */
+  progress?: (p: ToolProgress) => void;
+}
+
+/** What `execute` returns: any JSON value, plus optional sources for the unified route. */
+export interface ToolExecuteResult {
+  /** JSON-serializable result handed to the model */
+  output: unknown;
+  /** the tool itself says this is an error the model should see (`is_error`) */
+  isError?: boolean;
+  /** citations for the `sources` event (rag and web tools) */
+  sources?: ToolSource[];
+}
+
+export interface ToolSource {
+  type: 'rag' | 'web';
+  title: string;
+  url?: string;
+  path?: string;
+  snippet?: string;
+  score?: number;
+  confidence?: 'high' | 'medium' | 'low';
+  [key: string]: unknown;
+}
+
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema (draft-07/2020-12 subset ajv understands). Properties with `"x-secret": true` are redacted in traces. */
+  readonly parameters: Record<string, unknown>;
+  readonly origin: ToolOrigin;
+  /** per-tool timeout override (ms); default TOOL_TIMEOUT_MS */
+  readonly timeoutMs?: number;
+  /** `action` part of the canonical signature (e.g. an MCP tool's method); default '' */
+  readonly action?: string;
+  isAvailable(): boolean | Promise<boolean>;
+  /** Receives validated arguments with defaults applied. May throw; the runner classifies. */
+  execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult>;
+}
+
+export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception';
+
+/** What ToolRunner.run returns; it never throws. */
+export interface ToolRunResult {
+  toolName: string;
+  /** arguments after validation (defaults applied) or, on validation failure, as received */
+  args: unknown;
+  outcome: ToolOutcome;
+  /** the tool's output (success) or an error object `{error, message, details?}` the model can read */
+  output: unknown;
+  /** output as the JSON string given to the model, capped at TOOL_RESULT_MAX_BYTES */
+  outputText: string;
+  truncated: boolean;
+  isError: boolean;
+  latencyMs: number;
+  sources: ToolSource[];
+  /** canonical signature (null when the arguments were not a JSON object) */
+  signature: string | null;
+}
+
+/** Errors a tool throws to choose its outcome explicitly. */
+export class ToolFailure extends Error {
+  constructor(
+    readonly outcome: Exclude<ToolOutcome, 'success'>,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'ToolFailure';
+  }
+}

@@ -1,0 +1,27 @@
+import type { LlmToolSpec } from '../llm/llm-adapter.port';
+import type { ToolExecutionContext, ToolRunResult } from './tool-definition';
+
+/** A tool call as a protocol hands it over: arguments as the model sent them (usually a JSON string). */
+export interface ToolCallRequest {
+  name: string;
+  arguments: string | Record<string, unknown>;
+  /** the model's call id, for correlation in traces */
+  callId?: string;
+}
+
+/**
+ * The port protocols use to run tools (ToolRunnerService implements it). `run` never throws:
+ * unknown tools, bad arguments, timeouts and crashes all come back as a classified result.
+ */
+export interface ToolRunner {
+  run(call: ToolCallRequest, ctx: ToolExecutionContext): Promise<ToolRunResult>;
+  /**
+   * The canonical signature `name + action + canonical JSON (keys sorted, defaults applied) + projectId`,
+   * or null when the arguments are not a JSON object.
+   */
+  signature(call: ToolCallRequest, projectId: string): string | null;
+  /** Tools available now, as offered to a model (optionally only these names). */
+  specs(filter?: { names?: string[] }): Promise<LlmToolSpec[]>;
+}
+
+export const TOOL_RUNNER = Symbol('TOOL_RUNNER');

@@ -1,0 +1,69 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfigService } from '../config/app-config.service';
+import { redactSecrets } from '../common/util/redact.util';
+import { TraceEventRepository } from './trace-event.repository';
+import type { TraceRecord, TraceSink } from './trace-sink.port';
+
+/**
+ * Batched asynchronous trace writer. `record()` never blocks a turn: events queue in memory
+ * and are inserted in batches of BATCH_SIZE or every FLUSH_INTERVAL_MS, whichever comes first.
+ * The queue is bounded (MAX_QUEUE); past it new events are dropped and counted, so a slow
+ * database cannot grow memory without bound. Everything queued is flushed on shutdown.
+ */
+@Injectable()
+export class TraceWriterService implements TraceSink, OnApplicationShutdown {
+  /** one INSERT of up to 200 rows stays well under PostgreSQL's 65535 bind parameters (4 per row) */
+  static readonly BATCH_SIZE = 200;
+  /** short enough that GET /api/trace shows a turn moments after it ends */
+  static readonly FLUSH_INTERVAL_MS = 100;
+  /** about 50 MB at 5 KB per event */
+  static readonly MAX_QUEUE = 10_000;
+
+  private readonly logger = new Logger('Trace');
+  private queue: TraceRecord[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private dropped = 0;
+  private readonly secrets: string[];
+
+  constructor(
+    private readonly repo: TraceEventRepository,
+    config: AppConfigService,
+  ) {
+    this.secrets = [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter(Boolean);
+  }
+
+  record(event: TraceRecord): void {
+    if (this.queue.length >= TraceWriterService.MAX_QUEUE) {
+      this.dropped++;
+      if (this.dropped === 1 || this.dropped % 1000 === 0) this.logger.warn(`trace queue full: ${this.dropped} events dropped`);
+      return;
+    }
+    this.queue.push({ ...event, details: redactSecrets(event.details ?? {}, this.secrets) });
+    if (this.queue.length >= TraceWriterService.BATCH_SIZE) void this.flush();
+    else if (!this.timer) this.timer = setTimeout(() => void this.flush(), TraceWriterService.FLUSH_INTERVAL_MS);
+  }
+
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    // chain so batches are written in order and flush() waits for earlier writes
+    this.writing = this.writing.then(async () => {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, TraceWriterService.BATCH_SIZE);
+        try {
+          await this.repo.insertMany(batch);
+        } catch (err) {
+          this.logger.error(`could not store ${batch.length} trace events: ${(err as Error).message}`);
+        }
+      }
+    });
+    return this.writing;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.flush();
+  }
+}
