@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ValidationPipe } from '@nestjs/common';
 import { AppConfigModule } from './config/config.module';
@@ -13,15 +13,21 @@ import { WebModule } from './web/web.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
 
-@Module({
-  imports: [AppConfigModule, DatabaseModule, TraceModule, LlmModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, WebModule],
-  providers: [
+/** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
+@Module({})
+export class AppModule {
+  static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [AppConfigModule.forRoot(envOverrides), DatabaseModule, TraceModule, LlmModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, WebModule],
+      providers: [
     {
       provide: APP_PIPE,
       useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, transformOptions: { enableImplicitConversion: false } }),
     },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
-  ],
-})
-export class AppModule {}
+      ],
+    };
+  }
+}

@@ -6,7 +6,7 @@ import { AppConfigService } from './config/app-config.service';
 import { configureApp } from './bootstrap';
 
 async function main(): Promise<void> {
-  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: ['error', 'warn', 'log'] });
+  const app = await NestFactory.create(AppModule.forRoot(), { bodyParser: false, logger: ['error', 'warn', 'log'] });
   configureApp(app);
   const config = app.get(AppConfigService);
   app.useLogger(logLevels(config.get('LOG_LEVEL')));

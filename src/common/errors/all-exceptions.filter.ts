@@ -39,6 +39,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
   }
 
   private toBody(exception: unknown, req: Request): { status: number; body: Record<string, unknown> } {
+    if (isJsonParseError(exception)) {
+      const detail = (exception as Error).message;
+      return { status: 400, body: { statusCode: 400, error: 'Bad Request', message: `Request body is not valid JSON: ${detail}` } };
+    }
     if (exception instanceof OrionException) {
       const status = exception.httpStatus();
       return {
@@ -62,8 +66,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const e = exception as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
     const s = e?.status ?? e?.statusCode;
     if (typeof s === 'number' && s >= 400 && s < 500 && e.expose) {
-      const message = e.type === 'entity.parse.failed' ? 'Request body is not valid JSON' : e.message;
-      return { status: s, body: { statusCode: s, error: STATUS_TEXT[s] ?? 'Bad Request', message } };
+      return { status: s, body: { statusCode: s, error: STATUS_TEXT[s] ?? 'Bad Request', message: e.message } };
     }
     this.logger.error(`${req.method} ${req.url} failed: ${(exception as Error)?.stack ?? String(exception)}`);
     return {
@@ -71,4 +74,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
       body: { statusCode: 500, error: 'Internal Server Error', message: 'Internal server error' },
     };
   }
+}
+
+/** body-parser's JSON failure (a SyntaxError with status 400), however it reaches the filter. */
+function isJsonParseError(e: unknown): boolean {
+  const x = e as { type?: string; status?: number; name?: string; cause?: { type?: string } } | null;
+  return !!x && (x.type === 'entity.parse.failed' || x.cause?.type === 'entity.parse.failed' || (x.name === 'SyntaxError' && x.status === 400));
 }

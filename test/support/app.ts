@@ -1,0 +1,53 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { AppModule } from '../../src/app.module';
+import { configureApp } from '../../src/bootstrap';
+import { createTestDatabase } from './db';
+
+export interface TestApp {
+  app: INestApplication;
+  /** http://127.0.0.1:<port> of the listening app */
+  url: string;
+  workspace: string;
+  databaseUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Boots the whole service on a random port with its own database (PGlite in memory, or a fresh
+ * PostgreSQL database on the PostgreSQL pass) and a temporary workspace. `env` overrides the
+ * configuration; pass `databaseUrl` to share a database between two apps (two instances).
+ */
+export async function startApp(env: Record<string, string | undefined> = {}, opts: { databaseUrl?: string } = {}): Promise<TestApp> {
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await createTestDatabase();
+  const workspace = env.WORKSPACE_ROOT ?? mkdtempSync(join(tmpdir(), 'orion-ws-'));
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      AppModule.forRoot({
+        DATABASE_URL: db.url,
+        WORKSPACE_ROOT: workspace,
+        LLM_PROVIDER: 'replay',
+        MCP_CONFIG: '',
+        LOG_LEVEL: 'error',
+        ...env,
+      }),
+    ],
+  }).compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  configureApp(app);
+  await app.listen(0, '127.0.0.1');
+  const addr = app.getHttpServer().address() as { port: number };
+  return {
+    app,
+    url: `http://127.0.0.1:${addr.port}`,
+    workspace,
+    databaseUrl: db.url,
+    close: async () => {
+      await app.close();
+      await db.drop();
+    },
+  };
+}
