@@ -1,6 +1,5 @@
-import type { LlmAdapter, LlmErrorInfo, LlmRequest, LlmUsage } from '../llm/llm-adapter.port';
+import type { LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
 import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } from '../llm/tool-call-accumulator';
-import { anySignal } from '../common/util/abort.util';
 
 /** How one streamed model response ended. */
 export interface ModelStreamResult {
@@ -26,62 +25,77 @@ export interface ModelStreamOptions {
 }
 
 /**
- * Streams one model response: yields its text as chunks, accumulates tool calls by structural
- * boundary, and returns how it ended (`const r = yield* streamModel(...)`). Reasoning text is
- * counted, never shown as answer text.
+ * One streamed model response. The protocol iterates `events` itself and hands each event to
+ * `accept`, which returns the answer text to stream (if any) and accumulates tool calls by
+ * structural boundary; `stopped` turns true at the first complete call when asked to stop
+ * there (upstream is aborted); `close()` releases the request and tells how it ended.
+ *
+ * `accept` is synchronous on purpose: each text delta then costs the protocol one await, as in
+ * a plain loop over the adapter (bench:protocol measures it). Reasoning text is counted, never
+ * treated as answer text.
  */
-export async function* streamModel(
-  llm: LlmAdapter,
-  request: LlmRequest,
-  signal: AbortSignal,
-  opts: ModelStreamOptions = {},
-): AsyncGenerator<{ type: 'chunk'; content: string }, ModelStreamResult, undefined> {
-  const acc = new ToolCallAccumulator();
-  const local = new AbortController();
-  const result: ModelStreamResult = { text: '', reasoningChars: 0, calls: [], invalid: [], stoppedEarly: false };
-  const iterator = llm.stream(request, anySignal(signal, local.signal))[Symbol.asyncIterator]();
-  try {
-    while (true) {
-      const { value: ev, done } = await iterator.next();
-      if (done) break;
-      switch (ev.type) {
-        case 'text-delta':
-          if (ev.text) {
-            result.text += ev.text;
-            yield { type: 'chunk', content: ev.text };
-          }
-          break;
-        case 'reasoning-delta':
-          result.reasoningChars += ev.text.length;
-          break;
-        case 'tool-call-delta': {
-          if (opts.ignoreToolCalls) break;
-          const completed = acc.push(ev);
-          if (opts.stopAtFirstCompleteCall && completed.length > 0) {
-            result.calls = [completed[0]];
-            result.stoppedEarly = true;
-            local.abort(new Error('first complete tool call received'));
-            return result;
-          }
-          break;
-        }
-        case 'finish':
-          result.finishReason = ev.rawReason ?? ev.reason;
-          result.usage = ev.usage;
-          acc.finish();
-          break;
-        case 'error':
-          // our own early stop is not an error; the caller's abort is reported as `aborted`
-          if (!local.signal.aborted) result.error = ev.error;
-          break;
-      }
-    }
-  } finally {
-    await iterator.return?.(undefined).catch(() => undefined);
+export class ModelStream {
+  readonly events: AsyncIterable<LlmStreamEvent>;
+  private readonly result: ModelStreamResult = { text: '', reasoningChars: 0, calls: [], invalid: [], stoppedEarly: false };
+  private readonly acc = new ToolCallAccumulator();
+  private readonly local = new AbortController();
+  private readonly onAbort = () => this.local.abort(this.signal.reason);
+  private closed = false;
+  stopped = false;
+
+  constructor(
+    llm: LlmAdapter,
+    request: LlmRequest,
+    private readonly signal: AbortSignal,
+    private readonly opts: ModelStreamOptions = {},
+  ) {
+    // one listener instead of AbortSignal.any(): cheaper per model call, removed on close
+    if (signal.aborted) this.local.abort(signal.reason);
+    else signal.addEventListener('abort', this.onAbort, { once: true });
+    this.events = llm.stream(request, this.local.signal);
   }
-  // a clean end of stream is a boundary too; a failed stream's open calls are never run
-  if (!result.error) acc.finish();
-  result.calls = opts.stopAtFirstCompleteCall ? acc.completed.slice(0, 1) : [...acc.completed];
-  result.invalid = [...acc.invalid];
-  return result;
+
+  /** Takes one event; returns answer text to stream, if the event carried some. */
+  accept(ev: LlmStreamEvent): string | undefined {
+    switch (ev.type) {
+      case 'text-delta':
+        if (!ev.text) return undefined;
+        this.result.text += ev.text;
+        return ev.text;
+      case 'reasoning-delta':
+        this.result.reasoningChars += ev.text.length;
+        return undefined;
+      case 'tool-call-delta':
+        if (this.opts.ignoreToolCalls) return undefined;
+        if (this.acc.push(ev).length > 0 && this.opts.stopAtFirstCompleteCall) {
+          this.stopped = true;
+          this.result.stoppedEarly = true;
+          this.local.abort(new Error('first complete tool call received'));
+        }
+        return undefined;
+      case 'finish':
+        this.result.finishReason = ev.rawReason ?? ev.reason;
+        this.result.usage = ev.usage;
+        this.acc.finish();
+        return undefined;
+      case 'error':
+        // our own early stop is not an error; the caller's abort is reported as `aborted`
+        if (!this.stopped) this.result.error = ev.error;
+        return undefined;
+    }
+  }
+
+  /** Ends the response (idempotent) and tells how it ended. */
+  close(): ModelStreamResult {
+    if (!this.closed) {
+      this.closed = true;
+      this.signal.removeEventListener('abort', this.onAbort);
+      // a clean end of stream is a boundary too; a failed stream's open calls are never run
+      if (!this.result.error) this.acc.finish();
+      const complete = this.acc.completed;
+      this.result.calls = this.opts.stopAtFirstCompleteCall ? complete.slice(0, 1) : [...complete];
+      this.result.invalid = [...this.acc.invalid];
+    }
+    return this.result;
+  }
 }

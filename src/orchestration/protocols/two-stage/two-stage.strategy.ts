@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolProgress } from '../../../tools/tool-definition';
-import { streamModel, type ModelStreamResult } from '../../model-stream';
+import { ModelStream } from '../../model-stream';
 import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
@@ -57,7 +57,18 @@ export class TwoStageStrategy implements ProtocolStrategy {
 
     while (true) {
       if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
-      const outcome: StepOutcome = yield* this.step(ctx, state, specs, forced);
+      // the action phase's text streams straight from the model to the consumer (the hot path)
+      const stream = yield* this.startAction(ctx, state, specs, forced);
+      try {
+        for await (const ev of stream.events) {
+          const text = stream.accept(ev);
+          if (text !== undefined) yield { type: 'chunk', content: text };
+          if (stream.stopped) break; // the first complete call ends the action phase
+        }
+      } finally {
+        stream.close();
+      }
+      const outcome: StepOutcome = yield* this.endAction(ctx, state, specs, forced, stream);
       switch (outcome.kind) {
         case 'final':
           return yield this.done(state, outcome.stopReason);
@@ -71,13 +82,13 @@ export class TwoStageStrategy implements ProtocolStrategy {
     }
   }
 
-  /** One action phase and, when it produced a new call, its tool phase. */
-  private async *step(
+  /** Opens an action phase and starts the model call: tools offered unless a budget forces the answer. */
+  private *startAction(
     ctx: ProtocolExecutionContext,
     s: TurnState,
     specs: LlmToolSpec[],
     forced: ForcedReason | null,
-  ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+  ): Generator<ProtocolEvent, ModelStream, undefined> {
     const phaseIndex = ++s.phaseIndex;
     yield* this.phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
 
@@ -92,7 +103,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
       forced,
       temperature: temperatureFor(ctx.mode),
     });
-    const res: ModelStreamResult = yield* streamModel(
+    return new ModelStream(
       ctx.llm,
       {
         messages,
@@ -105,6 +116,18 @@ export class TwoStageStrategy implements ProtocolStrategy {
       ctx.signal,
       { stopAtFirstCompleteCall: true, ignoreToolCalls: !offerTools },
     );
+  }
+
+  /** Closes the action phase; a new call gets its tool phase, a repeated one is refused. */
+  private async *endAction(
+    ctx: ProtocolExecutionContext,
+    s: TurnState,
+    specs: LlmToolSpec[],
+    forced: ForcedReason | null,
+    stream: ModelStream,
+  ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+    const res = stream.close();
+    const phaseIndex = s.phaseIndex;
     addUsage(s.usage, res.usage);
 
     if (ctx.signal.aborted) {
