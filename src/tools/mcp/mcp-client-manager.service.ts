@@ -1,0 +1,217 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { AppConfigService } from '../../config/app-config.service';
+import { TRACE_SINK, type TraceSink } from '../../trace/trace-sink.port';
+import { definitionHash, ToolRegistryService } from '../tool-registry.service';
+import { loadMcpConfig, resolveMcpConfigSource, type McpServerConfig, type McpTransportKind } from './mcp-config';
+import { McpServerConnection, type McpConnectionTimings, type McpServerStatus } from './mcp-server-connection';
+import { McpToolAdapter, type McpToolSpec } from './mcp-tool.adapter';
+import { namespacedToolName } from './mcp-tool-name.util';
+
+/** Health view of one configured server. */
+export interface McpServerInfo {
+  name: string;
+  transport: McpTransportKind;
+  status: McpServerStatus;
+  /** tools of this server currently in the registry */
+  toolCount: number;
+  /** the most recent failure (redacted), kept after a successful reconnect */
+  lastError?: string;
+}
+
+export interface McpManagerOptions extends McpConnectionTimings {
+  /** servers to use instead of reading MCP_CONFIG (tests, programmatic set-ups) */
+  servers?: McpServerConfig[];
+  /** how long start-up waits for the first connection attempts; slower servers join when ready */
+  startupWaitMs: number;
+}
+
+/** Optional overrides of McpManagerOptions (Nest: `{ provide: MCP_MANAGER_OPTIONS, useValue: {...} }`). */
+export const MCP_MANAGER_OPTIONS = Symbol('MCP_MANAGER_OPTIONS');
+
+/**
+ * Defaults. The back-off (0.5 s doubling to 30 s) retries a crashed local server almost at once and a
+ * long-gone remote one twice a minute. 30 s per attempt leaves room for `npx -y` fetching a server on
+ * its first start; start-up itself waits at most 10 s.
+ */
+export const DEFAULT_MCP_MANAGER_OPTIONS: McpManagerOptions = {
+  connectTimeoutMs: 30_000,
+  initialBackoffMs: 500,
+  maxBackoffMs: 30_000,
+  startupWaitMs: 10_000,
+};
+
+interface RegisteredMcpTool {
+  adapter: McpToolAdapter;
+  hash: string;
+}
+
+interface ServerState {
+  connection: McpServerConnection;
+  tools: Map<string, RegisteredMcpTool>;
+}
+
+/**
+ * Connects the MCP servers of MCP_CONFIG and keeps their tools in the ToolRegistry as
+ * `<server>__<tool>` (origin `mcp:<server>`), following `notifications/tools/list_changed` and
+ * reconnecting crashed servers with back-off; their tools stay registered but unavailable meanwhile.
+ * An invalid MCP_CONFIG stops start-up (ToolsException INVALID_MCP_CONFIG).
+ */
+@Injectable()
+export class McpClientManagerService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('McpClientManager');
+  private readonly options: McpManagerOptions;
+  private readonly states = new Map<string, ServerState>();
+  private readonly reportedSkips = new Set<string>();
+  private started = false;
+
+  constructor(
+    private readonly config: AppConfigService,
+    private readonly registry: ToolRegistryService,
+    @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    @Optional() @Inject(MCP_MANAGER_OPTIONS) options?: Partial<McpManagerOptions>,
+  ) {
+    this.options = { ...DEFAULT_MCP_MANAGER_OPTIONS, ...options };
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  /**
+   * Loads the servers (throws on an invalid config) and makes the first connection attempts,
+   * waiting for them at most `startupWaitMs`.
+   */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const servers =
+      this.options.servers ?? loadMcpConfig(resolveMcpConfigSource(this.config.get('MCP_CONFIG')));
+    if (servers.length === 0) return;
+    this.logger.log(`connecting ${servers.length} MCP server(s): ${servers.map((s) => s.name).join(', ')}`);
+    const attempts = servers.map((server) => {
+      const connection = new McpServerConnection(
+        server,
+        {
+          onTools: (tools) => this.applyTools(server.name, tools),
+          onStatus: (status, error) => this.onStatus(server, status, error),
+        },
+        this.options,
+        this.logger,
+      );
+      this.states.set(server.name, { connection, tools: new Map() });
+      return connection.start();
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(attempts),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.startupWaitMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Closes every client and waits for stdio children to exit. Tools stay registered, unavailable. */
+  async close(): Promise<void> {
+    await Promise.all([...this.states.values()].map((s) => s.connection.close()));
+  }
+
+  servers(): McpServerInfo[] {
+    return [...this.states.values()].map(({ connection, tools }) => ({
+      name: connection.serverName,
+      transport: connection.transportKind,
+      status: connection.status,
+      toolCount: tools.size,
+      ...(connection.lastError ? { lastError: connection.lastError } : {}),
+    }));
+  }
+
+  /** pid of a stdio server's child process while it runs (diagnostics, tests). */
+  childPid(server: string): number | undefined {
+    return this.states.get(server)?.connection.pid;
+  }
+
+  /** Applies a server's full tool list: registers new and changed tools, unregisters vanished ones. */
+  private applyTools(server: string, tools: Tool[]): void {
+    const state = this.states.get(server);
+    if (!state) return;
+    const next = new Map<string, RegisteredMcpTool>();
+    for (const tool of tools) {
+      const name = namespacedToolName(server, tool.name);
+      if (!name) {
+        this.skip(server, tool.name, 'its name has no usable characters');
+        continue;
+      }
+      if (next.has(name)) {
+        this.skip(server, tool.name, `its name collides with ${next.get(name)!.adapter.spec.remoteName} as ${name}`);
+        continue;
+      }
+      const spec: McpToolSpec = {
+        name,
+        remoteName: tool.name,
+        description: tool.description ?? tool.title ?? `Tool ${tool.name} of MCP server ${server}`,
+        parameters: toParameters(tool.inputSchema),
+      };
+      const hash = definitionHash(spec);
+      const previous = state.tools.get(name);
+      if (previous && previous.hash === hash && previous.adapter.spec.remoteName === tool.name) {
+        next.set(name, previous);
+        continue;
+      }
+      const adapter = new McpToolAdapter(spec, state.connection, {
+        callTimeoutMs: this.config.get('TOOL_TIMEOUT_MS'),
+        maxResultBytes: this.config.get('TOOL_RESULT_MAX_BYTES'),
+      });
+      try {
+        if (this.registry.register(adapter)) next.set(name, { adapter, hash });
+      } catch (err) {
+        this.skip(server, tool.name, (err as Error).message);
+      }
+    }
+    for (const name of state.tools.keys()) {
+      if (!next.has(name)) this.registry.unregister(name);
+    }
+    state.tools = next;
+  }
+
+  /** Logs and traces a skipped tool once, not on every re-listing. */
+  private skip(server: string, tool: string, reason: string): void {
+    const key = `${server}\0${tool}\0${reason}`;
+    if (this.reportedSkips.has(key)) return;
+    this.reportedSkips.add(key);
+    this.logger.warn(`${server}: tool "${tool}" skipped: ${reason}`);
+    this.trace.record({ type: 'mcp_tool_skipped', details: { server, tool, reason } });
+  }
+
+  private onStatus(server: McpServerConfig, status: McpServerStatus, error?: string): void {
+    if (status === 'connected') this.logger.log(`${server.name}: connected (${server.transport})`);
+    if (status === 'connecting') return;
+    this.trace.record({
+      type: 'mcp_server_status',
+      details: {
+        server: server.name,
+        transport: server.transport,
+        status,
+        toolCount: this.states.get(server.name)?.tools.size ?? 0,
+        ...(error ? { error } : {}),
+      },
+    });
+  }
+}
+
+/** An MCP inputSchema as tool parameters: always `type: "object"`, without `$schema` (models and ajv trip on it). */
+function toParameters(inputSchema: unknown): Record<string, unknown> {
+  if (typeof inputSchema !== 'object' || inputSchema === null || Array.isArray(inputSchema)) return { type: 'object' };
+  const { $schema: _ignored, ...schema } = inputSchema as Record<string, unknown>;
+  return { ...schema, type: 'object' };
+}

@@ -1,0 +1,132 @@
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { abortReason } from '../../common/util/abort.util';
+import { redactString } from '../../common/util/redact.util';
+import {
+  ToolFailure,
+  type ToolDefinition,
+  type ToolExecuteResult,
+  type ToolExecutionContext,
+  type ToolOrigin,
+} from '../tool-definition';
+import { toMcpToolOutput } from './mcp-result.mapper';
+import type { McpToolConnection } from './mcp-server-connection';
+
+export interface McpToolSpec {
+  /** namespaced registry name `<server>__<tool>` */
+  name: string;
+  /** the tool's name on its server */
+  remoteName: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface McpCallLimits {
+  /** SDK request timeout of tools/call; the runner's signal usually fires first */
+  callTimeoutMs: number;
+  /** cap on the JSON output (TOOL_RESULT_MAX_BYTES) */
+  maxResultBytes: number;
+}
+
+/**
+ * One MCP server tool as an Orion ToolDefinition. Available while its server is connected; a call
+ * while it is down is ToolFailure('unavailable'). Results become JSON (see McpToolOutput); a result
+ * the server flags `isError` is returned with `isError: true` for the model to read.
+ */
+export class McpToolAdapter implements ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Record<string, unknown>;
+  readonly origin: ToolOrigin;
+  /** the remote tool name, so calls to two servers' same-named tools never share a signature */
+  readonly action: string;
+
+  constructor(
+    readonly spec: McpToolSpec,
+    private readonly connection: McpToolConnection,
+    private readonly limits: McpCallLimits,
+  ) {
+    this.name = spec.name;
+    this.description = spec.description;
+    this.parameters = spec.parameters;
+    this.origin = `mcp:${connection.serverName}`;
+    this.action = spec.remoteName;
+  }
+
+  isAvailable(): boolean {
+    return this.connection.connectedClient() !== undefined;
+  }
+
+  async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
+    const client = this.connection.connectedClient();
+    if (!client) {
+      throw new ToolFailure('unavailable', `MCP server ${this.connection.serverName} is ${this.connection.status}`);
+    }
+    let result: Awaited<ReturnType<typeof client.callTool>>;
+    try {
+      result = await client.callTool({ name: this.spec.remoteName, arguments: args }, undefined, {
+        signal: ctx.signal,
+        timeout: this.limits.callTimeoutMs,
+        onprogress: ctx.progress
+          ? (p) =>
+              ctx.progress!({
+                stage: 'mcp_progress',
+                message: p.message ?? (p.total ? `${p.progress}/${p.total}` : String(p.progress)),
+                metadata: { progress: p.progress, total: p.total },
+              })
+          : undefined,
+      });
+    } catch (err) {
+      throw this.classify(err, ctx.signal);
+    }
+    const output = toMcpToolOutput(result, this.limits.maxResultBytes);
+    return result.isError === true ? { output, isError: true } : { output };
+  }
+
+  /** Maps a failed call to the runner's outcomes; a cancellation keeps its abort error. */
+  private classify(err: unknown, signal: AbortSignal): Error {
+    const server = this.connection.serverName;
+    if (signal.aborted) {
+      // AbortSignal.timeout() aborts with a DOMException named TimeoutError (not always `instanceof Error`).
+      if ((signal.reason as { name?: string } | undefined)?.name === 'TimeoutError') {
+        return new ToolFailure('timeout', `${this.name} timed out`);
+      }
+      return abortReason(signal);
+    }
+    if (err instanceof McpError) {
+      switch (err.code) {
+        case ErrorCode.RequestTimeout:
+          return new ToolFailure('timeout', `${this.name} timed out after ${this.limits.callTimeoutMs} ms`);
+        case ErrorCode.ConnectionClosed:
+          return new ToolFailure('unavailable', `MCP server ${server} closed the connection`);
+        case ErrorCode.InvalidParams:
+          return new ToolFailure('validation_error', redactString(err.message));
+        case ErrorCode.MethodNotFound:
+          return new ToolFailure('unavailable', `MCP server ${server} does not offer ${this.spec.remoteName}`);
+        default:
+          return err;
+      }
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    if (/not connected/i.test(message)) {
+      return new ToolFailure('unavailable', `MCP server ${server} is not connected`);
+    }
+    if (this.connection.transportKind !== 'stdio' && isHttpFailure(err)) {
+      // Below MCP over HTTP (refused, reset, unknown session): the server is gone or restarted.
+      this.connection.markBroken(redactString(message));
+      return new ToolFailure('unavailable', `MCP server ${server} is unreachable: ${redactString(message)}`);
+    }
+    return err instanceof Error ? err : new Error(message);
+  }
+}
+
+/** fetch's network errors and the SDK's HTTP status errors (404 unknown session, 5xx…), also when wrapped. */
+function isHttpFailure(err: unknown): boolean {
+  if (err instanceof StreamableHTTPError) return true;
+  const e = err as { name?: string; message?: string; cause?: { code?: string } };
+  return (
+    e?.name === 'SseError' ||
+    /fetch failed|Error POSTing to endpoint|Streamable HTTP error|ECONNREFUSED|ECONNRESET|socket hang up/i.test(e?.message ?? '') ||
+    /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|UND_ERR_)/.test(e?.cause?.code ?? '')
+  );
+}

@@ -1,0 +1,89 @@
+import { request } from 'node:http';
+import { DataSource } from 'typeorm';
+import { startApp, type TestApp } from '../support/app';
+import { ReplayServer, respond } from '../support/replay-server';
+import { SseParser, sse, type SseEvent } from '../support/sse-client';
+
+/**
+ * A slow client must slow the turn down instead of growing a buffer on the server, and what is
+ * stored in run_events must be exactly what was sent.
+ */
+describe('SSE backpressure and stored events', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' });
+    ds = t.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
+
+  const storedEvents = async (requestId: string) =>
+    (await ds.query('SELECT seq, type, data FROM run_events WHERE request_id = $1 ORDER BY seq', [requestId])) as Array<{ seq: number; type: string; data: Record<string, unknown> }>;
+
+  it('stops reading the model while the client does not read, then delivers everything', async () => {
+    const DELTAS = 4000;
+    const piece = 'x'.repeat(4000);
+    llm.enqueue(respond.turn(Array.from({ length: DELTAS }, (_, i) => ({ text: `${i}:${piece} ` }))));
+
+    const parser = new SseParser();
+    const events: SseEvent[] = [];
+    let requestId = '';
+    let paused = false;
+    const done = new Promise<void>((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port: new URL(t.url).port, path: '/api/chat/messages_two_stage', method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            events.push(...parser.push(chunk));
+            if (!requestId && events.length) requestId = events[0].data.requestId as string;
+            if (!paused && requestId) {
+              paused = true;
+              res.pause(); // a client that stops reading
+              setTimeout(async () => {
+                try {
+                  const storedWhilePaused = (await storedEvents(requestId)).length;
+                  // the server produced only what the socket buffers could take, not the whole answer
+                  expect(storedWhilePaused).toBeLessThan(DELTAS / 2);
+                  expect(llm.chatRequests).toHaveLength(1);
+                  res.resume();
+                } catch (e) {
+                  reject(e);
+                }
+              }, 1500);
+            }
+          });
+          res.on('end', resolve);
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ content: 'A very long answer, please' }));
+    });
+    await done;
+    const chunks = events.filter((e) => e.event === 'chunk');
+    expect(chunks).toHaveLength(DELTAS);
+    expect(events.at(-1)!.event).toBe('done');
+    expect(events.at(-1)!.data.stopReason).toBe('final_answer');
+  }, 60_000);
+
+  it('stores exactly the events it sent, in order, with no gaps', async () => {
+    llm.enqueue(
+      respond.turn([{ text: 'Let me look. ' }, { toolCall: { name: 'list_files', args: {} } }]),
+      respond.turn(Array.from({ length: 100 }, (_, i) => ({ text: `w${i} ` }))),
+    );
+    const res = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'list' } });
+    const requestId = res.events[0].data.requestId as string;
+    const stored = await storedEvents(requestId);
+    expect(stored.map((r) => ({ seq: r.seq, type: r.type, data: r.data }))).toEqual(
+      res.events.map((e) => ({ seq: Number(e.id), type: e.event, data: e.data })),
+    );
+    expect(stored.map((r) => r.seq)).toEqual(stored.map((_, i) => i + 1));
+  });
+});
