@@ -1,0 +1,20 @@
+import type { RetryPolicy } from '../retry-policy';
+
+/** What an HTTP adapter (OpenAI-compatible, Ollama) needs; the factory fills it from AppConfigService. */
+export interface HttpAdapterOptions {
+  /** e.g. `https://api.openai.com/v1`, `http://localhost:11434` */
+  baseUrl: string;
+  model: string;
+  /** sent as a bearer token; never logged, never in an error message */
+  apiKey?: string;
+  /** LLM_TIMEOUT_MS: one whole request, retries and back-off included */
+  timeoutMs: number;
+  /** LLM_IDLE_TIMEOUT_MS: longest wait for the next streamed chunk */
+  idleTimeoutMs: number;
+  /** LLM_CONTEXT_WINDOW */
+  contextWindow: number;
+  /** LLM_TOOL_CALLING (OpenAI-compatible; Ollama asks /api/show and falls back to this) */
+  toolCalling?: boolean;
+  /** overrides of the pre-first-byte retry policy (tests shorten the back-off) */
+  retry?: Partial<RetryPolicy>;
+}
