@@ -66,7 +66,10 @@ export interface ToolRunResult {
   /** arguments after validation (defaults applied) or, on validation failure, as received */
   args: unknown;
   outcome: ToolOutcome;
-  /** the tool's output (success) or an error object `{error, message, details?}` the model can read */
+  /**
+   * the tool's output (success) or an error object `{error, message, details?}` the model can read;
+   * when `truncated`, the `{truncated, note, originalBytes, partial}` object the model was given instead
+   */
   output: unknown;
   /** output as the JSON string given to the model, capped at TOOL_RESULT_MAX_BYTES */
   outputText: string;

@@ -1,0 +1,52 @@
+import { Global, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { AppConfigService } from '../config/app-config.service';
+import { TRACE_SINK, type TraceRecord, type TraceSink } from '../trace/trace-sink.port';
+import { ToolRegistryService } from './tool-registry.service';
+import { TOOL_RUNNER, type ToolRunner } from './tool-runner.port';
+import { ToolRunnerService } from './tool-runner.service';
+import { ToolsModule } from './tools.module';
+
+const records: TraceRecord[] = [];
+const trace: TraceSink = { record: (e) => void records.push(e), flush: async () => undefined };
+
+function configWith(values: Record<string, unknown>) {
+  const all: Record<string, unknown> = { WORKSPACE_ROOT: './workspace', TOOL_TIMEOUT_MS: 1000, TOOL_RESULT_MAX_BYTES: 65536, ...values };
+  return {
+    get: (k: string) => all[k],
+    list: (k: string) => (typeof all[k] === 'string' ? (all[k] as string).split(',').map((s) => s.trim()).filter(Boolean) : []),
+  };
+}
+
+/** Stands in for the global AppConfigModule and TraceModule. */
+function globals(values: Record<string, unknown> = {}) {
+  @Global()
+  @Module({
+    providers: [{ provide: AppConfigService, useValue: configWith(values) }, { provide: TRACE_SINK, useValue: trace }],
+    exports: [AppConfigService, TRACE_SINK],
+  })
+  class FakeGlobals {}
+  return FakeGlobals;
+}
+
+describe('ToolsModule', () => {
+  it('registers the built-ins on init and exports the registry and the runner (also as TOOL_RUNNER)', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [globals(), ToolsModule] }).compile();
+    await moduleRef.init();
+    const registry = moduleRef.get(ToolRegistryService);
+    expect(registry.all().map((t) => t.name)).toEqual(['list_files', 'read_file']);
+    expect(registry.all().every((t) => t.origin === 'builtin')).toBe(true);
+    const runner = moduleRef.get<ToolRunner>(TOOL_RUNNER);
+    expect(runner).toBe(moduleRef.get(ToolRunnerService));
+    expect((await runner.specs()).map((s) => s.name)).toEqual(['list_files', 'read_file']);
+    expect(records.filter((r) => r.type === 'tool_registration').map((r) => r.details?.name)).toEqual(expect.arrayContaining(['list_files', 'read_file']));
+    await moduleRef.close();
+  });
+
+  it('leaves out built-ins denied by TOOLS_DENY', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [globals({ TOOLS_DENY: 'read_file' }), ToolsModule] }).compile();
+    await moduleRef.init();
+    expect(moduleRef.get(ToolRegistryService).all().map((t) => t.name)).toEqual(['list_files']);
+    await moduleRef.close();
+  });
+});

@@ -1,0 +1,61 @@
+import { Inject, Module, type FactoryProvider, type InjectionToken, type OnModuleInit, type Type } from '@nestjs/common';
+import { ListFilesTool } from './builtins/list-files.tool';
+import { ReadFileTool } from './builtins/read-file.tool';
+import type { ToolDefinition } from './tool-definition';
+import { ToolRegistryService } from './tool-registry.service';
+import { TOOL_RUNNER } from './tool-runner.port';
+import { ToolRunnerService } from './tool-runner.service';
+import { ToolsController } from './tools.controller';
+import { McpClientManagerService } from './mcp/mcp-client-manager.service';
+
+/** The built-in tool instances, collected by BUILTIN_TOOL_PROVIDERS below. */
+export const BUILTIN_TOOLS: InjectionToken<ToolDefinition[]> = Symbol('BUILTIN_TOOLS');
+
+/**
+ * Built-in tools registered when the module starts: provider classes implementing
+ * ToolDefinition, or `{ provide: SomeTool, useFactory, inject }` providers for tools built
+ * from options.
+ *
+ * >>> INTEGRATION POINT (lead): add fetch_page, fetch_pages_batch and web_search here
+ * >>> (src/tools/builtins/fetch-page.tool.ts, web-search.tool.ts). Their constructors take an
+ * >>> options object, so they go in as factory providers, e.g.
+ * >>>   { provide: WebSearchTool, useFactory: (c: AppConfigService) => new WebSearchTool({ ... }), inject: [AppConfigService] }
+ * >>> rag_query and any other built-in go here too. Nothing else in this file needs to change.
+ */
+const BUILTIN_TOOL_PROVIDERS: Array<Type<ToolDefinition> | FactoryProvider<ToolDefinition>> = [
+  ListFilesTool,
+  ReadFileTool,
+  // FetchPageTool,
+  // FetchPagesBatchTool,
+  // WebSearchTool,
+];
+const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? p.provide : p));
+
+/**
+ * Tools: the registry (built-ins + MCP, allow/deny lists), the runner (the only way a tool
+ * runs; also provided as the TOOL_RUNNER port protocols depend on) and `GET /api/tools`.
+ * Needs the global AppConfigModule and TraceModule (TRACE_SINK).
+ */
+@Module({
+  controllers: [ToolsController],
+  providers: [
+    ToolRegistryService,
+    ToolRunnerService,
+    { provide: TOOL_RUNNER, useExisting: ToolRunnerService },
+    ...BUILTIN_TOOL_PROVIDERS,
+    { provide: BUILTIN_TOOLS, useFactory: (...tools: ToolDefinition[]) => tools, inject: BUILTIN_TOOL_TOKENS },
+    McpClientManagerService,
+  ],
+  exports: [ToolRegistryService, ToolRunnerService, TOOL_RUNNER, McpClientManagerService],
+})
+export class ToolsModule implements OnModuleInit {
+  constructor(
+    private readonly registry: ToolRegistryService,
+    @Inject(BUILTIN_TOOLS) private readonly builtins: ToolDefinition[],
+  ) {}
+
+  /** Registers the built-ins (TOOLS_ALLOW / TOOLS_DENY may leave some out; a name clash fails start-up). */
+  onModuleInit(): void {
+    for (const tool of this.builtins) this.registry.register(tool);
+  }
+}
