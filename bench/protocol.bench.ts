@@ -83,6 +83,7 @@ const tools: ToolRunner = {
   async specs() {
     return SPECS;
   },
+  redactArgs: (_name: string, args: unknown) => args,
 };
 const trace: TraceSink = { record() {}, flush: async () => undefined };
 

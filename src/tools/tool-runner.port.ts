@@ -22,6 +22,8 @@ export interface ToolRunner {
   signature(call: ToolCallRequest, projectId: string): string | null;
   /** Tools available now, as offered to a model (optionally only these names). */
   specs(filter?: { names?: string[] }): Promise<LlmToolSpec[]>;
+  /** Arguments safe to show on a stream: properties marked `x-secret` and known secrets masked. */
+  redactArgs(name: string, args: unknown): unknown;
 }
 
 export const TOOL_RUNNER = Symbol('TOOL_RUNNER');

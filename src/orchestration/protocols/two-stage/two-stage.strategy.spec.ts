@@ -41,6 +41,9 @@ function makeTools(trace: MemoryTrace) {
       content: `contents of ${a.path}`,
     })),
   );
+  registry.register(
+    def('query_api', { type: 'object', properties: { q: { type: 'string' }, credential: { type: 'string', 'x-secret': true } }, required: ['q'] }, (a) => ({ q: a.q, rows: 1 })),
+  );
   return { runner: new ToolRunnerService(registry, fakeConfig, trace), executions };
 }
 
@@ -104,7 +107,7 @@ describe('TwoStageStrategy', () => {
     expect(doneOf(events).stopReason).toBe('final_answer');
     expect(llm.calls).toBe(1);
     expect(executions).toHaveLength(0);
-    expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['list_files', 'read_file']);
+    expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['list_files', 'query_api', 'read_file']);
     expect(llm.requests[0].temperature).toBe(0.3);
     expect(llm.requests[0].maxTokens).toBe(8192);
   });
@@ -290,6 +293,16 @@ describe('TwoStageStrategy', () => {
     });
     expect(doneOf(events).stopReason).toBe('cancelled');
     expect(text(events)).toBe('one ');
+  });
+
+  it('never streams or traces an argument its schema marks x-secret', async () => {
+    const { ctx, executions, trace } = setup([toolTurn('query_api', '{"q":"users","credential":"hunter2-secret"}'), answer('ok')]);
+    const events = await collect(strategy.execute(ctx), undefined);
+    expect(executions[0].args).toEqual({ q: 'users', credential: 'hunter2-secret' }); // the tool itself gets it
+    const shown = JSON.stringify(events);
+    expect(shown).toContain('users');
+    expect(shown).not.toContain('hunter2-secret');
+    expect(JSON.stringify(trace.records)).not.toContain('hunter2-secret');
   });
 
   it('uses temperature 0.7 in plan mode', async () => {

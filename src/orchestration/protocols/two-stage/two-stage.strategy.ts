@@ -163,7 +163,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     }
 
     yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
-    yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: call.arguments }] };
+    yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: this.shownArguments(ctx, call) }] };
 
     const signature = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
     const earlier = signature ? s.executed.find((e) => e.signature === signature) : undefined;
@@ -184,7 +184,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     const phaseIndex = ++s.phaseIndex;
     s.cycleIndex += 1;
     yield* this.phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
-    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: call.args, isError: false };
+    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
 
     const progress: ToolProgress[] = [];
     const result = await ctx.tools.run(
@@ -199,7 +199,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
       tool: call.name,
       callId: call.id,
       action: failed ? 'failed' : 'completed',
-      params: result.args,
+      params: ctx.tools.redactArgs(call.name, result.args),
       isError: failed,
       outcome: result.outcome,
       ...(ctx.debugShowToolResults ? { output: result.output } : {}),
@@ -240,13 +240,13 @@ export class TwoStageStrategy implements ProtocolStrategy {
     this.trace(ctx, 'duplicate_tool_call', {
       name: call.name,
       callId: call.id,
-      arguments: call.args,
+      arguments: ctx.tools.redactArgs(call.name, call.args),
       signature: earlier.signature,
       firstPhaseIndex: earlier.phaseIndex,
       strikes: s.duplicateStrikes,
       limit: ctx.budgets.maxDuplicateAttempts,
     });
-    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: call.args, isError: false };
+    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
     yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
     s.injected.push({ role: 'system', content: refusalMessage(call.name, call.arguments, earlier) });
     if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
@@ -263,8 +263,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
     const name = bad.name ?? '(unnamed)';
     const repeat = s.toldInvalid.includes(name);
-    this.trace(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: bad.rawArguments.slice(0, 2000), error: bad.error, repeat });
-    yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: bad.rawArguments.slice(0, 500), isError: true };
+    this.trace(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error, repeat });
+    yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 500)), isError: true };
     yield { type: 'notice', code: 'invalid_tool_arguments', message: NOTICES.invalidArguments(name) };
     if (!repeat) {
       s.toldInvalid.push(name);
@@ -336,6 +336,12 @@ export class TwoStageStrategy implements ProtocolStrategy {
       toldInvalid: [...s.toldInvalid],
       usage: { ...s.usage },
     };
+  }
+
+  /** The call's arguments as the stream may show them: unchanged unless a secret had to be masked. */
+  private shownArguments(ctx: ProtocolExecutionContext, call: CompletedToolCall): string {
+    const shown = ctx.tools.redactArgs(call.name, call.args);
+    return JSON.stringify(shown) === JSON.stringify(call.args) ? call.arguments : JSON.stringify(shown);
   }
 
   private trace(ctx: ProtocolExecutionContext, type: string, details: Record<string, unknown>): void {
