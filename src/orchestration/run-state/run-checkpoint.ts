@@ -9,9 +9,11 @@ import type { LlmMessage, LlmUsage } from '../../llm/llm-adapter.port';
 export const TWO_STAGE_CHECKPOINT_VERSION = 1;
 
 export interface ExecutedToolRecord {
+  /** sha256 of the canonical signature (no argument values are stored) */
   signature: string;
   name: string;
   callId: string;
+  /** the arguments as shown on the stream (secrets masked) */
   arguments: string;
   phaseIndex: number;
   outcome: string;

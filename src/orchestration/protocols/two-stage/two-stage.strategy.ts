@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolProgress } from '../../../tools/tool-definition';
@@ -165,7 +166,9 @@ export class TwoStageStrategy implements ProtocolStrategy {
     yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
     yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: this.shownArguments(ctx, call) }] };
 
-    const signature = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
+    // stored as a digest: checkpoints keep no argument values (secrets included)
+    const canonical = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
+    const signature = canonical === null ? null : createHash('sha256').update(canonical).digest('hex');
     const earlier = signature ? s.executed.find((e) => e.signature === signature) : undefined;
     if (earlier) {
       yield* this.refuseDuplicate(ctx, s, call, earlier);
@@ -204,12 +207,13 @@ export class TwoStageStrategy implements ProtocolStrategy {
       outcome: result.outcome,
       ...(ctx.debugShowToolResults ? { output: result.output } : {}),
     };
-    s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, call.arguments, result) });
+    const shownArgs = this.shownArguments(ctx, call);
+    s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, shownArgs, result) });
     s.executed.push({
       signature: signature ?? `unsigned:${call.id}`,
       name: call.name,
       callId: call.id,
-      arguments: call.arguments,
+      arguments: shownArgs,
       phaseIndex,
       outcome: result.outcome,
     });
@@ -248,7 +252,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     });
     yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
     yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
-    s.injected.push({ role: 'system', content: refusalMessage(call.name, call.arguments, earlier) });
+    s.injected.push({ role: 'system', content: refusalMessage(call.name, this.shownArguments(ctx, call), earlier) });
     if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
       yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
     }
