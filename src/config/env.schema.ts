@@ -137,6 +137,10 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   RUN_LEASE_MS = 30_000;
 
+  /** Extension: the NarrowTopK tool index; false makes NarrowTopK answer narrow_topk_unavailable. */
+  @Transform(toBool) @IsBoolean()
+  TOOL_INDEX_ENABLED = true;
+
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
   LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
 }
@@ -149,6 +153,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   TWO_STAGE_ENABLED: 'true | false',
   ORCHESTRATOR_ENABLED: 'true | false',
   LLM_TOOL_CALLING: 'true | false',
+  TOOL_INDEX_ENABLED: 'true | false',
 };
 
 /** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */

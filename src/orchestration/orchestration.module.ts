@@ -1,21 +1,28 @@
 import { Module } from '@nestjs/common';
 import { ToolsModule } from '../tools/tools.module';
+import { ClassicStrategy } from './modes/classic.strategy';
+import { NarrowTopKStrategy } from './modes/narrow-top-k.strategy';
+import { ToolIndexService } from './modes/tool-index/tool-index.service';
+import { OrchestrationController } from './orchestration.controller';
 import { OrchestrationService } from './orchestration.service';
-import { PROTOCOL_STRATEGIES } from './orchestration.tokens';
-import type { ProtocolStrategy } from './protocol-strategy';
+import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
 import { TwoStageStrategy } from './protocols/two-stage/two-stage.strategy';
 import { UnifiedStrategy } from './protocols/unified/unified.strategy';
 
-/** Chat protocols behind one multi-provider token; OrchestrationService resolves them by name. */
+/** Chat protocols and tool-only modes behind one multi-provider token; OrchestrationService resolves them by name. */
 @Module({
   imports: [ToolsModule],
+  controllers: [OrchestrationController],
   providers: [
     TwoStageStrategy,
     UnifiedStrategy,
+    ClassicStrategy,
+    NarrowTopKStrategy,
+    ToolIndexService,
     {
       provide: PROTOCOL_STRATEGIES,
-      useFactory: (...strategies: ProtocolStrategy[]) => strategies,
-      inject: [TwoStageStrategy, UnifiedStrategy],
+      useFactory: (...strategies: OrchestrationStrategy[]) => strategies,
+      inject: [TwoStageStrategy, UnifiedStrategy, ClassicStrategy, NarrowTopKStrategy],
     },
     OrchestrationService,
   ],

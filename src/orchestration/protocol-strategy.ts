@@ -47,6 +47,7 @@ export interface ProtocolExecutionContext {
 
 /** A turn protocol: two-stage, unified, … collected under PROTOCOL_STRATEGIES. */
 export interface ProtocolStrategy {
+  readonly kind?: 'protocol';
   readonly name: string;
   canHandle(ctx: ProtocolExecutionContext): boolean;
   execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined>;

@@ -1,0 +1,275 @@
+/**
+ * Tool-retrieval benchmark for the NarrowTopK index (bench/README.md "Tool retrieval").
+ *
+ *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json]
+ *
+ * Loads every tool into a ToolIndex (one `add` at a time, as the registry does), runs every
+ * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
+ * beside the plain-BM25 baseline read from the data set's README.md, when it has one.
+ * Metric definitions follow ../shared/bench/tool-retrieval/bfcl-pooled/README.md.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
+
+const REPO_ROOT = resolve(__dirname, '..');
+const DEFAULT_DATA = resolve(REPO_ROOT, '../shared/bench/tool-retrieval/bfcl-pooled');
+
+interface Args {
+  tools: string;
+  queries: string;
+  k: number;
+  json: boolean;
+}
+
+interface QueryRow {
+  id: string;
+  query: string;
+  relevant: string[];
+}
+
+/** Sums of per-query metrics for one subset. */
+interface Acc {
+  n: number;
+  r1: number;
+  r5: number;
+  r10: number;
+  mrr: number;
+  c5: number;
+  c10: number;
+  cK: number;
+}
+
+interface Summary {
+  n: number;
+  recallAt1: number;
+  recallAt5: number;
+  recallAt10: number;
+  mrr: number;
+  completeAt5: number;
+  completeAt10: number;
+  completeAtK: number;
+}
+
+interface Baseline {
+  recallAt1: number;
+  recallAt5: number;
+  recallAt10: number;
+  mrr: number;
+  completeAt5: number;
+  completeAt10: number;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), k: 5, json: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--tools') args.tools = resolve(value());
+    else if (a === '--queries') args.queries = resolve(value());
+    else if (a === '--k') args.k = Number(value());
+    else if (a === '--json') args.json = true;
+    else if (a === '--help' || a === '-h') {
+      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json]');
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a}`);
+  }
+  if (!Number.isInteger(args.k) || args.k < 1) throw new Error('--k must be a positive integer');
+  return args;
+}
+
+function readJsonl<T>(path: string): T[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as T;
+      } catch {
+        throw new Error(`${path}:${i + 1}: not JSON`);
+      }
+    });
+}
+
+/** Category = the query id without its trailing `_<number…>` (`live_simple_3-2-1` → `live_simple`). */
+function categoryOf(id: string): string {
+  const m = /^(.*?)_\d[\w-]*$/.exec(id);
+  return m ? m[1] : id;
+}
+
+/** The baseline table of the data set's README (`| subset | n | r@1 | r@5 | r@10 | MRR | c@5 | c@10 |`), if any. */
+function readBaseline(dataDir: string): Map<string, Baseline> {
+  const out = new Map<string, Baseline>();
+  const path = join(dataDir, 'README.md');
+  if (!existsSync(path)) return out;
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const cells = line.split('|').map((c) => c.trim().replace(/\*/g, ''));
+    if (cells.length < 10) continue;
+    const nums = cells.slice(3, 9).map(Number);
+    if (nums.some((x) => !Number.isFinite(x)) || !/^[\d,]+$/.test(cells[2])) continue;
+    const [recallAt1, recallAt5, recallAt10, mrr, completeAt5, completeAt10] = nums;
+    out.set(cells[1], { recallAt1, recallAt5, recallAt10, mrr, completeAt5, completeAt10 });
+  }
+  return out;
+}
+
+function newAcc(): Acc {
+  return { n: 0, r1: 0, r5: 0, r10: 0, mrr: 0, c5: 0, c10: 0, cK: 0 };
+}
+
+function summarize(a: Acc): Summary {
+  const d = Math.max(1, a.n);
+  return {
+    n: a.n,
+    recallAt1: a.r1 / d,
+    recallAt5: a.r5 / d,
+    recallAt10: a.r10 / d,
+    mrr: a.mrr / d,
+    completeAt5: a.c5 / d,
+    completeAt10: a.c10 / d,
+    completeAtK: a.cK / d,
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+function main(): void {
+  const started = performance.now();
+  const args = parseArgs(process.argv.slice(2));
+  const rawTools = readJsonl<{ name: string; description?: string; parameters?: Record<string, unknown> }>(args.tools);
+  const rows = readJsonl<QueryRow>(args.queries);
+  // a query without labels cannot be scored; it is counted and left out
+  const queries = rows.filter((q) => typeof q.query === 'string' && Array.isArray(q.relevant) && q.relevant.length > 0);
+
+  const index = new ToolIndex();
+  const t0 = performance.now();
+  for (const t of rawTools) {
+    const tool: IndexableTool = { name: t.name, description: t.description ?? '', parameters: t.parameters ?? {}, origin: 'mcp:bench' };
+    index.add(tool);
+  }
+  const buildMs = performance.now() - t0;
+
+  const depth = Math.max(10, args.k);
+  const all = newAcc();
+  const perCategory = new Map<string, Acc>();
+  const latencies: number[] = [];
+  // minScore trade-off, read off the same top-5 hits: candidates kept and complete@5
+  const thresholds = [0, 0.25, 0.5, 0.75];
+  const sweep = thresholds.map((minScore) => ({ minScore, kept: 0, complete: 0, empty: 0 }));
+  // one untimed warm-up so JIT compilation is not billed to the first query
+  index.search(queries[0]?.query ?? 'warm up', depth);
+  for (const q of queries) {
+    const s = performance.now();
+    const hits = index.search(q.query, depth);
+    latencies.push(performance.now() - s);
+    const ranked = hits.map((h) => h.name);
+    const relevant = new Set(q.relevant);
+    const need = [...relevant];
+    const found = (n: number): number => ranked.slice(0, n).filter((name) => relevant.has(name)).length;
+    const firstRank = ranked.findIndex((name) => relevant.has(name));
+    for (const t of sweep) {
+      const kept = hits.slice(0, 5).filter((h) => h.score >= t.minScore);
+      t.kept += kept.length;
+      t.complete += need.every((name) => kept.some((h) => h.name === name)) ? 1 : 0;
+      t.empty += kept.length === 0 ? 1 : 0;
+    }
+    const cat = categoryOf(q.id);
+    if (!perCategory.has(cat)) perCategory.set(cat, newAcc());
+    for (const acc of [all, perCategory.get(cat)!]) {
+      acc.n++;
+      acc.r1 += found(1) / relevant.size;
+      acc.r5 += found(5) / relevant.size;
+      acc.r10 += found(10) / relevant.size;
+      acc.mrr += firstRank >= 0 ? 1 / (firstRank + 1) : 0;
+      acc.c5 += found(5) === relevant.size ? 1 : 0;
+      acc.c10 += found(10) === relevant.size ? 1 : 0;
+      acc.cK += found(args.k) === relevant.size ? 1 : 0;
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  // Intrinsic cost, robust to other processes on a busy machine: the fastest of 3 runs per query.
+  const stable = queries
+    .map((q) => {
+      let best = Infinity;
+      for (let i = 0; i < 3; i++) {
+        const s = performance.now();
+        index.search(q.query, depth);
+        best = Math.min(best, performance.now() - s);
+      }
+      return best;
+    })
+    .sort((a, b) => a - b);
+  const overall = summarize(all);
+  const baseline = readBaseline(dirname(args.queries));
+  const categories = [...perCategory.entries()].map(([name, acc]) => ({ name, ...summarize(acc), baseline: baseline.get(name) ?? null }));
+  const result = {
+    tools: index.size,
+    queries: queries.length,
+    unlabelledQueries: rows.length - queries.length,
+    k: args.k,
+    recallAt1: overall.recallAt1,
+    recallAt5: overall.recallAt5,
+    recallAt10: overall.recallAt10,
+    mrr: overall.mrr,
+    completeAt5: overall.completeAt5,
+    completeAt10: overall.completeAt10,
+    completeAtK: overall.completeAtK,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies[latencies.length - 1] ?? 0,
+    p50StableMs: percentile(stable, 50),
+    p99StableMs: percentile(stable, 99),
+    buildMs,
+    totalMs: performance.now() - started,
+    baseline: baseline.get('all') ?? null,
+    perCategory: categories,
+    minScoreSweep: sweep.map((t) => ({
+      minScore: t.minScore,
+      meanCandidatesAt5: t.kept / Math.max(1, queries.length),
+      completeAt5: t.complete / Math.max(1, queries.length),
+      noCandidates: t.empty / Math.max(1, queries.length),
+    })),
+  };
+
+  if (args.json) {
+    console.log(JSON.stringify(result));
+    return;
+  }
+  const f = (x: number): string => x.toFixed(3);
+  const vs = (x: number, b: number | undefined): string => (b === undefined ? f(x) : `${f(x)} (${b.toFixed(3)})`);
+  console.log(`tool retrieval: ${result.tools} tools, ${result.queries} queries (${args.tools})` + (result.unlabelledQueries ? `, ${result.unlabelledQueries} unlabelled queries left out` : ''));
+  console.log(`index build ${buildMs.toFixed(1)} ms · search p50 ${result.p50Ms.toFixed(3)} ms · p99 ${result.p99Ms.toFixed(3)} ms · max ${result.maxMs.toFixed(3)} ms`);
+  console.log(`search, fastest of 3 runs per query: p50 ${result.p50StableMs.toFixed(3)} ms · p99 ${result.p99StableMs.toFixed(3)} ms`);
+  console.log(`recall@1 ${f(result.recallAt1)} · recall@5 ${f(result.recallAt5)} · recall@10 ${f(result.recallAt10)} · MRR ${f(result.mrr)} · complete@5 ${f(result.completeAt5)} · complete@10 ${f(result.completeAt10)}` + (args.k !== 5 && args.k !== 10 ? ` · complete@${args.k} ${f(result.completeAtK)}` : ''));
+  console.log('');
+  console.log(`values: this index (plain BM25 from the data set README)${baseline.size ? '' : ' (no README baseline found)'}`);
+  console.log('| subset | n | recall@1 | recall@5 | recall@10 | MRR | complete@5 | complete@10 |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  const row = (name: string, s: Summary, b: Baseline | null | undefined): string =>
+    `| ${name} | ${s.n} | ${vs(s.recallAt1, b?.recallAt1)} | ${vs(s.recallAt5, b?.recallAt5)} | ${vs(s.recallAt10, b?.recallAt10)} | ${vs(s.mrr, b?.mrr)} | ${vs(s.completeAt5, b?.completeAt5)} | ${vs(s.completeAt10, b?.completeAt10)} |`;
+  console.log(row('all', overall, result.baseline));
+  for (const c of categories) console.log(row(c.name, c, c.baseline));
+  console.log('\nminScore at k=5: mean candidates kept · complete@5 · share of queries left with none');
+  for (const t of result.minScoreSweep) {
+    console.log(`  ≥ ${t.minScore.toFixed(2)}: ${t.meanCandidatesAt5.toFixed(2)} · ${f(t.completeAt5)} · ${f(t.noCandidates)}`);
+  }
+  const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
+  if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
+  console.log(`total run time ${(result.totalMs / 1000).toFixed(2)} s`);
+}
+
+try {
+  main();
+} catch (err) {
+  console.error(`tool-retrieval: ${(err as Error).message}`);
+  process.exit(2);
+}

@@ -1,0 +1,98 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../../chat/dto/send-message.dto';
+import { TOOL_MODES, type ToolMode } from '../tool-calls-result';
+import { SUPPORTED_LOCALE } from '../tool-mode.prompts';
+
+export class ExecuteToolsOptionsDto {
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 1, description: 'decided calls are cut to this many' })
+  @IsOptional() @IsInt() @Min(1) @Max(20)
+  maxCalls?: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 50, default: 5, description: 'NarrowTopK: candidates shown to the model' })
+  @IsOptional() @IsInt() @Min(1) @Max(50)
+  narrowTopK?: number;
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 1, default: 0, description: 'NarrowTopK: lowest normalized score (0..1) a candidate needs' })
+  @IsOptional() @IsNumber() @Min(0) @Max(1)
+  minScoreThreshold?: number;
+
+  @ApiPropertyOptional({ default: 'en', description: 'language of the fixed system prompt: en or zh (with optional region, e.g. zh-CN)' })
+  @IsOptional() @IsString() @Matches(SUPPORTED_LOCALE, { message: 'locale must be en or zh (optionally with a region, e.g. zh-CN)' })
+  locale?: string;
+}
+
+/** Body of POST /api/orchestration/execute(/stream). */
+export class ExecuteToolsDto {
+  @ApiProperty({ minLength: 1, maxLength: 8000, example: 'colony overview' })
+  @IsString() @MinLength(1, { message: 'userInput must not be empty' }) @MaxLength(8000)
+  userInput: string;
+
+  @ApiPropertyOptional({ type: [String], example: ['pawn_1'], description: 'who the input is about; given to the model with the input' })
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) @MaxLength(128, { each: true })
+  participantIds?: string[];
+
+  @ApiPropertyOptional({ default: 'default' })
+  @IsOptional() @Matches(PROJECT_ID_PATTERN, { message: PROJECT_ID_MESSAGE })
+  projectId?: string;
+
+  @ApiProperty({ enum: TOOL_MODES, description: 'required; never switched' })
+  @IsIn(TOOL_MODES as unknown as string[], { message: `mode must be one of: ${TOOL_MODES.join(', ')}` })
+  mode: ToolMode;
+
+  @ApiPropertyOptional({ type: ExecuteToolsOptionsDto })
+  @IsOptional() @ValidateNested() @Type(() => ExecuteToolsOptionsDto)
+  options?: ExecuteToolsOptionsDto;
+}
+
+export class ToolIndexSearchQueryDto {
+  @ApiProperty({ minLength: 1, maxLength: 2000 })
+  @IsString() @MinLength(1, { message: 'q must not be empty' }) @MaxLength(2000)
+  q: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 50, default: 5 })
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(50)
+  k?: number;
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 1, default: 0 })
+  @IsOptional() @Type(() => Number) @IsNumber() @Min(0) @Max(1)
+  minScore?: number;
+}
+
+export class DecidedCallDto {
+  @ApiProperty() toolName: string;
+  @ApiProperty({ description: 'parsed arguments (or the raw text when not a JSON object)' }) args: unknown;
+}
+
+export class ToolExecutionDto {
+  @ApiProperty() toolName: string;
+  @ApiProperty() args: unknown;
+  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception'] }) outcome: string;
+  @ApiProperty() resultObject: unknown;
+  @ApiProperty() latencyMs: number;
+}
+
+export class ToolCandidateDto {
+  @ApiProperty() name: string;
+  @ApiProperty({ description: 'normalized 0..1 per query' }) score: number;
+}
+
+export class ToolCallsResultDto {
+  @ApiProperty({ enum: TOOL_MODES }) mode: string;
+  @ApiProperty({ type: [String] }) exposedTools: string[];
+  @ApiProperty({ type: [DecidedCallDto] }) decidedCalls: DecidedCallDto[];
+  @ApiProperty({ type: [ToolExecutionDto] }) executions: ToolExecutionDto[];
+  @ApiProperty() isSuccess: boolean;
+  @ApiProperty({ nullable: true, enum: ['no_tool_calls', 'invalid_args', 'narrow_topk_unavailable', 'no_candidates', 'llm_error', 'internal_error'] }) error: string | null;
+  @ApiProperty() totalLatencyMs: number;
+  @ApiProperty() requestId: string;
+  @ApiPropertyOptional() errorMessage?: string;
+  @ApiPropertyOptional({ type: [ToolCandidateDto] }) candidates?: ToolCandidateDto[];
+}
+
+export class ToolIndexHitDto {
+  @ApiProperty() name: string;
+  @ApiProperty() score: number;
+  @ApiProperty() origin: string;
+}

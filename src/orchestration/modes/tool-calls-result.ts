@@ -1,0 +1,80 @@
+import type { ToolOutcome } from '../../tools/tool-definition';
+
+/** The two tool-only modes; a caller always gets the mode it asked for. */
+export const TOOL_MODES = ['Classic', 'NarrowTopK'] as const;
+export type ToolMode = (typeof TOOL_MODES)[number];
+
+/** API.md's codes, plus `internal_error` (Orion's addition) for a mode that failed unexpectedly. */
+export type ToolCallsError = 'no_tool_calls' | 'invalid_args' | 'narrow_topk_unavailable' | 'no_candidates' | 'llm_error' | 'internal_error';
+
+export interface DecidedCall {
+  toolName: string;
+  /** parsed arguments, or the raw text when they were not a JSON object */
+  args: unknown;
+}
+
+export interface ToolExecution {
+  toolName: string;
+  args: unknown;
+  outcome: ToolOutcome;
+  resultObject: unknown;
+  latencyMs: number;
+}
+
+export interface ToolCandidate {
+  name: string;
+  score: number;
+}
+
+/**
+ * What a tool-only orchestration returns (API.md "Tool-only orchestration"). `isSuccess` is true
+ * when the model decided at least one call and every execution succeeded. Orion adds
+ * `requestId`, `errorMessage` and, for NarrowTopK, the `candidates` it retrieved.
+ */
+export interface ToolCallsResult {
+  mode: ToolMode;
+  exposedTools: string[];
+  decidedCalls: DecidedCall[];
+  executions: ToolExecution[];
+  isSuccess: boolean;
+  error: ToolCallsError | null;
+  totalLatencyMs: number;
+  requestId: string;
+  errorMessage?: string;
+  candidates?: ToolCandidate[];
+}
+
+export interface ToolModeOptions {
+  maxCalls: number;
+  narrowTopK: number;
+  minScoreThreshold: number;
+  locale: string;
+}
+
+/** What a mode gets: the input alone (no history), who it is about, and its options. */
+export interface ToolModeInput {
+  requestId: string;
+  projectId: string;
+  userInput: string;
+  participantIds: string[];
+  options: ToolModeOptions;
+  signal: AbortSignal;
+}
+
+/** Progress of a tool-only run, for the streaming route. */
+export type ToolModeProgress =
+  | { stage: 'PrepareTools'; exposedTools: string[]; candidates?: ToolCandidate[] }
+  | { stage: 'LLMDecision'; decidedCalls: DecidedCall[] }
+  | { stage: 'ExecuteTool'; index: number; toolName: string; outcome: ToolOutcome; latencyMs: number }
+  | { stage: 'Finished'; isSuccess: boolean; error: ToolCallsError | null; totalLatencyMs: number };
+
+/**
+ * A tool-only mode: Classic or NarrowTopK. Collected under PROTOCOL_STRATEGIES next to the chat
+ * protocols (`kind` tells them apart). It yields progress and returns the result; it never
+ * hands over to another mode.
+ */
+export interface ToolModeStrategy {
+  readonly kind: 'tool-mode';
+  readonly name: ToolMode;
+  execute(input: ToolModeInput): AsyncGenerator<ToolModeProgress, ToolCallsResult, undefined>;
+}

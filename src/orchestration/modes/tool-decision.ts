@@ -1,0 +1,128 @@
+import { Logger } from '@nestjs/common';
+import type { LlmAdapter, LlmToolSpec } from '../../llm/llm-adapter.port';
+import type { ToolRunner } from '../../tools/tool-runner.port';
+import type { TraceSink } from '../../trace/trace-sink.port';
+import type { DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
+import { toolModeSystemPrompt, toolModeUserMessage } from './tool-mode.prompts';
+
+/** Fixed prefix of every tool-only log line, so operators can grep one mode run end to end. */
+export const TOOL_ORCHESTRATION_LOG_PREFIX = '[ToolOrchestration]';
+
+/** Room for a few function calls and nothing else. */
+const DECISION_MAX_TOKENS = 1024;
+
+export interface DecisionDeps {
+  llm: LlmAdapter;
+  tools: ToolRunner;
+  trace: TraceSink;
+  logger: Logger;
+}
+
+/** Builds a result; `isSuccess` only when calls were decided and every one succeeded. */
+export function finishResult(
+  mode: ToolMode,
+  input: ToolModeInput,
+  started: number,
+  parts: { exposedTools: string[]; decidedCalls?: DecidedCall[]; executions?: ToolExecution[]; error: ToolCallsError | null; errorMessage?: string; candidates?: ToolCandidate[] },
+): ToolCallsResult {
+  const executions = parts.executions ?? [];
+  const decidedCalls = parts.decidedCalls ?? [];
+  return {
+    mode,
+    exposedTools: parts.exposedTools,
+    decidedCalls,
+    executions,
+    isSuccess: parts.error === null && decidedCalls.length > 0 && executions.every((e) => e.outcome === 'success'),
+    error: parts.error,
+    totalLatencyMs: Math.round(performance.now() - started),
+    requestId: input.requestId,
+    ...(parts.errorMessage ? { errorMessage: parts.errorMessage } : {}),
+    ...(parts.candidates ? { candidates: parts.candidates } : {}),
+  };
+}
+
+/**
+ * The part both modes share once they know which tools to expose: one non-streaming model
+ * decision over exactly those tools (the input alone, no history, the request id attached),
+ * calls cut to `maxCalls`, then each call validated and executed in order through the
+ * ToolRunner. A call to a tool that was not exposed is never run.
+ */
+export async function* decideAndExecute(
+  deps: DecisionDeps,
+  mode: ToolMode,
+  input: ToolModeInput,
+  specs: LlmToolSpec[],
+  started: number,
+  candidates?: ToolCandidate[],
+): AsyncGenerator<ToolModeProgress, ToolCallsResult, undefined> {
+  const exposedTools = specs.map((s) => s.name);
+  const { requestId, projectId } = input;
+  let decided: DecidedCall[];
+  try {
+    deps.trace.record({ requestId, projectId, type: 'llm_request', details: { mode, tools: exposedTools, toolChoice: 'auto', nonStreaming: true } });
+    const completion = await deps.llm.complete(
+      {
+        messages: [
+          { role: 'system', content: toolModeSystemPrompt(input.options.locale) },
+          { role: 'user', content: toolModeUserMessage(input.userInput, input.participantIds, input.options.locale) },
+        ],
+        tools: specs,
+        toolChoice: 'auto',
+        temperature: 0,
+        maxTokens: DECISION_MAX_TOKENS,
+        requestId,
+        disableReasoning: true,
+      },
+      input.signal,
+    );
+    deps.trace.record({ requestId, projectId, type: 'llm_response', details: { mode, finishReason: completion.finishReason, toolCalls: completion.toolCalls.map((c) => c.name), usage: completion.usage ?? null } });
+    decided = completion.toolCalls.slice(0, input.options.maxCalls).map((c) => ({ toolName: c.name, args: parseArgs(c.arguments) }));
+  } catch (err) {
+    const message = (err as Error)?.message ?? String(err);
+    deps.trace.record({ requestId, projectId, type: 'llm_error', details: { mode, message } });
+    return finishResult(mode, input, started, { exposedTools, error: 'llm_error', errorMessage: message, candidates });
+  }
+  yield { stage: 'LLMDecision', decidedCalls: decided };
+  if (decided.length === 0) {
+    return finishResult(mode, input, started, { exposedTools, decidedCalls: decided, error: 'no_tool_calls', errorMessage: 'The model called no tool', candidates });
+  }
+
+  const exposed = new Set(exposedTools);
+  const executions: ToolExecution[] = [];
+  for (const [index, call] of decided.entries()) {
+    let execution: ToolExecution;
+    if (!exposed.has(call.toolName)) {
+      execution = invalid(call, `tool ${call.toolName} was not offered in this request`, exposedTools);
+    } else if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) {
+      execution = invalid(call, 'arguments are not a JSON object', exposedTools);
+    } else {
+      const r = await deps.tools.run({ name: call.toolName, arguments: call.args as Record<string, unknown> }, { projectId, requestId, signal: input.signal });
+      execution = { toolName: call.toolName, args: r.args, outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs };
+    }
+    executions.push(execution);
+    yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
+  }
+  const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
+  return finishResult(mode, input, started, { exposedTools, decidedCalls: decided, executions, error, candidates });
+}
+
+function invalid(call: DecidedCall, message: string, exposedTools: string[]): ToolExecution {
+  return { toolName: call.toolName, args: call.args, outcome: 'validation_error', resultObject: { error: 'invalid_args', message, exposedTools }, latencyMs: 0 };
+}
+
+function parseArgs(raw: string): unknown {
+  if (raw.trim() === '') return {};
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/** One log line per run: the fixed prefix and the counts. */
+export function logResult(logger: Logger, r: ToolCallsResult, topK?: number): void {
+  const outcomes = r.executions.map((e) => e.outcome).join(',') || '-';
+  logger.log(
+    `${TOOL_ORCHESTRATION_LOG_PREFIX} mode=${r.mode} request=${r.requestId} exposed=${r.exposedTools.length} topK=${topK ?? '-'} decided=${r.decidedCalls.length} outcomes=${outcomes} success=${r.isSuccess} error=${r.error ?? '-'} latencyMs=${r.totalLatencyMs}`,
+  );
+}

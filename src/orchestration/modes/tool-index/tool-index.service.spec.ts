@@ -1,0 +1,96 @@
+import { Test } from '@nestjs/testing';
+import { AppConfigService } from '../../../config/app-config.service';
+import type { ToolDefinition, ToolOrigin } from '../../../tools/tool-definition';
+import { ToolRegistryService } from '../../../tools/tool-registry.service';
+import { TRACE_SINK, type TraceSink } from '../../../trace/trace-sink.port';
+import { ToolIndexService } from './tool-index.service';
+
+const config = { list: () => [] } as unknown as AppConfigService;
+const sink: TraceSink = { record() {}, flush: async () => {} };
+
+function tool(name: string, description: string, properties: Record<string, unknown> = {}, origin: ToolOrigin = 'builtin'): ToolDefinition {
+  return {
+    name,
+    description,
+    parameters: { type: 'object', properties },
+    origin,
+    isAvailable: () => true,
+    execute: async () => ({ output: null }),
+  };
+}
+
+const names = (svc: ToolIndexService, q: string, k = 10) => svc.search(q, k).map((h) => h.name);
+
+describe('ToolIndexService follows ToolRegistryService', () => {
+  let registry: ToolRegistryService;
+
+  beforeEach(() => {
+    registry = new ToolRegistryService(config, sink);
+  });
+
+  it('indexes the tools registered before it was built', () => {
+    registry.register(tool('read_file', 'Reads a text file from the workspace.', { path: { type: 'string' } }));
+    registry.register(tool('web_search', 'Searches the web.', { query: { type: 'string' } }));
+    const svc = new ToolIndexService(registry);
+    expect(svc.isEnabled()).toBe(true);
+    expect(svc.size).toBe(2);
+    expect(names(svc, 'read the contents of a file')[0]).toBe('read_file');
+  });
+
+  it('adds tools registered later', () => {
+    const svc = new ToolIndexService(registry);
+    expect(svc.size).toBe(0);
+    expect(svc.search('weather in Paris', 5)).toEqual([]);
+    registry.register(tool('get_weather', 'Current weather for a city.', { city: { type: 'string' } }, 'mcp:weather'));
+    expect(svc.search('weather in Paris', 5)).toEqual([{ name: 'get_weather', score: 1, origin: 'mcp:weather' }]); // 'Paris' is no tool's word
+  });
+
+  it('applies a changed definition', () => {
+    registry.register(tool('lookup', 'Looks up a word in the dictionary.', {}, 'mcp:dict'));
+    const svc = new ToolIndexService(registry);
+    expect(names(svc, 'dictionary definition of a word')).toEqual(['lookup']);
+    registry.register(tool('lookup', 'Finds the stock price of a company.', {}, 'mcp:dict'));
+    expect(svc.size).toBe(1);
+    expect(names(svc, 'dictionary definition of a word')).toEqual([]);
+    expect(names(svc, 'stock price of ACME')).toEqual(['lookup']);
+  });
+
+  it('drops unregistered tools for good', () => {
+    registry.register(tool('read_file', 'Reads a text file.'));
+    registry.register(tool('list_files', 'Lists the files of a folder.'));
+    const svc = new ToolIndexService(registry);
+    registry.unregister('read_file');
+    expect(svc.has('read_file')).toBe(false);
+    expect(names(svc, 'read a text file', 50)).not.toContain('read_file');
+    expect(names(svc, 'read a text file', 50)).toContain('list_files');
+    registry.register(tool('fetch_page', 'Reads a web page.'));
+    expect(names(svc, 'read a text file', 50)).not.toContain('read_file');
+  });
+
+  it('ignores tools the allow/deny lists keep out', () => {
+    const denying = new ToolRegistryService({ list: (k: string) => (k === 'TOOLS_DENY' ? ['secret_tool'] : []) } as unknown as AppConfigService, sink);
+    const svc = new ToolIndexService(denying);
+    denying.register(tool('secret_tool', 'Reads secrets.'));
+    expect(svc.size).toBe(0);
+  });
+
+  it('stops following the registry on shutdown', () => {
+    const svc = new ToolIndexService(registry);
+    svc.onModuleDestroy();
+    expect(svc.isEnabled()).toBe(false);
+    registry.register(tool('read_file', 'Reads a text file.'));
+    expect(svc.size).toBe(0);
+  });
+
+  it('is injectable with the registry from a Nest module', async () => {
+    const moduleRef = await Test.createTestingModule({
+      providers: [ToolRegistryService, ToolIndexService, { provide: AppConfigService, useValue: config }, { provide: TRACE_SINK, useValue: sink }],
+    }).compile();
+    const reg = moduleRef.get(ToolRegistryService);
+    const svc = moduleRef.get(ToolIndexService);
+    reg.register(tool('math__factorial', 'Calculate the factorial of a number.', {}, 'mcp:math'));
+    expect(names(svc, 'factorial of 7')).toEqual(['math__factorial']);
+    await moduleRef.close();
+    expect(svc.isEnabled()).toBe(false);
+  });
+});

@@ -1,0 +1,296 @@
+import MiniSearch from 'minisearch';
+import type { ToolDefinition, ToolOrigin } from '../../../tools/tool-definition';
+import { analyze, summarizeParameters, type AnalyzeOptions } from './tool-text.util';
+
+/** What the index needs of a tool: what the model would see of it, plus its origin. */
+export type IndexableTool = Pick<ToolDefinition, 'name' | 'description' | 'parameters' | 'origin'>;
+
+/** One candidate: `score` is normalized per query to 0..1 (see ToolIndex.search). */
+export interface ToolIndexHit {
+  name: string;
+  score: number;
+  origin: ToolOrigin;
+}
+
+/**
+ * The indexed fields. `name` is the tool name split into words (`math.factorial` →
+ * `math factorial`); `paramNames` holds parameter names and enum values (short,
+ * identifier-like: `unit` + `celsius fahrenheit`); `paramText` the parameter descriptions.
+ */
+export type ToolIndexField = 'name' | 'description' | 'paramNames' | 'paramText';
+const FIELDS: readonly ToolIndexField[] = ['name', 'description', 'paramNames', 'paramText'];
+
+/** Tuning knobs; the defaults are the tuned values. */
+export interface ToolIndexOptions {
+  /** per-field BM25 weight; 0 leaves a field out of the search */
+  boost: Record<ToolIndexField, number>;
+  /** BM25+ parameters (MiniSearch's `k` = k1, `b`, and `d`, the BM25+ lower bound per matching term) */
+  bm25: { k: number; b: number; d: number };
+  /**
+   * Coverage exponent p: a tool's summed BM25 score is multiplied by c^p, where c is the share
+   * of the query's IDF mass (distinct terms) the tool matches in any field. 0 turns it off.
+   */
+  coverageExponent: number;
+  /** text analysis, the same for tools and queries */
+  analyzer: AnalyzeOptions;
+  /**
+   * Latency guard: a query's distinct terms are taken rarest first until the tools containing
+   * them add up to this many (always at least MIN_QUERY_TERMS terms). Search cost grows with
+   * those postings; the terms left out are the most common words of a long request, which
+   * BM25 weighs least anyway.
+   */
+  maxQueryPostings: number;
+}
+
+/** Terms a query always keeps, whatever `maxQueryPostings` says. */
+const MIN_QUERY_TERMS = 8;
+
+/**
+ * Where the numbers come from: sweeps on the bfcl-pooled developer set
+ * (`npm run bench:tool-retrieval`, bench/README.md "Tool retrieval"), keeping round values in
+ * the middle of a plateau rather than the best point. On that set name boost 1–3, k1 0.9–1.6,
+ * b 0.5–0.9 and d 0–0.5 all land within ±0.003 recall@5. What matters (recall@5 lost when
+ * removed): the parameter fields −0.09, the coverage factor −0.08, stemming −0.016, stop
+ * words −0.012. The postings budget costs nothing there and cuts p99 latency by half.
+ */
+export const DEFAULT_TOOL_INDEX_OPTIONS: ToolIndexOptions = {
+  boost: { name: 2, description: 1, paramNames: 0.5, paramText: 0.2 },
+  bm25: { k: 1.2, b: 0.7, d: 0.5 },
+  coverageExponent: 2,
+  analyzer: {},
+  maxQueryPostings: 1000,
+};
+
+interface IndexedDoc {
+  id: string;
+  origin: ToolOrigin;
+  name: string;
+  description: string;
+  paramNames: string;
+  paramText: string;
+  /** distinct analyzed terms over all fields, for document frequencies */
+  terms: string[];
+}
+
+/**
+ * An in-process BM25 index over tools (MiniSearch underneath), built one tool at a time.
+ *
+ * Text goes through `analyze` (identifier splitting, lowercase, stop words, light stemming)
+ * before MiniSearch sees it; MiniSearch then only splits on the spaces `analyze` put in.
+ *
+ * Ranking: MiniSearch's BM25+ per field × field boost, summed over the distinct query terms,
+ * times the tool's IDF-weighted coverage of the query squared (a tool that matches the rare
+ * words of a request beats one that matches a common word many times). The coverage factor
+ * replaces MiniSearch's own coordination factor (× number of terms matched).
+ *
+ * Long requests: query terms are used rarest first within a postings budget
+ * (`maxQueryPostings`), which bounds search time whatever the request length.
+ *
+ * Scores: `search` divides every ranking score by the best one of that query, so the best hit
+ * scores 1 and `minScore` reads as "at least this fraction of the best match". Scores are
+ * comparable within one query, not across queries.
+ */
+export class ToolIndex {
+  private readonly options: ToolIndexOptions;
+  private readonly engine: MiniSearch<IndexedDoc>;
+  /** the exact document indexed per name: MiniSearch's synchronous `remove` needs it */
+  private readonly docs = new Map<string, IndexedDoc>();
+  /** document frequency per term over all fields, for the coverage factor */
+  private readonly df = new Map<string, number>();
+
+  constructor(options: Partial<ToolIndexOptions> = {}) {
+    this.options = {
+      ...DEFAULT_TOOL_INDEX_OPTIONS,
+      ...options,
+      boost: { ...DEFAULT_TOOL_INDEX_OPTIONS.boost, ...options.boost },
+      bm25: { ...DEFAULT_TOOL_INDEX_OPTIONS.bm25, ...options.bm25 },
+      analyzer: { ...DEFAULT_TOOL_INDEX_OPTIONS.analyzer, ...options.analyzer },
+    };
+    this.engine = new MiniSearch<IndexedDoc>({
+      idField: 'id',
+      fields: [...FIELDS],
+      storeFields: [],
+      tokenize: (text) => text.split(' '),
+      processTerm: (term) => term || null,
+      searchOptions: {
+        // MiniSearch reads a boost of 0 as 1, so zero-weight fields are left out instead
+        fields: FIELDS.filter((f) => this.options.boost[f] > 0),
+        boost: { ...this.options.boost },
+        bm25: { ...this.options.bm25 },
+        combineWith: 'OR',
+      },
+      // documents leave through `remove` (exact and synchronous), so there is nothing to vacuum
+      autoVacuum: false,
+    });
+  }
+
+  /** Number of tools indexed. */
+  get size(): number {
+    return this.docs.size;
+  }
+
+  has(name: string): boolean {
+    return this.docs.has(name);
+  }
+
+  /** Names of the indexed tools, in no particular order. */
+  names(): string[] {
+    return [...this.docs.keys()];
+  }
+
+  /** Adds a tool, or replaces the indexed tool of the same name. */
+  add(tool: IndexableTool): void {
+    this.remove(tool.name);
+    const doc = this.toDoc(tool);
+    this.engine.add(doc);
+    this.docs.set(tool.name, doc);
+    for (const t of doc.terms) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+  }
+
+  /** Same as `add`: the new definition wins over any indexed one. */
+  replace(tool: IndexableTool): void {
+    this.add(tool);
+  }
+
+  /** Removes a tool by name or by the tool itself; returns whether it was indexed. */
+  remove(toolOrName: string | Pick<IndexableTool, 'name'>): boolean {
+    const name = typeof toolOrName === 'string' ? toolOrName : toolOrName.name;
+    const doc = this.docs.get(name);
+    if (!doc) return false;
+    this.engine.remove(doc);
+    this.docs.delete(name);
+    for (const t of doc.terms) {
+      const n = (this.df.get(t) ?? 1) - 1;
+      if (n > 0) this.df.set(t, n);
+      else this.df.delete(t);
+    }
+    return true;
+  }
+
+  /** Empties the index. */
+  clear(): void {
+    this.engine.removeAll();
+    this.docs.clear();
+    this.df.clear();
+  }
+
+  /**
+   * The best `k` tools for a request, best first, each scoring ≥ `minScore` (0..1).
+   * A score is the tool's BM25 score relative to the best hit, times the share of the query's
+   * IDF mass (over the terms some tool has) that the best hit matches: the order is BM25's, and
+   * the scale says how much of the request the best tool explains, so a threshold can leave no
+   * candidate at all for a request no tool covers well (one the best tool fully covers starts at 1). An empty or stop-word-only query, `k < 1`, a query that
+   * matches nothing or an empty index give `[]`. Ties are broken by name, so results do not
+   * depend on registration order. `filter` drops tools before the top `k` is taken, and the
+   * best tool it keeps is the one that scores 1.
+   */
+  search(query: string, k: number, minScore = 0, filter?: (name: string) => boolean): ToolIndexHit[] {
+    const limit = Math.floor(k);
+    if (!(limit >= 1) || this.docs.size === 0 || typeof query !== 'string') return [];
+    const terms = this.queryTerms(query);
+    if (terms.length === 0) return [];
+    const raw = this.engine.search(terms.join(' '), filter ? { filter: (r) => filter(r.id as string) } : {});
+    if (raw.length === 0) return [];
+
+    const idf = new Map(terms.map((t) => [t, this.idf(t)]));
+    let queryIdf = 0;
+    // the scale counts only terms some tool has: "Paris" in "weather in Paris" is an argument
+    // value, not evidence against get_weather
+    let knownIdf = 0;
+    for (const [t, v] of idf) {
+      queryIdf += v;
+      if ((this.df.get(t) ?? 0) > 0) knownIdf += v;
+    }
+    const p = this.options.coverageExponent;
+    const ranked = raw.map((r) => {
+      const matched = r.queryTerms as string[];
+      let covered = 0;
+      for (const t of matched) covered += idf.get(t) ?? 0;
+      // undo MiniSearch's "× number of matched terms", then apply the IDF coverage instead
+      const bm25 = r.score / Math.max(1, matched.length);
+      return {
+        name: r.id as string,
+        raw: p > 0 && queryIdf > 0 ? bm25 * (covered / queryIdf) ** p : bm25,
+        coverage: knownIdf > 0 ? covered / knownIdf : 0,
+      };
+    });
+    const best = topK(ranked, limit);
+    const top = best[0]?.raw ?? 0;
+    if (!(top > 0)) return [];
+    const scale = Math.min(1, Math.max(0, best[0].coverage));
+    const hits: ToolIndexHit[] = [];
+    for (const r of best) {
+      const score = (r.raw / top) * scale;
+      if (score < (Number.isFinite(minScore) ? minScore : 0)) break;
+      hits.push({ name: r.name, score, origin: this.docs.get(r.name)!.origin });
+    }
+    return hits;
+  }
+
+  /** Distinct analyzed query terms, rarest first, within the postings budget. */
+  private queryTerms(query: string): string[] {
+    // distinct: a word repeated in a long request should not outweigh the others
+    const byRarity = [...new Set(analyze(query, this.options.analyzer))]
+      .map((term) => ({ term, df: this.df.get(term) ?? 0 }))
+      .sort((a, b) => a.df - b.df);
+    const kept: string[] = [];
+    let postings = 0;
+    for (const { term, df } of byRarity) {
+      if (kept.length >= MIN_QUERY_TERMS && postings + df > this.options.maxQueryPostings) break;
+      postings += df;
+      kept.push(term);
+    }
+    return kept;
+  }
+
+  /** BM25's IDF over whole tools; a term no tool has gets the highest value. */
+  private idf(term: string): number {
+    const n = this.docs.size;
+    const df = this.df.get(term) ?? 0;
+    return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  }
+
+  private toDoc(tool: IndexableTool): IndexedDoc {
+    const params = summarizeParameters(tool.parameters);
+    const fields = {
+      name: analyze(tool.name, this.options.analyzer),
+      description: analyze(tool.description ?? '', this.options.analyzer),
+      paramNames: analyze(`${params.names} ${params.enums}`, this.options.analyzer),
+      paramText: analyze(params.text, this.options.analyzer),
+    };
+    return {
+      id: tool.name,
+      origin: tool.origin,
+      name: fields.name.join(' '),
+      description: fields.description.join(' '),
+      paramNames: fields.paramNames.join(' '),
+      paramText: fields.paramText.join(' '),
+      terms: [...new Set(Object.values(fields).flat())],
+    };
+  }
+}
+
+interface Ranked {
+  name: string;
+  raw: number;
+  /** share of the query's IDF mass this tool matches (0..1) */
+  coverage: number;
+}
+
+const before = (a: Ranked, b: Ranked): boolean => a.raw > b.raw || (a.raw === b.raw && a.name < b.name);
+
+/** The k best by score, then by name: one pass with a small sorted buffer, or a sort when k is large. */
+function topK(items: Ranked[], k: number): Ranked[] {
+  if (k * 8 >= items.length) return [...items].sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0)).slice(0, k);
+  const out: Ranked[] = [];
+  for (const it of items) {
+    if (out.length === k && !before(it, out[k - 1])) continue;
+    let i = out.length < k ? out.length : k - 1;
+    while (i > 0 && before(it, out[i - 1])) {
+      out[i] = out[i - 1];
+      i--;
+    }
+    out[i] = it;
+  }
+  return out;
+}

@@ -1,0 +1,72 @@
+import { Body, Controller, Get, HttpCode, Post, Query, Res } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { randomUUID } from 'node:crypto';
+import { SseWriter } from '../common/sse/sse-writer';
+import { ExecuteToolsDto, ToolCallsResultDto, ToolIndexHitDto, ToolIndexSearchQueryDto } from './modes/dto/execute-tools.dto';
+import type { ToolCallsResult } from './modes/tool-calls-result';
+import { ToolIndexService } from './modes/tool-index/tool-index.service';
+import { OrchestrationService, type ExecuteModeRequest } from './orchestration.service';
+
+@ApiTags('orchestration')
+@Controller('api/orchestration')
+export class OrchestrationController {
+  constructor(
+    private readonly orchestration: OrchestrationService,
+    private readonly index: ToolIndexService,
+  ) {}
+
+  @Post('execute')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
+  @ApiOkResponse({ type: ToolCallsResultDto })
+  @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode' })
+  execute(@Body() dto: ExecuteToolsDto): Promise<ToolCallsResult> {
+    return this.orchestration.execute(toRequest(dto));
+  }
+
+  @Post('execute/stream')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: 'event: progress {stage, …} … then event: result (a ToolCallsResult)' })
+  async executeStream(@Body() dto: ExecuteToolsDto, @Res() res: Response): Promise<void> {
+    this.orchestration.mode(dto.mode); // an unknown mode is a 400 before the stream
+    const req = toRequest(dto);
+    const abort = new AbortController();
+    const sse = new SseWriter(res);
+    sse.onClose(() => abort.abort());
+    const gen = this.orchestration.executeModeStream({ ...req, signal: abort.signal });
+    let seq = 0;
+    let step = await gen.next();
+    while (!step.done) {
+      await sse.send(++seq, 'progress', { requestId: req.requestId, seq, ...step.value });
+      step = await gen.next();
+    }
+    await sse.send(++seq, 'result', step.value);
+    sse.end();
+  }
+
+  @Get('tool-index/search')
+  @ApiOperation({ summary: 'The NarrowTopK candidates for a query, with normalized scores' })
+  @ApiOkResponse({ type: [ToolIndexHitDto] })
+  search(@Query() q: ToolIndexSearchQueryDto): ToolIndexHitDto[] {
+    return this.index.search(q.q, q.k ?? 5, q.minScore ?? 0);
+  }
+}
+
+function toRequest(dto: ExecuteToolsDto): ExecuteModeRequest & { requestId: string } {
+  return {
+    requestId: randomUUID(),
+    userInput: dto.userInput,
+    participantIds: dto.participantIds ?? [],
+    projectId: dto.projectId ?? 'default',
+    mode: dto.mode,
+    options: {
+      maxCalls: dto.options?.maxCalls ?? 1,
+      narrowTopK: dto.options?.narrowTopK ?? 5,
+      minScoreThreshold: dto.options?.minScoreThreshold ?? 0,
+      locale: dto.options?.locale ?? 'en',
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startApp, type TestApp } from '../support/app';
+import { ReplayServer, respond } from '../support/replay-server';
+import { sse } from '../support/sse-client';
+
+/** Issue #6 over real HTTP: Classic and NarrowTopK against the OpenAI-compatible adapter. */
+describe('POST /api/orchestration/execute', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+
+  const start = async (env: Record<string, string> = {}) => {
+    const app = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', ...env });
+    const project = join(app.workspace, 'default');
+    mkdirSync(project, { recursive: true });
+    writeFileSync(join(project, 'README.md'), '# Colony\nPawns: 3\n');
+    return app;
+  };
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await start();
+  });
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
+  beforeEach(() => llm.reset());
+
+  const post = async (body: unknown, url = t.url) => {
+    const res = await fetch(`${url}/api/orchestration/execute`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: await res.json() };
+  };
+
+  it('Classic: exposes every available tool, one non-streaming decision, executes it', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }]));
+    const { status, body } = await post({ userInput: 'colony overview', participantIds: ['pawn_1'], mode: 'Classic' });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      mode: 'Classic',
+      decidedCalls: [{ toolName: 'read_file', args: { path: 'README.md' } }],
+      isSuccess: true,
+      error: null,
+    });
+    expect(body.exposedTools).toEqual(expect.arrayContaining(['list_files', 'read_file']));
+    expect(body.executions).toHaveLength(1);
+    expect(body.executions[0]).toMatchObject({ toolName: 'read_file', outcome: 'success', args: { path: 'README.md', maxBytes: 65536 } });
+    expect(JSON.stringify(body.executions[0].resultObject)).toContain('Pawns: 3');
+    expect(typeof body.totalLatencyMs).toBe('number');
+    // what the model was asked: the fixed prompt, the input alone, all tools, not streamed
+    const req = llm.chatRequests[0];
+    expect(req.body.stream).not.toBe(true);
+    expect(req.body.messages).toHaveLength(2);
+    expect(req.body.messages[0].content).toContain('Respond ONLY with function calls');
+    expect(req.body.messages[1].content).toBe('colony overview\n\nParticipants: pawn_1');
+    expect(req.body.tools.map((x: { function: { name: string } }) => x.function.name)).toEqual(body.exposedTools);
+    expect(req.headers['x-client-request-id']).toBe(body.requestId);
+  });
+
+  it('Classic: a model that calls nothing gives no_tool_calls', async () => {
+    llm.enqueue(respond.turn([{ text: 'I would rather chat.' }]));
+    const { body } = await post({ userInput: 'hello', mode: 'Classic' });
+    expect(body).toMatchObject({ mode: 'Classic', decidedCalls: [], executions: [], isSuccess: false, error: 'no_tool_calls' });
+  });
+
+  it('Classic: wrong-typed arguments are a validation_error and invalid_args, nothing runs', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 42 } } }]));
+    const { body } = await post({ userInput: 'read it', mode: 'Classic' });
+    expect(body).toMatchObject({ isSuccess: false, error: 'invalid_args' });
+    expect(body.executions[0].outcome).toBe('validation_error');
+    expect(JSON.stringify(body.executions[0].resultObject)).toMatch(/path/);
+  });
+
+  it('cuts decided calls to maxCalls and runs them in order', async () => {
+    const calls = [
+      { toolCall: { name: 'list_files', args: {} } },
+      { toolCall: { name: 'read_file', args: { path: 'README.md' } } },
+      { toolCall: { name: 'list_files', args: { recursive: true } } },
+    ];
+    llm.enqueue(respond.turn(calls), respond.turn(calls));
+    const one = await post({ userInput: 'look around', mode: 'Classic' });
+    expect(one.body.decidedCalls).toHaveLength(1);
+    const two = await post({ userInput: 'look around', mode: 'Classic', options: { maxCalls: 2 } });
+    expect(two.body.executions.map((e: { toolName: string }) => e.toolName)).toEqual(['list_files', 'read_file']);
+    expect(two.body.isSuccess).toBe(true);
+  });
+
+  it('uses the Chinese prompt for locale zh', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }]));
+    await post({ userInput: '殖民地概况', participantIds: ['pawn_1'], mode: 'Classic', options: { locale: 'zh-CN' } });
+    const msgs = llm.chatRequests[0].body.messages;
+    expect(msgs[0].content).toContain('只能以函数调用作答');
+    expect(msgs[1].content).toBe('殖民地概况\n\n参与者: pawn_1');
+  });
+
+  it('turns a model failure into llm_error', async () => {
+    llm.enqueue(respond.status(401, { message: 'bad key' }));
+    const { status, body } = await post({ userInput: 'x', mode: 'Classic' });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ isSuccess: false, error: 'llm_error' });
+  });
+
+  it('NarrowTopK: shows the model only the retrieved candidates', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }]));
+    const { body } = await post({ userInput: 'read the contents of the file README.md', mode: 'NarrowTopK', options: { narrowTopK: 1 } });
+    expect(body).toMatchObject({ mode: 'NarrowTopK', exposedTools: ['read_file'], isSuccess: true, error: null });
+    expect(body.candidates[0]).toMatchObject({ name: 'read_file' });
+    expect(llm.chatRequests[0].body.tools.map((x: { function: { name: string } }) => x.function.name)).toEqual(['read_file']);
+  });
+
+  it('NarrowTopK: never runs a tool it did not expose', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }]));
+    const { body } = await post({ userInput: 'read the contents of the file README.md', mode: 'NarrowTopK', options: { narrowTopK: 1 } });
+    expect(body.exposedTools).toEqual(['read_file']);
+    expect(body.executions[0]).toMatchObject({ toolName: 'list_files', outcome: 'validation_error' });
+    expect(body.error).toBe('invalid_args');
+  });
+
+  it('NarrowTopK: a threshold that leaves no candidate ends with no_candidates, without a model call', async () => {
+    // a request spanning two tools: the best one explains only part of it
+    const input = 'list the folder recursively and read a file';
+    const [top] = await (await fetch(`${t.url}/api/orchestration/tool-index/search?q=${encodeURIComponent(input)}&k=1`)).json();
+    expect(top.score).toBeLessThan(0.99);
+    const { body } = await post({ userInput: input, mode: 'NarrowTopK', options: { minScoreThreshold: Math.min(1, top.score + 0.01) } });
+    expect(body).toMatchObject({ mode: 'NarrowTopK', exposedTools: [], decidedCalls: [], isSuccess: false, error: 'no_candidates' });
+    expect(llm.chatRequests).toHaveLength(0);
+  });
+
+  it('NarrowTopK: a disabled index is narrow_topk_unavailable and never falls back to Classic', async () => {
+    const off = await start({ TOOL_INDEX_ENABLED: 'false' });
+    try {
+      const { body } = await post({ userInput: 'read README.md', mode: 'NarrowTopK' }, off.url);
+      expect(body).toMatchObject({ mode: 'NarrowTopK', isSuccess: false, error: 'narrow_topk_unavailable', exposedTools: [] });
+      expect(llm.chatRequests).toHaveLength(0);
+    } finally {
+      await off.close();
+    }
+  });
+
+  it.each([
+    [{ userInput: 'x' }, /mode must be one of: Classic, NarrowTopK/],
+    [{ userInput: 'x', mode: 'Hybrid' }, /mode must be one of/],
+    [{ userInput: '', mode: 'Classic' }, /userInput must not be empty/],
+    [{ userInput: 'x', mode: 'Classic', options: { maxCalls: 0 } }, /maxCalls must not be less than 1/],
+    [{ userInput: 'x', mode: 'NarrowTopK', options: { minScoreThreshold: 2 } }, /minScoreThreshold must not be greater than 1/],
+    [{ userInput: 'x', mode: 'Classic', options: { locale: 'fr' } }, /locale must be en or zh/],
+    [{ userInput: 'x', mode: 'Classic', participantIds: 'pawn_1' }, /participantIds must be an array/],
+  ])('answers a bad body with 400 (%#)', async (body, message) => {
+    const res = await post(body);
+    expect(res.status).toBe(400);
+    expect([res.body.message].flat().join('; ')).toMatch(message);
+    expect(llm.chatRequests).toHaveLength(0);
+  });
+
+  it('streams the four stages, then one result', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }]));
+    const res = await sse(`${t.url}/api/orchestration/execute/stream`, { body: { userInput: 'what files are there', mode: 'Classic' } });
+    expect(res.status).toBe(200);
+    const stages = res.events.filter((e) => e.event === 'progress').map((e) => `${e.data.stage}${e.data.index !== undefined ? `#${e.data.index}` : ''}`);
+    expect(stages).toEqual(['PrepareTools', 'LLMDecision', 'ExecuteTool#0', 'Finished']);
+    const results = res.events.filter((e) => e.event === 'result');
+    expect(results).toHaveLength(1);
+    expect(res.events.at(-1)!.event).toBe('result');
+    expect(results[0].data).toMatchObject({ mode: 'Classic', isSuccess: true, executions: [{ toolName: 'list_files', outcome: 'success' }] });
+    const bad = await fetch(`${t.url}/api/orchestration/execute/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userInput: 'x', mode: 'Nope' }) });
+    expect(bad.status).toBe(400);
+  });
+
+  it('GET /api/orchestration/tool-index/search shows the candidates with scores', async () => {
+    const hits = await (await fetch(`${t.url}/api/orchestration/tool-index/search?q=${encodeURIComponent('read a file')}&k=2`)).json();
+    expect(hits[0]).toMatchObject({ name: 'read_file', origin: 'builtin' });
+    expect(hits[0].score).toBeGreaterThan(0);
+    expect(hits[0].score).toBeLessThanOrEqual(1);
+    expect(hits.length).toBeLessThanOrEqual(2);
+    expect((await fetch(`${t.url}/api/orchestration/tool-index/search?q=x&k=0`)).status).toBe(400);
+    expect((await fetch(`${t.url}/api/orchestration/tool-index/search`)).status).toBe(400);
+  });
+});
