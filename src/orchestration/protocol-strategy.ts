@@ -1,6 +1,7 @@
 import type { LlmAdapter, LlmMessage } from '../llm/llm-adapter.port';
 import type { ToolRunner } from '../tools/tool-runner.port';
 import type { TraceSink } from '../trace/trace-sink.port';
+import type { KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
 import type { ProtocolEvent } from './protocol-event';
 
 export type ChatMode = 'act' | 'plan';
@@ -41,8 +42,12 @@ export interface ProtocolExecutionContext {
   resumeFrom?: { phaseIndex: number; state: Record<string, unknown> };
   /** extra system guidance (conversation custom instructions, knowledge modules) */
   systemContext?: string;
-  /** strategy-specific switches (e.g. unified: orchestrator on/off) */
+  /** strategy-specific switches (e.g. unified: `orchestratorEnabled` for this conversation) */
   flags?: Record<string, unknown>;
+  /** the project's knowledge base (modules for the system prompt, retrieval for the direct path) */
+  knowledge?: KnowledgeRetriever;
+  /** the model's context window in tokens (LLM_CONTEXT_WINDOW or the provider's figure) */
+  contextWindow?: number;
 }
 
 /** A turn protocol: two-stage, unified, … collected under PROTOCOL_STRATEGIES. */
