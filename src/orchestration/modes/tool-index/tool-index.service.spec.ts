@@ -5,7 +5,7 @@ import { ToolRegistryService } from '../../../tools/tool-registry.service';
 import { TRACE_SINK, type TraceSink } from '../../../trace/trace-sink.port';
 import { ToolIndexService } from './tool-index.service';
 
-const config = { list: () => [] } as unknown as AppConfigService;
+const config = { list: () => [], get: (k: string) => (k === 'TOOL_INDEX_ENABLED' ? true : undefined) } as unknown as AppConfigService;
 const sink: TraceSink = { record() {}, flush: async () => {} };
 
 function tool(name: string, description: string, properties: Record<string, unknown> = {}, origin: ToolOrigin = 'builtin'): ToolDefinition {
@@ -92,5 +92,10 @@ describe('ToolIndexService follows ToolRegistryService', () => {
     expect(names(svc, 'factorial of 7')).toEqual(['math__factorial']);
     await moduleRef.close();
     expect(svc.isEnabled()).toBe(false);
+  });
+
+  it('is disabled by TOOL_INDEX_ENABLED=false', () => {
+    const off = { list: () => [], get: (k: string) => (k === 'TOOL_INDEX_ENABLED' ? false : undefined) } as unknown as AppConfigService;
+    expect(new ToolIndexService(new ToolRegistryService(config, sink), off).isEnabled()).toBe(false);
   });
 });
