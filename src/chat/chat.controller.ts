@@ -1,10 +1,10 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ChatService } from './chat.service';
 import { ConversationsService } from './conversations.service';
 import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
-import { ConversationSettingsDto, ListConversationsQueryDto, SendMessageDto } from './dto/send-message.dto';
+import { ConversationSettingsDto, ListConversationsQueryDto, ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 
 const SSE_DESCRIPTION =
@@ -39,6 +39,18 @@ export class ChatController {
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
   async sendTwoStage(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
     await this.chat.send('two-stage', dto, res);
+  }
+
+  @Post('messages_two_stage/resume')
+  @HttpCode(200)
+  @UseGuards(TwoStageEnabledGuard)
+  @ApiOperation({ summary: 'Continue a paused two-stage run from the checkpoint of a phase, on any instance (SSE; seq continues)' })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: SSE_DESCRIPTION })
+  @ApiNotFoundResponse({ description: 'unknown run, or no checkpoint at that phase' })
+  @ApiConflictResponse({ description: 'the run is cancelled, completed or failed, is running, or another resume won' })
+  async resume(@Body() dto: ResumeRunDto, @Res() res: Response): Promise<void> {
+    await this.chat.resume(dto, res);
   }
 
   @Get('conversations')

@@ -17,6 +17,8 @@ import { RunEventBus } from './run-event-bus.service';
 import { RunExecutorService } from './run-executor.service';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
+import { RunEventsService } from './run-events.service';
+import { RunSweeperService } from './run-sweeper.service';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 
 @Module({
@@ -32,6 +34,8 @@ import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
     ChatService,
     ConversationsService,
     RunsService,
+    RunEventsService,
+    RunSweeperService,
     TwoStageEnabledGuard,
   ],
 })

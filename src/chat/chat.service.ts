@@ -1,4 +1,4 @@
-import { HttpStatus, Inject, Injectable, Logger, ServiceUnavailableException } from '@nestjs/common';
+import { HttpStatus, Inject, Injectable, Logger, Optional, ServiceUnavailableException } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'express';
 import { AppConfigService } from '../config/app-config.service';
@@ -9,11 +9,16 @@ import { OrchestrationService } from '../orchestration/orchestration.service';
 import type { ProtocolExecutionContext, TurnBudgets } from '../orchestration/protocol-strategy';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
+import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
+import { CheckpointFormatError, parseTwoStageCheckpoint } from '../orchestration/run-state/run-checkpoint';
+import type { ChatMode } from '../orchestration/protocol-strategy';
+import type { PhaseName } from '../orchestration/protocol-event';
 import { ChatException, ChatExceptionCode } from './chat.exception';
-import type { SendMessageDto } from './dto/send-message.dto';
+import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import type { ConversationEntity } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { RunRepository } from './repositories/run.repository';
+import { RunEventRepository } from './repositories/run-event.repository';
 import { INSTANCE_ID, RunExecutorService } from './run-executor.service';
 
 export type ChatProtocol = 'two-stage' | 'unified';
@@ -39,6 +44,8 @@ export class ChatService {
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    private readonly runEvents: RunEventRepository,
+    @Optional() @Inject(KNOWLEDGE_RETRIEVER) private readonly knowledge?: KnowledgeRetriever,
   ) {}
 
   async send(protocolName: ChatProtocol, dto: SendMessageDto, res: Response): Promise<void> {
@@ -46,10 +53,11 @@ export class ChatService {
     const strategy = this.orchestration.protocol(protocolName);
     const requestId = randomUUID();
     const options = dto.options ?? {};
+    const defaults = this.defaultBudgets();
     const budgets: TurnBudgets = {
-      maxPhaseCycles: options.maxPhaseCycles ?? this.config.get('MAX_PHASE_CYCLES_PER_TURN'),
-      maxDuplicateAttempts: options.maxDuplicateAttempts ?? this.config.get('MAX_DUPLICATE_ATTEMPTS'),
-      maxIterations: options.maxIterations ?? this.config.get('MAX_ITERATIONS'),
+      maxPhaseCycles: options.maxPhaseCycles ?? defaults.maxPhaseCycles,
+      maxDuplicateAttempts: options.maxDuplicateAttempts ?? defaults.maxDuplicateAttempts,
+      maxIterations: options.maxIterations ?? defaults.maxIterations,
     };
 
     const { conversation, history, userMessageId } = await this.dbOrUnavailable(async () => {
@@ -89,22 +97,125 @@ export class ChatService {
       opening: [{ type: 'start', protocol: strategy.name, userMessageId }],
       lastSeq: 0,
       priorContent: '',
-      context: (signal, control): ProtocolExecutionContext => ({
+      context: this.contextFactory({
         requestId,
         projectId,
-        conversationId: conversation.id,
+        conversation,
         messages,
         mode: dto.mode ?? 'act',
-        llm: this.llm,
-        tools: this.tools,
-        trace: this.trace,
         budgets,
         debugShowToolResults: !!options.debugShowToolResults,
-        signal,
-        control,
-        systemContext: conversation.settings?.customInstructions,
-        flags: { orchestratorEnabled: conversation.settings?.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
       }),
+    });
+  }
+
+  /**
+   * Continues a paused two-stage run from the checkpoint taken at `resumeFromPhaseIndex`, on
+   * this instance: messages, counters and refused signatures come from the checkpoint, seq
+   * continues after the last stored event, and a completed tool is never run again. Exactly
+   * one concurrent resume wins (an atomic paused → running claim); the others get 409.
+   */
+  async resume(dto: ResumeRunDto, res: Response): Promise<void> {
+    const run = await this.runs.findById(dto.requestId);
+    if (!run) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${dto.requestId} not found`);
+    if (run.protocol !== 'two-stage') throw new ChatException(ChatExceptionCode.RUN_NOT_RESUMABLE, `Run ${dto.requestId} uses ${run.protocol}; only two-stage runs can be resumed`);
+    if (run.status === 'completed' || run.status === 'cancelled' || run.status === 'failed') {
+      throw new ChatException(ChatExceptionCode.RUN_FINISHED, `Run ${dto.requestId} is ${run.status}; it cannot be resumed`);
+    }
+    if (run.status === 'running') throw new ChatException(ChatExceptionCode.RESUME_IN_PROGRESS, `Run ${dto.requestId} is running; pause it first`);
+    const byPhase = (run.checkpoint as { byPhase?: Record<string, unknown> } | null)?.byPhase ?? {};
+    const raw = byPhase[String(dto.resumeFromPhaseIndex)];
+    if (raw === undefined) {
+      throw new ChatException(ChatExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${dto.requestId} has no checkpoint at phase ${dto.resumeFromPhaseIndex}`, {
+        checkpoints: Object.keys(byPhase).map(Number).sort((a, b) => a - b),
+      });
+    }
+    let checkpoint;
+    try {
+      checkpoint = parseTwoStageCheckpoint(raw);
+    } catch (err) {
+      if (err instanceof CheckpointFormatError) throw new ChatException(ChatExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${dto.resumeFromPhaseIndex} cannot be read: ${err.message}`);
+      throw err;
+    }
+    const conversation = await this.conversations.findById(run.conversationId);
+    if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${run.conversationId} not found`);
+    if (!(await this.runs.claimForResume(run.requestId, INSTANCE_ID, this.config.get('RUN_LEASE_MS')))) {
+      throw new ChatException(ChatExceptionCode.RESUME_IN_PROGRESS, `Run ${dto.requestId} is being resumed by another request`);
+    }
+
+    const stored = await this.runEvents.listAfter(run.requestId, 0, 1_000_000);
+    const last = stored.at(-1);
+    const priorContent = stored
+      .filter((e) => e.type === 'chunk' && Number(e.data.phaseIndex) <= dto.resumeFromPhaseIndex)
+      .map((e) => String(e.data.content ?? ''))
+      .join('');
+    const opts = run.options as { mode?: ChatMode; budgets?: TurnBudgets; debugShowToolResults?: boolean; detach?: boolean };
+    const strategy = this.orchestration.protocol(run.protocol);
+    this.trace.record({ requestId: run.requestId, projectId: run.projectId, type: 'run_resumed', details: { resumeFromPhaseIndex: dto.resumeFromPhaseIndex, lastSeq: last?.seq ?? 0 } });
+    const sse = new SseWriter(res);
+    await this.executor.execute({
+      requestId: run.requestId,
+      projectId: run.projectId,
+      conversationId: run.conversationId,
+      protocol: strategy,
+      sse,
+      detach: !!opts.detach,
+      opening: [{ type: 'start', protocol: strategy.name, userMessageId: run.userMessageId, resumed: true, resumeFromPhaseIndex: dto.resumeFromPhaseIndex }],
+      lastSeq: last?.seq ?? 0,
+      envelope: last
+        ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) }
+        : undefined,
+      priorContent,
+      context: this.contextFactory({
+        requestId: run.requestId,
+        projectId: run.projectId,
+        conversation,
+        messages: checkpoint.baseMessages,
+        mode: opts.mode ?? 'act',
+        budgets: opts.budgets ?? this.defaultBudgets(),
+        debugShowToolResults: !!opts.debugShowToolResults,
+        resumeFrom: { phaseIndex: dto.resumeFromPhaseIndex, state: raw as Record<string, unknown> },
+      }),
+    });
+  }
+
+  private defaultBudgets(): TurnBudgets {
+    return {
+      maxPhaseCycles: this.config.get('MAX_PHASE_CYCLES_PER_TURN'),
+      maxDuplicateAttempts: this.config.get('MAX_DUPLICATE_ATTEMPTS'),
+      maxIterations: this.config.get('MAX_ITERATIONS'),
+    };
+  }
+
+  /** The protocol context of a turn, around the run's signal and control. */
+  private contextFactory(p: {
+    requestId: string;
+    projectId: string;
+    conversation: ConversationEntity;
+    messages: LlmMessage[];
+    mode: ChatMode;
+    budgets: TurnBudgets;
+    debugShowToolResults: boolean;
+    resumeFrom?: ProtocolExecutionContext['resumeFrom'];
+  }): (signal: AbortSignal, control: ProtocolExecutionContext['control']) => ProtocolExecutionContext {
+    return (signal, control) => ({
+      requestId: p.requestId,
+      projectId: p.projectId,
+      conversationId: p.conversation.id,
+      messages: p.messages,
+      mode: p.mode,
+      llm: this.llm,
+      tools: this.tools,
+      trace: this.trace,
+      budgets: p.budgets,
+      debugShowToolResults: p.debugShowToolResults,
+      signal,
+      control,
+      resumeFrom: p.resumeFrom,
+      systemContext: p.conversation.settings?.customInstructions,
+      flags: { orchestratorEnabled: p.conversation.settings?.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
+      knowledge: this.knowledge,
+      contextWindow: this.config.get('LLM_CONTEXT_WINDOW'),
     });
   }
 

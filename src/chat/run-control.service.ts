@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { DbNotifierService } from '../database/db-notifier.service';
 
 /** Why a run's signal fired; cancellation is an outcome, never an error. */
 export class RunAbortedError extends Error {
-  constructor(readonly reason: 'cancelled' | 'client_disconnected' | 'shutdown') {
+  constructor(readonly reason: 'cancelled' | 'client_disconnected' | 'shutdown' | 'lease_lost') {
     super(`run ${reason}`);
     this.name = 'AbortError';
   }
@@ -13,14 +14,38 @@ interface LiveRun {
   pause: boolean;
 }
 
+/** NOTIFY channel of cancel/pause requests; payload `{"requestId","control"}`. */
+export const RUN_CONTROL_CHANNEL = 'orion_run_control';
+
 /**
- * The runs this instance is executing: one AbortController per run (cancel, client
- * disconnect and shutdown abort it) and a pause flag asked at natural pause points.
- * Requests that arrive at another instance reach this one through the database (issue #7).
+ * The runs this instance executes: one AbortController per run (cancel, client disconnect,
+ * shutdown abort it) and a pause flag asked at natural pause points. A cancel or pause that
+ * arrives at any instance is stored on the run row and announced with NOTIFY; the instance
+ * running the run hears it here.
  */
 @Injectable()
-export class RunControlService {
+export class RunControlService implements OnModuleInit {
+  private readonly logger = new Logger('RunControl');
   private readonly live = new Map<string, LiveRun>();
+
+  constructor(private readonly notifier: DbNotifierService) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.notifier.listen(RUN_CONTROL_CHANNEL, (payload) => {
+      try {
+        const { requestId, control } = JSON.parse(payload) as { requestId: string; control: 'cancel' | 'pause' };
+        if (control === 'cancel') this.cancelLocal(requestId, 'cancelled');
+        else if (control === 'pause') this.pauseLocal(requestId);
+      } catch {
+        this.logger.warn(`ignored a malformed control notification`);
+      }
+    });
+  }
+
+  /** Announces a control request to every instance (the one running the run acts on it). */
+  async broadcast(requestId: string, control: 'cancel' | 'pause'): Promise<void> {
+    await this.notifier.notify(RUN_CONTROL_CHANNEL, JSON.stringify({ requestId, control }));
+  }
 
   attach(requestId: string): LiveRun {
     const run: LiveRun = { abort: new AbortController(), pause: false };

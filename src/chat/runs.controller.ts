@@ -1,12 +1,19 @@
-import { Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { BadRequestException, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { SseWriter } from '../common/sse/sse-writer';
+import { RunEventsQueryDto } from './dto/send-message.dto';
+import { RunEventsService } from './run-events.service';
+import { ApiAcceptedResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { RunDto } from './dto/chat-response.dto';
 import { RunsService } from './runs.service';
 
 @ApiTags('runs')
 @Controller('api/chat/runs')
 export class RunsController {
-  constructor(private readonly runs: RunsService) {}
+  constructor(
+    private readonly runs: RunsService,
+    private readonly runEvents: RunEventsService,
+  ) {}
 
   @Get(':requestId')
   @ApiOperation({ summary: 'Status, protocol, counters and checkpoints of a run' })
@@ -14,6 +21,24 @@ export class RunsController {
   @ApiNotFoundResponse({ description: 'unknown run' })
   get(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<RunDto> {
     return this.runs.get(requestId);
+  }
+
+  @Get(':requestId/events')
+  @ApiOperation({ summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
+  @ApiProduces('text/event-stream')
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the last seq the client received' })
+  @ApiOkResponse({ description: 'the run\'s events, exactly as they were first sent' })
+  @ApiNotFoundResponse({ description: 'unknown run' })
+  async events(
+    @Param('requestId', new ParseUUIDPipe()) requestId: string,
+    @Query() q: RunEventsQueryDto,
+    @Headers('last-event-id') lastEventIdHeader: string | undefined,
+    @Res() res: Response,
+  ): Promise<void> {
+    const raw = lastEventIdHeader ?? q.lastEventId ?? '0';
+    if (!/^\d{1,9}$/.test(raw.trim())) throw new BadRequestException('Last-Event-ID must be a non-negative integer');
+    await this.runEvents.requireRun(requestId);
+    await this.runEvents.follow(requestId, Number(raw.trim()), new SseWriter(res));
   }
 
   @Post(':requestId/cancel')

@@ -3,6 +3,7 @@ import { ChatException, ChatExceptionCode } from './chat.exception';
 import { mapRun, type RunDto } from './dto/chat-response.dto';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
+import { RunSweeperService } from './run-sweeper.service';
 
 /** Run status and control requests (cancel, pause). */
 @Injectable()
@@ -10,6 +11,7 @@ export class RunsService {
   constructor(
     private readonly runs: RunRepository,
     private readonly control: RunControlService,
+    private readonly closer: RunSweeperService,
   ) {}
 
   async get(requestId: string): Promise<RunDto> {
@@ -23,12 +25,13 @@ export class RunsService {
     const r = await this.runs.findById(requestId);
     if (!r) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
     if (r.status === 'paused') {
-      await this.runs.cancelPaused(requestId);
+      // nobody runs it: close it here, keeping what it streamed before the pause
+      if (await this.runs.cancelPaused(requestId)) await this.closer.closeFromStoredEvents(r, 'cancelled');
       return this.get(requestId);
     }
     if (r.status !== 'running') throw new ChatException(ChatExceptionCode.RUN_FINISHED, `Run ${requestId} is already ${r.status}`);
     await this.runs.requestControl(requestId, 'cancel');
-    this.control.cancelLocal(requestId, 'cancelled');
+    if (!this.control.cancelLocal(requestId, 'cancelled')) await this.control.broadcast(requestId, 'cancel');
     return this.get(requestId);
   }
 
@@ -38,7 +41,7 @@ export class RunsService {
     if (!r) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
     if (r.status !== 'running') throw new ChatException(ChatExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} is ${r.status}; only a running run can be paused`);
     await this.runs.requestControl(requestId, 'pause');
-    this.control.pauseLocal(requestId);
+    if (!this.control.pauseLocal(requestId)) await this.control.broadcast(requestId, 'pause');
     return this.get(requestId);
   }
 }

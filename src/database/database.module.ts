@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo, DatabaseInfoModule } from './database-info';
 import { openDatabase, type DatabaseTarget } from './data-source';
+import { DbNotifierService } from './db-notifier.service';
 
 /**
  * The TypeORM data source: embedded PGlite (default, `DATA_DIR`), in-memory PGlite
@@ -42,7 +43,8 @@ import { openDatabase, type DatabaseTarget } from './data-source';
       },
     }),
   ],
-  exports: [DatabaseInfoModule],
+  providers: [DbNotifierService],
+  exports: [DatabaseInfoModule, DbNotifierService],
 })
 export class DatabaseModule {}
 

@@ -34,11 +34,12 @@ describe('ToolsModule', () => {
     const moduleRef = await Test.createTestingModule({ imports: [globals(), ToolsModule] }).compile();
     await moduleRef.init();
     const registry = moduleRef.get(ToolRegistryService);
-    expect(registry.all().map((t) => t.name)).toEqual(['list_files', 'read_file']);
+    expect(registry.all().map((t) => t.name)).toEqual(['fetch_page', 'fetch_pages_batch', 'list_files', 'read_file', 'web_search']);
     expect(registry.all().every((t) => t.origin === 'builtin')).toBe(true);
     const runner = moduleRef.get<ToolRunner>(TOOL_RUNNER);
     expect(runner).toBe(moduleRef.get(ToolRunnerService));
-    expect((await runner.specs()).map((s) => s.name)).toEqual(['list_files', 'read_file']);
+    // web_search is registered but unavailable without SEARXNG_URL
+    expect((await runner.specs()).map((s) => s.name)).toEqual(['fetch_page', 'fetch_pages_batch', 'list_files', 'read_file']);
     expect(records.filter((r) => r.type === 'tool_registration').map((r) => r.details?.name)).toEqual(expect.arrayContaining(['list_files', 'read_file']));
     await moduleRef.close();
   });
@@ -46,7 +47,7 @@ describe('ToolsModule', () => {
   it('leaves out built-ins denied by TOOLS_DENY', async () => {
     const moduleRef = await Test.createTestingModule({ imports: [globals({ TOOLS_DENY: 'read_file' }), ToolsModule] }).compile();
     await moduleRef.init();
-    expect(moduleRef.get(ToolRegistryService).all().map((t) => t.name)).toEqual(['list_files']);
+    expect(moduleRef.get(ToolRegistryService).all().map((t) => t.name)).toEqual(['fetch_page', 'fetch_pages_batch', 'list_files', 'web_search']);
     await moduleRef.close();
   });
 });

@@ -1,6 +1,9 @@
 import { Inject, Module, type FactoryProvider, type InjectionToken, type OnModuleInit, type Type } from '@nestjs/common';
 import { ListFilesTool } from './builtins/list-files.tool';
 import { ReadFileTool } from './builtins/read-file.tool';
+import { FetchPagesBatchTool, FetchPageTool } from './builtins/fetch-page.tool';
+import { WebSearchTool } from './builtins/web-search.tool';
+import { AppConfigService } from '../config/app-config.service';
 import type { ToolDefinition } from './tool-definition';
 import { ToolRegistryService } from './tool-registry.service';
 import { TOOL_RUNNER } from './tool-runner.port';
@@ -16,18 +19,15 @@ export const BUILTIN_TOOLS: InjectionToken<ToolDefinition[]> = Symbol('BUILTIN_T
  * ToolDefinition, or `{ provide: SomeTool, useFactory, inject }` providers for tools built
  * from options.
  *
- * >>> INTEGRATION POINT (lead): add fetch_page, fetch_pages_batch and web_search here
- * >>> (src/tools/builtins/fetch-page.tool.ts, web-search.tool.ts). Their constructors take an
- * >>> options object, so they go in as factory providers, e.g.
- * >>>   { provide: WebSearchTool, useFactory: (c: AppConfigService) => new WebSearchTool({ ... }), inject: [AppConfigService] }
- * >>> rag_query and any other built-in go here too. Nothing else in this file needs to change.
+ * Tools built from options (fetch_page, fetch_pages_batch, web_search, rag_query) go in as
+ * factory providers.
  */
 const BUILTIN_TOOL_PROVIDERS: Array<Type<ToolDefinition> | FactoryProvider<ToolDefinition>> = [
   ListFilesTool,
   ReadFileTool,
-  // FetchPageTool,
-  // FetchPagesBatchTool,
-  // WebSearchTool,
+  { provide: FetchPageTool, useFactory: (c: AppConfigService) => FetchPageTool.fromConfig(c), inject: [AppConfigService] },
+  { provide: FetchPagesBatchTool, useFactory: (c: AppConfigService) => FetchPagesBatchTool.fromConfig(c), inject: [AppConfigService] },
+  { provide: WebSearchTool, useFactory: (c: AppConfigService) => WebSearchTool.fromConfig(c), inject: [AppConfigService] },
 ];
 const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? p.provide : p));
 

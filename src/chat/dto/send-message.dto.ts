@@ -65,3 +65,24 @@ export class ListConversationsQueryDto {
   @IsOptional() @Matches(PROJECT_ID_PATTERN, { message: PROJECT_ID_MESSAGE })
   projectId?: string;
 }
+
+/** Body of POST /api/chat/messages_two_stage/resume. */
+export class ResumeRunDto {
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID('all', { message: 'requestId must be a UUID' })
+  requestId: string;
+
+  @ApiProperty({ minimum: 1, description: 'the phase whose checkpoint the run continues from (the paused event says which)' })
+  @IsInt({ message: 'resumeFromPhaseIndex must be an integer' }) @Min(1)
+  resumeFromPhaseIndex: number;
+}
+
+export class RunEventsQueryDto {
+  @ApiPropertyOptional({ description: 'replay events with seq greater than this (the Last-Event-ID header wins)' })
+  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'lastEventId must be a non-negative integer' })
+  lastEventId?: string;
+
+  @ApiPropertyOptional({ description: 'API key for EventSource clients, which cannot send headers' })
+  @IsOptional() @IsString()
+  access_token?: string;
+}

@@ -110,14 +110,25 @@ export class RunRepository {
     );
   }
 
-  /** Running runs whose lease expired (their instance died). */
-  expiredRuns(limit = 50): Promise<RunEntity[]> {
-    return this.runs
-      .createQueryBuilder('r')
-      .where(`r.status = 'running' AND r.lease_expires_at < now()`)
-      .orderBy('r.lease_expires_at', 'ASC')
-      .limit(limit)
-      .getMany();
+  /**
+   * Takes running runs whose lease expired (their instance died) and marks them failed, each
+   * claimed by exactly one instance (SKIP LOCKED). Returns what is needed to close them.
+   */
+  async claimExpired(limit = 20): Promise<Array<{ requestId: string; conversationId: string; projectId: string }>> {
+    const res: [Array<{ request_id: string; conversation_id: string; project_id: string }>, number] = await this.runs.query(
+      `UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+        WHERE request_id IN (
+          SELECT request_id FROM runs WHERE status = 'running' AND lease_expires_at < now()
+           ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+        RETURNING request_id, conversation_id, project_id`,
+      [limit],
+    );
+    const rows = Array.isArray(res[0]) ? res[0] : (res as unknown as Array<{ request_id: string; conversation_id: string; project_id: string }>);
+    return rows.map((r) => ({ requestId: r.request_id, conversationId: r.conversation_id, projectId: r.project_id }));
+  }
+
+  async setLastSeq(requestId: string, lastSeq: number): Promise<void> {
+    await this.runs.query(`UPDATE runs SET last_seq = GREATEST(last_seq, $2) WHERE request_id = $1`, [requestId, lastSeq]);
   }
 }
 

@@ -1,0 +1,101 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfigService } from '../config/app-config.service';
+import { emptyUsage } from '../orchestration/protocol-event';
+import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
+import { ConversationRepository } from './repositories/conversation.repository';
+import { RunEventRepository } from './repositories/run-event.repository';
+import { RunRepository } from './repositories/run.repository';
+import { RunEventBus } from './run-event-bus.service';
+
+/**
+ * Closes runs whose instance died. A running instance renews its lease every RUN_LEASE_MS / 3;
+ * every instance sweeps every RUN_LEASE_MS / 2 for leases that expired, and exactly one claims
+ * each such run (SKIP LOCKED): it is marked `failed`, its assistant message is built from the
+ * chunks it had stored, and `error` + `done` events are appended so a follower sees it end.
+ */
+@Injectable()
+export class RunSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('RunSweeper');
+  private timer: NodeJS.Timeout | null = null;
+  private sweeping = false;
+
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly events: RunEventRepository,
+    private readonly conversations: ConversationRepository,
+    private readonly bus: RunEventBus,
+    private readonly config: AppConfigService,
+    @Inject(TRACE_SINK) private readonly trace: TraceSink,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const every = Math.max(500, Math.floor(this.config.get('RUN_LEASE_MS') / 2));
+    this.timer = setInterval(() => void this.sweep(), every);
+    this.timer.unref?.();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pass; returns the runs it closed. */
+  async sweep(): Promise<string[]> {
+    if (this.sweeping) return [];
+    this.sweeping = true;
+    const closed: string[] = [];
+    try {
+      for (const run of await this.runs.claimExpired()) {
+        await this.closeFromStoredEvents(run, 'failed').catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
+        closed.push(run.requestId);
+      }
+    } catch (err) {
+      this.logger.warn(`sweep failed: ${(err as Error).message}`);
+    } finally {
+      this.sweeping = false;
+    }
+    return closed;
+  }
+
+  /**
+   * Ends a run nobody executes (its instance died, or it was paused and then cancelled): the
+   * assistant message is built from the chunks it stored, and the closing events are appended.
+   */
+  async closeFromStoredEvents(run: { requestId: string; conversationId: string; projectId: string }, status: 'failed' | 'cancelled'): Promise<void> {
+    const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
+    const content = stored.filter((e) => e.type === 'chunk').map((e) => String(e.data.content ?? '')).join('');
+    const stopReason = status === 'failed' ? 'error' : 'cancelled';
+    const { message } = await this.conversations.insertAssistantOnce(run.conversationId, run.requestId, content, status === 'failed' ? 'error' : 'cancelled', {
+      stopReason,
+      ...(status === 'failed' ? { error: 'instance_lost' } : {}),
+    });
+    const last = stored.at(-1);
+    if (last?.type !== 'done') {
+      const base = {
+        requestId: run.requestId,
+        projectId: run.projectId,
+        conversationId: run.conversationId,
+        phase: (last?.data.phase as string) ?? 'action_phase',
+        phaseIndex: Number(last?.data.phaseIndex ?? 0),
+        cycleIndex: Number(last?.data.cycleIndex ?? 0),
+      };
+      let seq = last?.seq ?? 0;
+      const closing = [];
+      if (status === 'failed') {
+        seq += 1;
+        closing.push({ seq, type: 'error', data: { ...base, seq, code: 'instance_lost', message: 'The instance running this turn stopped; the turn was closed with what it had streamed', retryable: true } });
+      }
+      seq += 1;
+      closing.push({ seq, type: 'done', data: { ...base, seq, phase: 'complete', fullContent: content, messageId: message.id, stopReason, usage: emptyUsage() } });
+      await this.events.insertMany(run.requestId, closing);
+      await this.runs.setLastSeq(run.requestId, seq);
+    }
+    this.bus.end(run.requestId);
+    this.trace.record({
+      requestId: run.requestId,
+      projectId: run.projectId,
+      type: status === 'failed' ? 'run_failed' : 'run_cancelled',
+      details: { reason: status === 'failed' ? 'lease_expired' : 'cancelled_while_paused', messageId: message.id },
+    });
+    if (status === 'failed') this.logger.warn(`run ${run.requestId} closed: its instance's lease expired`);
+  }
+}
