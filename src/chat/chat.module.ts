@@ -19,6 +19,7 @@ import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
 import { RunEventsService } from './run-events.service';
 import { RunSweeperService } from './run-sweeper.service';
+import { CommandStrategy } from './commands/command.strategy';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 
 @Module({
@@ -36,6 +37,7 @@ import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
     RunsService,
     RunEventsService,
     RunSweeperService,
+    CommandStrategy,
     TwoStageEnabledGuard,
   ],
 })

@@ -20,6 +20,7 @@ import { ConversationRepository } from './repositories/conversation.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { INSTANCE_ID, RunExecutorService } from './run-executor.service';
+import { CommandStrategy, isCommand } from './commands/command.strategy';
 
 export type ChatProtocol = 'two-stage' | 'unified';
 
@@ -45,12 +46,14 @@ export class ChatService {
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     private readonly runEvents: RunEventRepository,
+    private readonly commands: CommandStrategy,
     @Optional() @Inject(KNOWLEDGE_RETRIEVER) private readonly knowledge?: KnowledgeRetriever,
   ) {}
 
   async send(protocolName: ChatProtocol, dto: SendMessageDto, res: Response): Promise<void> {
     const projectId = dto.projectId ?? 'default';
-    const strategy = this.orchestration.protocol(protocolName);
+    // a leading /command goes to the command registry, never to the model
+    const strategy = isCommand(dto.content) ? this.commands : this.orchestration.protocol(protocolName);
     const requestId = randomUUID();
     const options = dto.options ?? {};
     const defaults = this.defaultBudgets();
