@@ -148,6 +148,22 @@ describe('run control on one instance', () => {
     expect(JSON.parse((a.status === 409 ? a : b).body).error).toBe('resume_in_progress');
   });
 
+  it('refuses to resume from a stored checkpoint it cannot read, and leaves the run paused', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 100 } }));
+    const first = await sse(`${t.url}/api/chat/messages_two_stage`, {
+      body: { content: 'list' },
+      onEvent: (e) => {
+        if (e.event === 'start') void post(`${t.url}/api/chat/runs/${e.data.requestId}/pause`, {});
+      },
+    });
+    const requestId = first.events[0].data.requestId as string;
+    await t.app.get(DataSource).query(`UPDATE runs SET checkpoint = jsonb_set(checkpoint, '{byPhase,2,schemaVersion}', '99') WHERE request_id = $1`, [requestId]);
+    const res = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(res.status).toBe(409);
+    expect((await res.json()).message).toMatch(/unsupported checkpoint schemaVersion 99/);
+    expect((await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()).status).toBe('paused');
+  });
+
   it('replays every event after Last-Event-ID to a client that dropped a detached run', async () => {
     llm.enqueue(respond.turn(Array.from({ length: 20 }, (_, i) => ({ text: `w${i} ` })), { faults: { delayMs: 60 } }));
     const dropped = await sse(`${t.url}/api/chat/messages_two_stage`, {
