@@ -1,4 +1,5 @@
-import { Body, Controller, Get, HttpCode, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Post, Query, Res } from '@nestjs/common';
+import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
@@ -14,6 +15,7 @@ export class OrchestrationController {
   constructor(
     private readonly orchestration: OrchestrationService,
     private readonly index: ToolIndexService,
+    @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
   ) {}
 
   @Post('execute')
@@ -48,10 +50,11 @@ export class OrchestrationController {
   }
 
   @Get('tool-index/search')
-  @ApiOperation({ summary: 'The NarrowTopK candidates for a query, with normalized scores' })
+  @ApiOperation({ summary: 'The NarrowTopK candidates for a query, with normalized scores (available tools only, as NarrowTopK sees them)' })
   @ApiOkResponse({ type: [ToolIndexHitDto] })
-  search(@Query() q: ToolIndexSearchQueryDto): ToolIndexHitDto[] {
-    return this.index.search(q.q, q.k ?? 5, q.minScore ?? 0);
+  async search(@Query() q: ToolIndexSearchQueryDto): Promise<ToolIndexHitDto[]> {
+    const available = new Set((await this.tools.specs()).map((s) => s.name));
+    return this.index.search(q.q, q.k ?? 5, q.minScore ?? 0, (name) => available.has(name));
   }
 }
 

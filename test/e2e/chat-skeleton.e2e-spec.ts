@@ -167,3 +167,20 @@ describe('persistence across restarts', () => {
     }
   }, 60_000);
 });
+
+describe('hostile bodies', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it.each(['/api/chat/messages', '/api/orchestration/execute', '/api/knowledge/ingest'])('refuses JSON nested 5,000 deep on %s with a 400, not a 500', async (path) => {
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    const res = await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"content":"x","userInput":"x","mode":"Classic","zzz":${deep}}` });
+    expect(res.status).toBe(400);
+    expect((await res.json()).message).toMatch(/nested deeper than 64 levels/);
+  });
+});

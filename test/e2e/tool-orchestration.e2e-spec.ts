@@ -71,6 +71,35 @@ describe('POST /api/orchestration/execute', () => {
     expect(JSON.stringify(body.executions[0].resultObject)).toMatch(/path/);
   });
 
+  it('a tool that reports an error makes the run execution_failed, not a success', async () => {
+    const { createServer } = await import('node:http');
+    const page = createServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end('<html><title>Gone</title><body>Not here</body></html>');
+    });
+    await new Promise<void>((r) => page.listen(0, '127.0.0.1', () => r()));
+    const host = `127.0.0.1:${(page.address() as { port: number }).port}`;
+    const app = await start({ FETCH_ALLOW_HOSTS: host });
+    try {
+      llm.enqueue(respond.turn([{ toolCall: { name: 'fetch_page', args: { url: `http://${host}/missing` } } }]));
+      const { body } = await post({ userInput: 'fetch it', mode: 'Classic' }, app.url);
+      expect(body.executions[0]).toMatchObject({ toolName: 'fetch_page', outcome: 'success', isError: true });
+      expect(body).toMatchObject({ isSuccess: false, error: 'execution_failed' });
+    } finally {
+      await app.close();
+      page.close();
+    }
+  });
+
+  it('refuses arguments that are JSON null instead of running the tool with {}', async () => {
+    llm.enqueue(respond.json({ id: 'x', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'list_files', arguments: null } }, { id: 'c2', type: 'function', function: { arguments: '{}' } }] } }] }));
+    const { body } = await post({ userInput: 'x', mode: 'Classic', options: { maxCalls: 2 } });
+    expect(body.error).toBe('invalid_args');
+    expect(body.executions.map((e: { outcome: string }) => e.outcome)).toEqual(['validation_error', 'validation_error']);
+    expect(body.executions[0].resultObject.message).toMatch(/got null/);
+    expect(body.executions[1].resultObject.message).toMatch(/no tool name/);
+  });
+
   it('cuts decided calls to maxCalls and runs them in order', async () => {
     const calls = [
       { toolCall: { name: 'list_files', args: {} } },

@@ -189,10 +189,13 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     const rawCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
     for (const [i, tc] of rawCalls.entries()) {
       const fn = isObject(tc) && isObject(tc.function) ? tc.function : undefined;
-      if (!fn || typeof fn.name !== 'string' || fn.name === '') continue;
-      const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {});
+      if (!fn) continue;
+      // kept even without a name, so the caller can refuse it as invalid rather than never see it;
+      // missing arguments are "no arguments" (""), anything else is passed on as JSON, never coerced
+      const args = typeof fn.arguments === 'string' ? fn.arguments : fn.arguments === undefined ? '' : JSON.stringify(fn.arguments);
+      const name = typeof fn.name === 'string' ? fn.name : '';
       const id = isObject(tc) && typeof tc.id === 'string' && tc.id !== '' ? tc.id : `call_${i}_${Date.now().toString(36)}`;
-      toolCalls.push({ id, name: fn.name, arguments: args });
+      toolCalls.push({ id, name, arguments: args });
     }
     const rawReason = typeof choice.finish_reason === 'string' ? choice.finish_reason : undefined;
     const usage = readOpenAiUsage(body);

@@ -13,7 +13,7 @@ import { decideAndExecute, finishResult, logResult } from './tool-decision';
 export class ClassicStrategy implements ToolModeStrategy {
   readonly kind = 'tool-mode' as const;
   readonly name = 'Classic' as const;
-  private readonly logger = new Logger('ToolOrchestration');
+  private readonly logger = new Logger('Orchestration');
 
   constructor(
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,

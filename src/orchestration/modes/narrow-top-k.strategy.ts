@@ -16,7 +16,7 @@ import { decideAndExecute, finishResult, logResult } from './tool-decision';
 export class NarrowTopKStrategy implements ToolModeStrategy {
   readonly kind = 'tool-mode' as const;
   readonly name = 'NarrowTopK' as const;
-  private readonly logger = new Logger('ToolOrchestration');
+  private readonly logger = new Logger('Orchestration');
 
   constructor(
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,

@@ -4,8 +4,19 @@ import type { ToolOutcome } from '../../tools/tool-definition';
 export const TOOL_MODES = ['Classic', 'NarrowTopK'] as const;
 export type ToolMode = (typeof TOOL_MODES)[number];
 
-/** API.md's codes, plus `internal_error` (Orion's addition) for a mode that failed unexpectedly. */
-export type ToolCallsError = 'no_tool_calls' | 'invalid_args' | 'narrow_topk_unavailable' | 'no_candidates' | 'llm_error' | 'internal_error';
+/**
+ * API.md's codes, plus Orion's additions: `execution_failed` (a decided call ran but failed:
+ * timeout, unavailable, rate limited, exception, or the tool reported an error) and
+ * `internal_error` (the mode itself failed unexpectedly).
+ */
+export type ToolCallsError =
+  | 'no_tool_calls'
+  | 'invalid_args'
+  | 'narrow_topk_unavailable'
+  | 'no_candidates'
+  | 'llm_error'
+  | 'execution_failed'
+  | 'internal_error';
 
 export interface DecidedCall {
   toolName: string;
@@ -19,6 +30,8 @@ export interface ToolExecution {
   outcome: ToolOutcome;
   resultObject: unknown;
   latencyMs: number;
+  /** the tool ran but reported an error in its result (e.g. an MCP result with isError) */
+  isError?: boolean;
 }
 
 export interface ToolCandidate {

@@ -32,7 +32,7 @@ export function finishResult(
     exposedTools: parts.exposedTools,
     decidedCalls,
     executions,
-    isSuccess: parts.error === null && decidedCalls.length > 0 && executions.every((e) => e.outcome === 'success'),
+    isSuccess: parts.error === null && decidedCalls.length > 0 && executions.every((e) => e.outcome === 'success' && !e.isError),
     error: parts.error,
     totalLatencyMs: Math.round(performance.now() - started),
     requestId: input.requestId,
@@ -76,7 +76,7 @@ export async function* decideAndExecute(
       input.signal,
     );
     deps.trace.record({ requestId, projectId, type: 'llm_response', details: { mode, finishReason: completion.finishReason, toolCalls: completion.toolCalls.map((c) => c.name), usage: completion.usage ?? null } });
-    decided = completion.toolCalls.slice(0, input.options.maxCalls).map((c) => ({ toolName: c.name, args: parseArgs(c.arguments) }));
+    decided = completion.toolCalls.slice(0, input.options.maxCalls).map((c) => ({ toolName: c.name ?? '', args: parseArgs(c.arguments) }));
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);
     deps.trace.record({ requestId, projectId, type: 'llm_error', details: { mode, message } });
@@ -91,26 +91,43 @@ export async function* decideAndExecute(
   const executions: ToolExecution[] = [];
   for (const [index, call] of decided.entries()) {
     let execution: ToolExecution;
-    if (!exposed.has(call.toolName)) {
-      execution = invalid(call, `tool ${call.toolName} was not offered in this request`, exposedTools);
-    } else if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) {
-      execution = invalid(call, 'arguments are not a JSON object', exposedTools);
+    const refusal = !call.toolName
+      ? 'the call has no tool name'
+      : !exposed.has(call.toolName)
+        ? `tool ${call.toolName} was not offered in this request`
+        : call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)
+          ? `arguments must be a JSON object, got ${describe(call.args)}`
+          : null;
+    if (refusal) {
+      const schema = specs.find((s) => s.name === call.toolName)?.parameters;
+      execution = invalid(call, refusal, exposedTools, schema);
+      deps.trace.record({ requestId, projectId, type: 'tool_call_refused', details: { mode, index, toolName: call.toolName, reason: refusal } });
     } else {
       const r = await deps.tools.run({ name: call.toolName, arguments: call.args as Record<string, unknown> }, { projectId, requestId, signal: input.signal });
-      execution = { toolName: call.toolName, args: r.args, outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs };
+      execution = { toolName: call.toolName, args: r.args, outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs, ...(r.isError ? { isError: true } : {}) };
     }
     executions.push(execution);
     yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
   }
-  const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
+  const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error')
+    ? 'invalid_args'
+    : executions.some((e) => e.outcome !== 'success' || e.isError)
+      ? 'execution_failed'
+      : null;
   return finishResult(mode, input, started, { exposedTools, decidedCalls: decided, executions, error, candidates });
 }
 
-function invalid(call: DecidedCall, message: string, exposedTools: string[]): ToolExecution {
-  return { toolName: call.toolName, args: call.args, outcome: 'validation_error', resultObject: { error: 'invalid_args', message, exposedTools }, latencyMs: 0 };
+function invalid(call: DecidedCall, message: string, exposedTools: string[], schema?: Record<string, unknown>): ToolExecution {
+  return { toolName: call.toolName, args: call.args, outcome: 'validation_error', resultObject: { error: 'invalid_args', message, exposedTools, ...(schema ? { schema } : {}) }, latencyMs: 0 };
 }
 
-function parseArgs(raw: string): unknown {
+function describe(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'string' ? 'text that is not JSON' : typeof v;
+}
+
+/** The model's argument text: "" is a call without arguments; anything else must parse. */
+function parseArgs(raw: string | null | undefined): unknown {
+  if (raw === null || raw === undefined) return null;
   if (raw.trim() === '') return {};
   try {
     return JSON.parse(raw);

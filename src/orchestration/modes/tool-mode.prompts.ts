@@ -15,7 +15,7 @@ const PROMPTS: Record<'en' | 'zh', string> = {
   ].join('\n'),
 };
 
-export const SUPPORTED_LOCALE = /^(en|zh)(-[A-Za-z0-9]{2,8})*$/;
+export const SUPPORTED_LOCALE = /^(en|zh)(-[A-Za-z0-9]{2,8})*$/i;
 
 export function toolModeSystemPrompt(locale: string): string {
   return locale.toLowerCase().startsWith('zh') ? PROMPTS.zh : PROMPTS.en;

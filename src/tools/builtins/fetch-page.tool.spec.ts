@@ -251,3 +251,14 @@ async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<voi
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('fetch deadline from TOOL_TIMEOUT_MS', () => {
+  it('follows the configured tool timeout (1 to 15 s)', () => {
+    const { fetchDeadlineMs } = jest.requireActual('./fetch-page.tool') as typeof import('./fetch-page.tool');
+    const cfg = (ms: number) => ({ list: () => [], get: (() => ms) as never });
+    expect(fetchDeadlineMs(cfg(3000))).toBe(2000);
+    expect(fetchDeadlineMs(cfg(30000))).toBe(15000);
+    expect(fetchDeadlineMs(cfg(500))).toBe(1000);
+    expect(fetchDeadlineMs({ list: () => [] })).toBeUndefined();
+  });
+});

@@ -33,7 +33,13 @@ export interface FetchPageToolOptions extends WebFetcherOptions {
 }
 
 /** What AppConfigService offers that these tools read (structural, so tests need no Nest). */
-export type FetchConfig = Pick<AppConfigService, 'list'>;
+export type FetchConfig = Pick<AppConfigService, 'list'> & Partial<Pick<AppConfigService, 'get'>>;
+
+/** The network deadline of one page: TOOL_TIMEOUT_MS less a second for parsing, 1–15 s. */
+export function fetchDeadlineMs(config: FetchConfig): number | undefined {
+  const tool = config.get?.('TOOL_TIMEOUT_MS');
+  return typeof tool === 'number' ? Math.min(15_000, Math.max(1_000, tool - 1_000)) : undefined;
+}
 
 /** One page as the model sees it. */
 export interface FetchedPage {
@@ -152,7 +158,7 @@ export class FetchPageTool extends PageToolBase implements ToolDefinition {
   readonly timeoutMs = this.fetcher.timeoutMs + 5_000;
 
   static fromConfig(config: FetchConfig, fetcher?: WebFetcher): FetchPageTool {
-    return new FetchPageTool({ allowHosts: config.list('FETCH_ALLOW_HOSTS'), fetcher });
+    return new FetchPageTool({ allowHosts: config.list('FETCH_ALLOW_HOSTS'), fetcher, timeoutMs: fetchDeadlineMs(config) });
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
@@ -192,7 +198,7 @@ export class FetchPagesBatchTool extends PageToolBase implements ToolDefinition 
   readonly timeoutMs = 2 * this.fetcher.timeoutMs + 10_000;
 
   static fromConfig(config: FetchConfig, fetcher?: WebFetcher): FetchPagesBatchTool {
-    return new FetchPagesBatchTool({ allowHosts: config.list('FETCH_ALLOW_HOSTS'), fetcher });
+    return new FetchPagesBatchTool({ allowHosts: config.list('FETCH_ALLOW_HOSTS'), fetcher, timeoutMs: fetchDeadlineMs(config) });
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {

@@ -258,3 +258,13 @@ describe('ToolIndex incremental updates', () => {
     expect(names(index, 'no params')).toEqual(['noParams']);
   });
 });
+
+describe('ToolIndex with Chinese descriptions and requests', () => {
+  it('finds a tool described in Chinese from a Chinese request', () => {
+    const index = new ToolIndex();
+    index.add({ name: 'read_text', description: '读取项目中的文本文件', parameters: { type: 'object', properties: { path: { type: 'string', description: '文件路径' } } }, origin: 'builtin' });
+    index.add({ name: 'weather', description: '查询城市的天气预报', parameters: { type: 'object', properties: {} }, origin: 'builtin' });
+    expect(index.search('请读取文本文件', 2).map((h) => h.name)[0]).toBe('read_text');
+    expect(index.search('明天北京的天气怎么样', 2).map((h) => h.name)[0]).toBe('weather');
+  });
+});

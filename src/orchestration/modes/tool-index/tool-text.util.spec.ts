@@ -131,3 +131,12 @@ describe('summarizeParameters', () => {
     expect(summarizeParameters(schema).names.split(' ').length).toBeLessThanOrEqual(7);
   });
 });
+
+describe('text without spaces between words (Chinese, Japanese)', () => {
+  it('is indexed as overlapping character bigrams, mixed text kept apart', () => {
+    expect(splitIdentifier('读取文本文件')).toEqual(['读取', '取文', '文本', '本文', '文件']);
+    expect(splitIdentifier('read_file 读取')).toEqual(['read', 'file', '读取']);
+    expect(splitIdentifier('API调用v2')).toEqual(['api', '调用', 'v', '2']);
+    expect(splitIdentifier('한국어 검색')).toEqual(['한국어'.normalize('NFKD'), '검색'.normalize('NFKD')]);
+  });
+});

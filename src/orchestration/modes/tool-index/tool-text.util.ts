@@ -15,6 +15,22 @@ const NON_WORD = /[^\p{L}\p{N}]+/u;
 const CAMEL_BOUNDARY = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})|(?<=\p{L})(?=\p{N})|(?<=\p{N})(?=\p{L})/u;
 /** Combining marks left by NFKD, so `Divinópolis` and `divinopolis` meet. */
 const COMBINING_MARKS = /\p{M}+/gu;
+/**
+ * Scripts written without spaces between words. Such a run is indexed as overlapping
+ * character bigrams (the usual dictionary-free approach for Chinese and Japanese search), so
+ * `读取文本文件` and `文本文件` share terms; Hangul words are space-separated and stay whole.
+ */
+const UNSPACED_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+/u;
+const UNSPACED_SPLIT = /([\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+)/u;
+
+/** Overlapping character bigrams of a run (a single character stays as it is). */
+function bigrams(run: string): string[] {
+  const chars = [...run];
+  if (chars.length === 1) return chars;
+  const out: string[] = [];
+  for (let i = 0; i + 1 < chars.length; i++) out.push(chars[i] + chars[i + 1]);
+  return out;
+}
 
 /**
  * Splits an identifier or a run of text into lowercase words: snake_case, kebab-case,
@@ -25,8 +41,15 @@ export function splitIdentifier(text: string): string[] {
   const out: string[] = [];
   for (const chunk of text.normalize('NFKD').replace(COMBINING_MARKS, '').split(NON_WORD)) {
     if (!chunk) continue;
-    for (const part of chunk.split(CAMEL_BOUNDARY)) {
-      if (part) out.push(part.toLowerCase());
+    for (const piece of UNSPACED_RUN.test(chunk) ? chunk.split(UNSPACED_SPLIT) : [chunk]) {
+      if (!piece) continue;
+      if (UNSPACED_RUN.test(piece)) {
+        out.push(...bigrams(piece));
+        continue;
+      }
+      for (const part of piece.split(CAMEL_BOUNDARY)) {
+        if (part) out.push(part.toLowerCase());
+      }
     }
   }
   return out;
