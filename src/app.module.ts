@@ -6,6 +6,7 @@ import { DatabaseModule } from './database/database.module';
 import { TraceModule } from './trace/trace.module';
 import { LlmModule } from './llm/llm.module';
 import { ToolsModule } from './tools/tools.module';
+import { KnowledgeModule } from './knowledge/knowledge.module';
 import { OrchestrationModule } from './orchestration/orchestration.module';
 import { ChatModule } from './chat/chat.module';
 import { HealthModule } from './health/health.module';
@@ -19,7 +20,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), DatabaseModule, TraceModule, LlmModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, WebModule],
+      imports: [AppConfigModule.forRoot(envOverrides), DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, WebModule],
       providers: [
     {
       provide: APP_PIPE,

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { OrchestrationModule } from '../orchestration/orchestration.module';
 import { ToolsModule } from '../tools/tools.module';
+import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { ConversationsService } from './conversations.service';
@@ -23,7 +24,7 @@ import { CommandStrategy } from './commands/command.strategy';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity, RunEntity, RunEventEntity]), OrchestrationModule, ToolsModule],
+  imports: [TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity, RunEntity, RunEventEntity]), OrchestrationModule, ToolsModule, KnowledgeModule],
   controllers: [ChatController, RunsController],
   providers: [
     ConversationRepository,

@@ -45,9 +45,15 @@ export interface RetrievalResult {
   metrics: RetrievalMetrics;
 }
 
+/** Optional callbacks a caller may pass to follow a retrieval (rag_query turns them into progress). */
+export interface RetrievalHooks {
+  /** called once, when the candidates are gathered and ranking starts */
+  onCandidates?(candidates: number): void;
+}
+
 export interface KnowledgeRetriever {
   modules(projectId: string): Promise<KnowledgeModuleInfo[]>;
-  retrieve(projectId: string, query: string, topK: number, signal?: AbortSignal): Promise<RetrievalResult>;
+  retrieve(projectId: string, query: string, topK: number, signal?: AbortSignal, hooks?: RetrievalHooks): Promise<RetrievalResult>;
 }
 
 export const KNOWLEDGE_RETRIEVER = Symbol('KNOWLEDGE_RETRIEVER');

@@ -4,6 +4,9 @@ import { ReadFileTool } from './builtins/read-file.tool';
 import { FetchPagesBatchTool, FetchPageTool } from './builtins/fetch-page.tool';
 import { WebSearchTool } from './builtins/web-search.tool';
 import { AppConfigService } from '../config/app-config.service';
+import { KnowledgeModule } from '../knowledge/knowledge.module';
+import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
+import { RagQueryTool } from './builtins/rag-query.tool';
 import type { ToolDefinition } from './tool-definition';
 import { ToolRegistryService } from './tool-registry.service';
 import { TOOL_RUNNER } from './tool-runner.port';
@@ -28,6 +31,7 @@ const BUILTIN_TOOL_PROVIDERS: Array<Type<ToolDefinition> | FactoryProvider<ToolD
   { provide: FetchPageTool, useFactory: (c: AppConfigService) => FetchPageTool.fromConfig(c), inject: [AppConfigService] },
   { provide: FetchPagesBatchTool, useFactory: (c: AppConfigService) => FetchPagesBatchTool.fromConfig(c), inject: [AppConfigService] },
   { provide: WebSearchTool, useFactory: (c: AppConfigService) => WebSearchTool.fromConfig(c), inject: [AppConfigService] },
+  { provide: RagQueryTool, useFactory: (r: KnowledgeRetriever) => new RagQueryTool(r), inject: [KNOWLEDGE_RETRIEVER] },
 ];
 const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? p.provide : p));
 
@@ -37,6 +41,7 @@ const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? 
  * Needs the global AppConfigModule and TraceModule (TRACE_SINK).
  */
 @Module({
+  imports: [KnowledgeModule],
   controllers: [ToolsController],
   providers: [
     ToolRegistryService,

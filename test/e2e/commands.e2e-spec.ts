@@ -61,6 +61,23 @@ describe('chat /commands', () => {
     expect(searxQueries.some((q) => q.startsWith('/search?') && q.includes('orion+orchestration'))).toBe(true);
   });
 
+  it('/rag searches the ingested knowledge base, with one sources event and progress', async () => {
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    mkdirSync(join(t.workspace, 'default', 'guides'), { recursive: true });
+    writeFileSync(join(t.workspace, 'default', 'guides', 'install.md'), '# Installing Orion\n\nRun npm install, then npm start. The first start creates the embedded database.\n');
+    writeFileSync(join(t.workspace, 'default', 'guides', 'roadmap.md'), '# Roadmap\n\nNext quarter: the unified route.\n');
+    const ingest = await fetch(`${t.url}/api/knowledge/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectId: 'default' }) });
+    expect(ingest.status).toBe(200);
+    const res = await sse(`${t.url}/api/chat/messages`, { body: { content: '/rag how do I install orion' } });
+    expect(text(res.events)).toContain('Installing Orion');
+    const sources = res.events.filter((e) => e.event === 'sources');
+    expect(sources).toHaveLength(1);
+    expect(sources[0].data.ragCount).toBeGreaterThan(0);
+    expect(res.events.filter((e) => e.event === 'tool_phase').map((e) => e.data.message)).toEqual(expect.arrayContaining(['Searching the knowledge base…']));
+    expect(llm.chatRequests).toHaveLength(0);
+  });
+
   it('an unknown command answers with the list', async () => {
     const res = await sse(`${t.url}/api/chat/messages`, { body: { content: '/frobnicate now' } });
     expect(text(res.events)).toMatch(/^Unknown command `\/frobnicate`/);
