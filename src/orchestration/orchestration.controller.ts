@@ -54,7 +54,7 @@ export class OrchestrationController {
   @ApiOkResponse({ type: [ToolIndexHitDto] })
   async search(@Query() q: ToolIndexSearchQueryDto): Promise<ToolIndexHitDto[]> {
     const available = new Set((await this.tools.specs()).map((s) => s.name));
-    return this.index.search(q.q, q.k ?? 5, q.minScore ?? 0, (name) => available.has(name));
+    return this.index.retrieve(q.q, q.k ?? 5, q.minScore ?? 0, (name) => available.has(name));
   }
 }
 

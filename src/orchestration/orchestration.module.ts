@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ToolsModule } from '../tools/tools.module';
+import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { ClassicStrategy } from './modes/classic.strategy';
 import { NarrowTopKStrategy } from './modes/narrow-top-k.strategy';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
@@ -11,7 +12,7 @@ import { UnifiedStrategy } from './protocols/unified/unified.strategy';
 
 /** Chat protocols and tool-only modes behind one multi-provider token; OrchestrationService resolves them by name. */
 @Module({
-  imports: [ToolsModule],
+  imports: [ToolsModule, KnowledgeModule],
   controllers: [OrchestrationController],
   providers: [
     TwoStageStrategy,

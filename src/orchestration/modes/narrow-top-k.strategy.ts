@@ -34,9 +34,10 @@ export class NarrowTopKStrategy implements ToolModeStrategy {
     }
     const available = new Set((await this.tools.specs()).map((s) => s.name));
     // availability filters before the cut, so the model sees up to K tools it can really call
-    const candidates = this.index
-      .search(input.userInput, narrowTopK, minScoreThreshold, (name) => available.has(name))
-      .map((h) => ({ name: h.name, score: h.score }));
+    const candidates = (await this.index.retrieve(input.userInput, narrowTopK, minScoreThreshold, (name) => available.has(name), input.signal)).map((h) => ({
+      name: h.name,
+      score: h.score,
+    }));
     const specs = candidates.length ? await this.tools.specs({ names: candidates.map((c) => c.name) }) : [];
     // keep the index's ranking order in what the model sees
     specs.sort((a, b) => candidates.findIndex((c) => c.name === a.name) - candidates.findIndex((c) => c.name === b.name));

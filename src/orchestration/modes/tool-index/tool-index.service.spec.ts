@@ -99,3 +99,44 @@ describe('ToolIndexService follows ToolRegistryService', () => {
     expect(new ToolIndexService(new ToolRegistryService(config, sink), off).isEnabled()).toBe(false);
   });
 });
+
+describe('ToolIndexService with an embedding model', () => {
+  /** A toy embedding: each dimension is a concept; words map to the concepts they mean. */
+  const CONCEPTS: Record<string, number> = { weather: 0, forecast: 0, rain: 0, umbrella: 0, file: 1, read: 1, document: 1, open: 1 };
+  const embedder = {
+    model: 'toy',
+    calls: 0,
+    fail: false,
+    async embed(texts: readonly string[]) {
+      this.calls++;
+      if (this.fail) throw new Error('embedding service down');
+      return texts.map((t) => {
+        const v = [0, 0, 0.01];
+        for (const w of t.toLowerCase().split(/[^a-z]+/)) if (w in CONCEPTS) v[CONCEPTS[w]] += 1;
+        return v;
+      });
+    },
+  };
+
+  it('finds a paraphrase BM25 alone misses, keeps scores in 0..1, and falls back to BM25 when embedding fails', async () => {
+    const registry = new ToolRegistryService(config, sink);
+    registry.register(tool('get_weather', 'Current weather and forecast for a city.', { city: { type: 'string' } }, 'builtin'));
+    registry.register(tool('read_file', 'Read a text file.', { path: { type: 'string' } }, 'builtin'));
+    const svc = new ToolIndexService(registry, config, embedder);
+    await svc.embeddingsSettled();
+    // no word in common with get_weather's text: BM25 finds nothing
+    expect(svc.search('will I need an umbrella', 2)).toEqual([]);
+    const fused = await svc.retrieve('will I need an umbrella', 2);
+    expect(fused[0]).toMatchObject({ name: 'get_weather', origin: 'builtin' });
+    expect(fused[0].score).toBeGreaterThan(0);
+    expect(fused[0].score).toBeLessThanOrEqual(1);
+    // a threshold above the fused score leaves no candidate
+    expect(await svc.retrieve('will I need an umbrella', 2, fused[0].score + 0.01)).toEqual([]);
+    // a changed description is embedded again; a removed tool is gone from both signals
+    registry.unregister('get_weather');
+    expect((await svc.retrieve('will I need an umbrella', 2)).map((h) => h.name)).not.toContain('get_weather');
+    embedder.fail = true;
+    expect((await svc.retrieve('read a file', 1)).map((h) => h.name)).toEqual(['read_file']);
+    embedder.fail = false;
+  });
+});

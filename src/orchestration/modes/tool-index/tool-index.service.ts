@@ -1,5 +1,7 @@
-import { Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import { AppConfigService } from '../../../config/app-config.service';
+import { KNOWLEDGE_EMBEDDING_PROVIDER, type EmbeddingProvider } from '../../../knowledge/embedding/embedding-provider.port';
+import { summarizeParameters } from './tool-text.util';
 import { assertUnreachable } from '../../../common/util/assert-unreachable.util';
 import { ToolRegistryService, type ToolRegistryChange } from '../../../tools/tool-registry.service';
 import { ToolIndex, type ToolIndexHit } from './tool-index';
@@ -20,12 +22,24 @@ export class ToolIndexService implements OnModuleDestroy {
   private readonly unsubscribe: () => void;
   private following = false;
   private readonly enabled: boolean;
+  /** tool name → its embedding (only with an embedding model); kept in memory like the index */
+  private readonly vectors = new Map<string, number[]>();
+  private readonly toEmbed = new Map<string, string>();
+  private embedTimer: NodeJS.Timeout | null = null;
+  private embedding: Promise<void> = Promise.resolve();
 
-  constructor(registry: ToolRegistryService, @Optional() config?: AppConfigService) {
+  constructor(
+    registry: ToolRegistryService,
+    @Optional() config?: AppConfigService,
+    @Optional() @Inject(KNOWLEDGE_EMBEDDING_PROVIDER) private readonly embedder?: EmbeddingProvider | null,
+  ) {
     this.enabled = config?.get('TOOL_INDEX_ENABLED') ?? true;
     // subscribe first, then seed: nothing can register in between (both run synchronously)
     this.unsubscribe = registry.onChange((change) => this.apply(change));
-    for (const tool of registry.all()) this.index.add(tool);
+    for (const tool of registry.all()) {
+      this.index.add(tool);
+      this.queueEmbedding(tool);
+    }
     this.following = true;
     this.logger.log(`tool index built: ${this.index.size} tools`);
   }
@@ -53,9 +67,90 @@ export class ToolIndexService implements OnModuleDestroy {
     return this.index.search(query, k, minScore, filter);
   }
 
+  /**
+   * NarrowTopK's retrieval. BM25 alone without an embedding model. With one, each tool's
+   * text is embedded once (on registration/change) and the request per search, and the two
+   * signals are fused linearly: score = (BM25 score + cosine similarity) / 2, both in 0..1, so
+   * `minScore` keeps its meaning and a paraphrase BM25 misses can still be found. A failed or
+   * slow embedding call (EMBED_QUERY_TIMEOUT_MS) falls back to BM25 for that search.
+   */
+  async retrieve(query: string, k: number, minScore = 0, filter?: (name: string) => boolean, signal?: AbortSignal): Promise<ToolIndexHit[]> {
+    if (!this.embedder || this.vectors.size === 0) return this.search(query, k, minScore, filter);
+    const wide = Math.max(k * 4, 20);
+    const bm25 = this.index.search(query, wide, 0, filter);
+    let q: number[] | undefined;
+    try {
+      const timeout = AbortSignal.timeout(ToolIndexService.EMBED_QUERY_TIMEOUT_MS);
+      [q] = await this.embedder.embed([query], signal ? AbortSignal.any([signal, timeout]) : timeout);
+    } catch (err) {
+      this.logger.warn(`query embedding failed, BM25 only: ${(err as Error).message}`);
+    }
+    if (!q) return this.search(query, k, minScore, filter);
+    const cos = new Map<string, number>();
+    for (const [name, v] of this.vectors) if (!filter || filter(name)) cos.set(name, Math.max(0, cosine(q, v)));
+    const bm = new Map(bm25.map((h) => [h.name, h] as const));
+    const names = new Set([...bm.keys(), ...[...cos.entries()].sort((a, b) => b[1] - a[1]).slice(0, wide).map(([n]) => n)]);
+    return [...names]
+      .filter((name) => this.index.has(name))
+      .map((name) => ({ name, score: ((bm.get(name)?.score ?? 0) + (cos.get(name) ?? 0)) / 2, origin: bm.get(name)?.origin ?? this.originOf(name) }))
+      .filter((h) => h.score >= minScore && h.score > 0)
+      .sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1))
+      .slice(0, Math.max(0, Math.floor(k)));
+  }
+
+  /** Waits until pending tool embeddings are stored (tests, warm-up). */
+  async embeddingsSettled(): Promise<void> {
+    if (this.embedTimer) {
+      clearTimeout(this.embedTimer);
+      this.embedTimer = null;
+      this.flushEmbeddings();
+    }
+    await this.embedding;
+  }
+
+  /** Query embeddings slower than this fall back to BM25 for that search. */
+  static readonly EMBED_QUERY_TIMEOUT_MS = 2000;
+
   onModuleDestroy(): void {
     this.unsubscribe();
     this.following = false;
+    if (this.embedTimer) clearTimeout(this.embedTimer);
+  }
+
+  private originOf(name: string): ToolIndexHit['origin'] {
+    return this.index.search(name, 1, 0, (n) => n === name)[0]?.origin ?? 'builtin';
+  }
+
+  /** Embeds changed tools in batches, shortly after the registry settles. */
+  private queueEmbedding(tool: { name: string; description: string; parameters: Record<string, unknown> }): void {
+    if (!this.embedder) return;
+    const p = summarizeParameters(tool.parameters);
+    this.toEmbed.set(tool.name, `${tool.name.replace(/[_.-]+/g, ' ')}: ${tool.description}\n${p.names} ${p.enums}\n${p.text}`.slice(0, 4000));
+    this.embedTimer ??= setTimeout(() => {
+      this.embedTimer = null;
+      this.flushEmbeddings();
+    }, 50);
+    this.embedTimer.unref?.();
+  }
+
+  private flushEmbeddings(): void {
+    const batch = [...this.toEmbed.entries()];
+    this.toEmbed.clear();
+    if (batch.length === 0 || !this.embedder) return;
+    const embedder = this.embedder;
+    this.embedding = this.embedding.then(async () => {
+      for (let i = 0; i < batch.length; i += 64) {
+        const part = batch.slice(i, i + 64);
+        try {
+          const vecs = await embedder.embed(part.map(([, text]) => text));
+          part.forEach(([name], j) => {
+            if (this.index.has(name) && vecs[j]) this.vectors.set(name, vecs[j]);
+          });
+        } catch (err) {
+          this.logger.warn(`could not embed ${part.length} tools (BM25 still finds them): ${(err as Error).message}`);
+        }
+      }
+    });
   }
 
   private apply(change: ToolRegistryChange): void {
@@ -63,12 +158,29 @@ export class ToolIndexService implements OnModuleDestroy {
       case 'registered':
       case 'changed':
         this.index.replace(change.tool);
+        this.vectors.delete(change.tool.name);
+        this.queueEmbedding(change.tool);
         return;
       case 'unregistered':
         this.index.remove(change.name);
+        this.vectors.delete(change.name);
+        this.toEmbed.delete(change.name);
         return;
       default:
         assertUnreachable(change, 'registry change');
     }
   }
+}
+
+function cosine(a: number[], b: number[]): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
 }
