@@ -1,9 +1,10 @@
 import { collectStream } from '../../../test/support/llm-stream-collector';
-import type { LlmRequest, LlmToolSpec } from '../llm-adapter.port';
+import type { LlmMessage, LlmRequest, LlmToolSpec } from '../llm-adapter.port';
 import { ReplayAdapter } from './replay.adapter';
 
 const LIST_FILES: LlmToolSpec = { name: 'list_files', description: 'Lists files', parameters: { type: 'object' } };
 const READ_FILE: LlmToolSpec = { name: 'read_file', description: 'Reads a file', parameters: { type: 'object' } };
+const RAG_QUERY: LlmToolSpec = { name: 'rag_query', description: 'Searches the knowledge base', parameters: { type: 'object' } };
 const QUESTION = 'What is in the roadmap?';
 
 describe('ReplayAdapter', () => {
@@ -24,29 +25,140 @@ describe('ReplayAdapter', () => {
     for (const d of deltas) expect(d.text.trim()).not.toContain(' ');
   });
 
-  it('calls list_files first, then answers with the tool output it received', async () => {
-    const first: LlmRequest = { messages: [{ role: 'user', content: QUESTION }], tools: [LIST_FILES, READ_FILE] };
-    const call = await collectStream(replay.stream(first));
-    expect(call.text).toBe('');
-    expect(call.toolCalls).toEqual([{ id: 'call_replay_1', name: 'list_files', args: { path: '.' } }]);
-    expect(call.finishes[0].reason).toBe('tool_calls');
+  it('answers a plain question directly, even with every tool offered', async () => {
+    const got = await collectStream(replay.stream({ messages: [{ role: 'user', content: 'What is Orion?' }], tools: [LIST_FILES, READ_FILE, RAG_QUERY] }));
+    expect(got.toolCalls).toEqual([]);
+    expect(got.text.startsWith('[replay] ')).toBe(true);
+    expect(got.finishes[0].reason).toBe('stop');
+  });
 
-    const output = `docs/roadmap.md\nREADME.md\n${'x'.repeat(500)}`;
+  it('chains list_files → read_file (the file the question names) → an answer quoting it, over tool messages', async () => {
+    const first: LlmRequest = { messages: [{ role: 'user', content: 'Summarize docs/roadmap.md' }], tools: [LIST_FILES, READ_FILE, RAG_QUERY] };
+    const list = await collectStream(replay.stream(first));
+    expect(list.text).toBe('');
+    expect(list.toolCalls).toEqual([{ id: 'call_replay_1', name: 'list_files', args: { path: '.', recursive: true } }]);
+    expect(list.finishes[0].reason).toBe('tool_calls');
+
+    const listing = { path: '.', recursive: true, entries: [{ path: 'README.md', type: 'file', size: 9 }, { path: 'docs', type: 'directory' }, { path: 'docs/roadmap.md', type: 'file', size: 40 }], truncated: false };
+    const second: LlmRequest = {
+      ...first,
+      messages: [
+        ...first.messages,
+        { role: 'assistant', content: null, toolCalls: [{ id: 'call_replay_1', name: 'list_files', arguments: '{"path":".","recursive":true}' }] },
+        { role: 'tool', content: JSON.stringify(listing), toolCallId: 'call_replay_1', name: 'list_files' },
+      ],
+    };
+    const read = await collectStream(replay.stream(second));
+    expect(read.toolCalls).toEqual([{ id: 'call_replay_2', name: 'read_file', args: { path: 'docs/roadmap.md' } }]);
+
+    const content = `# Roadmap\n\nQ1: ship the unified route. ${'x'.repeat(500)}`;
     const answer = await collectStream(
       replay.stream({
-        ...first,
+        ...second,
         messages: [
-          ...first.messages,
-          { role: 'assistant', content: null, toolCalls: [{ id: 'call_replay_1', name: 'list_files', arguments: '{"path":"."}' }] },
-          { role: 'tool', content: output, toolCallId: 'call_replay_1', name: 'list_files' },
+          ...second.messages,
+          { role: 'assistant', content: null, toolCalls: [{ id: 'call_replay_2', name: 'read_file', arguments: '{"path":"docs/roadmap.md"}' }] },
+          // no `name`: the tool is found through its call id
+          { role: 'tool', content: JSON.stringify({ path: 'docs/roadmap.md', size: 540, content }), toolCallId: 'call_replay_2' },
         ],
       }),
     );
     expect(answer.toolCalls).toEqual([]);
     expect(answer.text.startsWith('[replay] ')).toBe(true);
-    expect(answer.text).toContain('tool output');
-    expect(answer.text).toContain('docs/roadmap.md README.md');
-    expect(answer.text).not.toContain('x'.repeat(250)); // only the first ~200 characters
+    expect(answer.text).toContain('read docs/roadmap.md');
+    expect(answer.text).toContain('# Roadmap Q1: ship the unified route.');
+    expect(answer.text).not.toContain('x'.repeat(300)); // a quote, not the file
+  });
+
+  it('reads the first Markdown or text file listed when the question names none, and reports a failed read', async () => {
+    const listing = JSON.stringify({ path: '.', recursive: true, entries: [{ path: 'src', type: 'directory' }, { path: 'src/a.ts', type: 'file' }, { path: 'notes.txt', type: 'file' }, { path: 'z.md', type: 'file' }] });
+    const base: LlmMessage[] = [
+      { role: 'user', content: 'Which files are in the project?' },
+      { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'list_files', arguments: '{}' }] },
+      { role: 'tool', content: listing, toolCallId: 'c1', name: 'list_files' },
+    ];
+    const read = await collectStream(replay.stream({ messages: base, tools: [LIST_FILES, READ_FILE] }));
+    expect(read.toolCalls.map((c) => c.args)).toEqual([{ path: 'notes.txt' }]);
+
+    const failed = await collectStream(
+      replay.stream({
+        messages: [
+          ...base,
+          { role: 'assistant', content: null, toolCalls: [{ id: 'c2', name: 'read_file', arguments: '{"path":"notes.txt"}' }] },
+          { role: 'tool', content: '{"is_error":true,"tool":"read_file","outcome":"validation_error","hint":"…","result":{"error":"validation_error","message":"no such file"}}', toolCallId: 'c2', name: 'read_file' },
+        ],
+        tools: [LIST_FILES, READ_FILE],
+      }),
+    );
+    expect(failed.toolCalls).toEqual([]);
+    expect(failed.text).toContain('the tool failed: no such file');
+  });
+
+  it('chains over two-stage "[Tool result #N …]" system messages too, one call per step', async () => {
+    const q: LlmMessage = { role: 'user', content: 'List the files and show me the readme' };
+    const listed: LlmMessage = {
+      role: 'system',
+      content: '[Tool result #1 — list_files {"path":".","recursive":true} — success]\n{"path":".","recursive":true,"entries":[{"path":"README.md","type":"file"}],"truncated":false}\n[End of tool result #1]',
+    };
+    const read = await collectStream(replay.stream({ messages: [{ role: 'system', content: 'sys' }, listed, q], tools: [LIST_FILES, READ_FILE] }));
+    expect(read.toolCalls).toEqual([{ id: 'call_replay_2', name: 'read_file', args: { path: 'README.md' } }]);
+    const readResult: LlmMessage = { role: 'system', content: '[Tool result #2 — read_file {"path":"README.md"} — success]\n{"path":"README.md","content":"# Demo project"}\n[End of tool result #2]' };
+    const answer = await collectStream(replay.stream({ messages: [{ role: 'system', content: 'sys' }, listed, readResult, q], tools: [LIST_FILES, READ_FILE] }));
+    expect(answer.toolCalls).toEqual([]);
+    expect(answer.text).toContain('"# Demo project"');
+    // a forced final answer (toolChoice none) after the listing gets text, never a call
+    const forced = await collectStream(replay.stream({ messages: [{ role: 'system', content: 'sys' }, listed, q], tools: [LIST_FILES, READ_FILE], toolChoice: 'none' }));
+    expect(forced.toolCalls).toEqual([]);
+    expect(forced.text).toContain('README.md');
+  });
+
+  it('asks rag_query a knowledge question, then answers citing the sources', async () => {
+    const question = 'What do the docs say about deployment?';
+    const first: LlmRequest = { messages: [{ role: 'user', content: question }], tools: [LIST_FILES, READ_FILE, RAG_QUERY] };
+    const call = await collectStream(replay.stream(first));
+    expect(call.toolCalls).toEqual([{ id: 'call_replay_1', name: 'rag_query', args: { query: question } }]);
+
+    const output = {
+      query: question,
+      confidence: 'high',
+      results: [
+        { type: 'rag', path: 'ops/deploy.md', title: 'Deploy', snippet: 'Deploy with docker compose up.', score: 0.9 },
+        { type: 'rag', path: 'ops/rollback.md', title: 'Rollback', snippet: 'Roll back with the previous tag.', score: 0.5 },
+      ],
+      metrics: { method: 'fts', candidates: 4, returned: 2, latencyMs: 3, topScore: 0.9 },
+    };
+    const answer = await collectStream(
+      replay.stream({
+        ...first,
+        messages: [
+          ...first.messages,
+          { role: 'assistant', content: null, toolCalls: [{ id: 'call_replay_1', name: 'rag_query', arguments: JSON.stringify({ query: question }) }] },
+          { role: 'tool', content: JSON.stringify(output), toolCallId: 'call_replay_1', name: 'rag_query' },
+        ],
+      }),
+    );
+    expect(answer.toolCalls).toEqual([]);
+    expect(answer.text.startsWith('[replay] ')).toBe(true);
+    expect(answer.text).toContain('2 sources, confidence high');
+    expect(answer.text).toContain('[1] ops/deploy.md — "Deploy with docker compose up."');
+    expect(answer.text).toContain('[2] ops/rollback.md');
+  });
+
+  it('says so when the knowledge base found nothing, and asks nothing without rag_query', async () => {
+    const question = 'Search the knowledge base for unicorns';
+    const empty = await collectStream(
+      replay.stream({
+        messages: [
+          { role: 'user', content: question },
+          { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'rag_query', arguments: '{}' }] },
+          { role: 'tool', content: JSON.stringify({ query: question, results: [], confidence: 'none' }), toolCallId: 'c1', name: 'rag_query' },
+        ],
+        tools: [RAG_QUERY],
+      }),
+    );
+    expect(empty.text).toContain('found nothing relevant');
+    const noTool = await collectStream(replay.stream({ messages: [{ role: 'user', content: question }], tools: [LIST_FILES, READ_FILE] }));
+    expect(noTool.toolCalls).toEqual([]);
   });
 
   it('recognises tool results injected as system messages (two-stage)', async () => {
@@ -63,10 +175,11 @@ describe('ReplayAdapter', () => {
     expect(got.text).toContain('docs/');
   });
 
-  it("never calls a tool with toolChoice 'none', or when list_files is not offered", async () => {
+  it("never calls a tool with toolChoice 'none', or when the tools a transcript needs are not offered", async () => {
     for (const request of [
-      { messages: [{ role: 'user' as const, content: QUESTION }], tools: [LIST_FILES], toolChoice: 'none' as const },
-      { messages: [{ role: 'user' as const, content: QUESTION }], tools: [READ_FILE] },
+      { messages: [{ role: 'user' as const, content: 'List the files' }], tools: [LIST_FILES, READ_FILE], toolChoice: 'none' as const },
+      { messages: [{ role: 'user' as const, content: 'List the files' }], tools: [READ_FILE] },
+      { messages: [{ role: 'user' as const, content: 'What do the docs say?' }], tools: [RAG_QUERY], toolChoice: 'none' as const },
     ]) {
       const got = await collectStream(replay.stream(request));
       expect(got.toolCalls).toEqual([]);
@@ -75,8 +188,8 @@ describe('ReplayAdapter', () => {
   });
 
   it('complete() gives the same script at once', async () => {
-    const result = await replay.complete({ messages: [{ role: 'user', content: QUESTION }], tools: [LIST_FILES] });
-    expect(result).toMatchObject({ content: '', toolCalls: [{ id: 'call_replay_1', name: 'list_files', arguments: '{"path":"."}' }], finishReason: 'tool_calls' });
+    const result = await replay.complete({ messages: [{ role: 'user', content: 'List the files' }], tools: [LIST_FILES, READ_FILE] });
+    expect(result).toMatchObject({ content: '', toolCalls: [{ id: 'call_replay_1', name: 'list_files', arguments: '{"path":".","recursive":true}' }], finishReason: 'tool_calls' });
   });
 
   it('honours abort between words', async () => {

@@ -8,7 +8,13 @@ export function temperatureFor(mode: ChatMode): number {
 /** Upper bound of one response, as the seeds decided. */
 export const MAX_RESPONSE_TOKENS = 8192;
 
+/**
+ * The unified route's role (issue #5), shared by its agentic and direct paths. Never cut by the
+ * context budget; the tool guidance (or the retrieved excerpts), the knowledge modules and the
+ * conversation's custom instructions are added per turn by `unified/unified.prompt.ts`.
+ */
 export const UNIFIED_SYSTEM_PROMPT = [
   'You are Orion, an assistant inside a chat product.',
-  'Answer the user directly and concisely. Use Markdown when it helps readability.',
+  'Answer the user directly and concisely when you can. Use Markdown when it helps readability.',
+  'Never invent facts about the user\'s project: say so when you do not know.',
 ].join('\n');

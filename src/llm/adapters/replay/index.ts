@@ -1,9 +1,17 @@
 import { answerTranscript } from './answer.transcript';
-import { listFilesFirstTranscript } from './list-files-first.transcript';
+import { knowledgeTranscript } from './knowledge.transcript';
+import { projectFilesTranscript } from './project-files.transcript';
 import type { ReplayTranscript } from './replay-transcript';
 
-export type { ReplayContext, ReplayReply, ReplayTranscript } from './replay-transcript';
+export type { ReplayContext, ReplayReply, ReplayToolResult, ReplayTranscript } from './replay-transcript';
 export { readReplayContext } from './replay-transcript';
+export { listFilesFirstTranscript } from './list-files-first.transcript';
 
-/** The bundled transcripts, most specific first; the first that matches answers. */
-export const DEFAULT_REPLAY_TRANSCRIPTS: readonly ReplayTranscript[] = [listFilesFirstTranscript, answerTranscript];
+/**
+ * The bundled transcripts, most specific first; the first that matches answers. A question
+ * about the project's files chains list_files → read_file → answer; a knowledge question calls
+ * rag_query → answer; anything else is answered directly. (`listFilesFirstTranscript`, the
+ * walking skeleton's "always list first", is kept for custom lists but no longer a default:
+ * plain questions get a direct answer.)
+ */
+export const DEFAULT_REPLAY_TRANSCRIPTS: readonly ReplayTranscript[] = [projectFilesTranscript, knowledgeTranscript, answerTranscript];

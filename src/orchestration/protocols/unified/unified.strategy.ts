@@ -1,11 +1,80 @@
 import { Injectable } from '@nestjs/common';
-import { addUsage, emptyUsage, type ProtocolEvent } from '../../protocol-event';
+import type { KnowledgeModuleInfo, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
+import type { LlmCapabilities, LlmErrorInfo, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
+import { ModelStream, type ModelStreamResult } from '../../model-stream';
+import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
-import { MAX_RESPONSE_TOKENS, temperatureFor, UNIFIED_SYSTEM_PROMPT } from '../prompts';
+import { temperatureFor } from '../prompts';
+import { assembleMessages, splitConversation, unifiedBudget, type StepMessages, type UnifiedBudget } from './unified.budget';
+import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
+import { SourcesCollector } from './unified.sources';
+import { runToolStep, shownArguments, stepMessages, type ExecutedCall } from './unified.tool-step';
+
+/** How long the system prompt waits for the project's knowledge modules before going without them. */
+export const MODULES_TIMEOUT_MS = 2_000;
+/** Excerpts the direct path retrieves for the user prompt (issue #5, item 6). */
+export const DIRECT_RETRIEVAL_TOP_K = 5;
+
+/** How one model step ended (the seeds' typed outcomes, STYLE.md point 9). */
+type StepOutcome = { kind: 'run_tools' } | { kind: 'final'; stopReason: StopReason; error?: LlmErrorInfo };
+
+/** Mutable state of one turn. */
+interface TurnState {
+  phaseIndex: number;
+  /** tool steps started so far: the cycleIndex of the envelope */
+  cycleIndex: number;
+  /** model calls made so far */
+  modelSteps: number;
+  usage: TurnUsage;
+  steps: StepMessages[];
+  executed: Map<string, ExecutedCall>;
+  sources: SourcesCollector;
+}
+
+/** Everything about the turn that is fixed once it starts. */
+interface TurnSetup {
+  budget: UnifiedBudget;
+  system: string;
+  history: LlmMessage[];
+  user: LlmMessage | undefined;
+  specs: LlmToolSpec[];
+}
 
 /**
- * The unified route. Walking skeleton of issue #2: one streamed, tool-free answer inside one
- * action phase. Issue #5 turns it into the agentic loop over every message.
+ * The unified route (issue #5): the agentic orchestrator behind `POST /api/chat/messages`.
+ *
+ * **Mode.** Agentic when `ctx.flags.orchestratorEnabled !== false`, the adapter says the model
+ * can call tools (`capabilities().toolCalling`) and at least one tool is available; otherwise
+ * the direct path, silently (traced as `unified_mode`).
+ *
+ * **Agentic loop.** Each model step is an `action_phase` that streams the model with every
+ * available tool (`toolChoice: auto`, `disableReasoning: true`). A response without calls is
+ * the answer. A response with calls closes its action phase and opens a `tool_phase` that runs
+ * all of them (see `runToolStep`: concurrently, bound 4, progress as it happens, duplicates
+ * answered from the earlier result, invalid calls answered with the schema); the assistant
+ * message and one `tool` message per call (with its `tool_call_id`, in call order) join the
+ * conversation before the next model call. After `budgets.maxIterations` model calls, a
+ * response that still calls tools is the last one: its calls are NOT run and get no tool
+ * messages (nor a `tool_calls` event), the text it streamed stands, `stopReason: max_iterations`.
+ * `tool_calls` (arguments redacted) comes after an action phase's end edge, before its tool
+ * phase opens, as in two-stage.
+ *
+ * **Numbering.** phaseIndex 1, 2, 3… one per phase; cycleIndex is the tool step in progress
+ * (API.md): 0 until the first tool phase, k in tool phase k and in the action phase after it
+ * — that is, in an action phase, the number of completed tool steps.
+ *
+ * **Direct path.** One action phase: retrieval (`ctx.knowledge.retrieve(projectId, prompt,
+ * 5)`), the `sources` event (BEFORE the answer streams, so a client can show the citations
+ * while it reads), then one model call with no tools offered and the numbered excerpts with
+ * their paths in the system prompt.
+ *
+ * **Sources.** Exactly one `sources` event per turn, also when empty. Agentic path: after the
+ * final action phase's end edge, before any `error` and the `done` — so after every tool step.
+ *
+ * **Ending.** Exactly one `done`, last. Cancellation (checked at every boundary) ends with
+ * `done{cancelled}`, never an error; a model failure yields `error` then `done{error}`.
+ * Pause requests are not honoured here: the unified route has no checkpoint or resume route
+ * (issue #4's pause/resume belongs to two-stage).
  */
 @Injectable()
 export class UnifiedStrategy implements ProtocolStrategy {
@@ -16,32 +85,263 @@ export class UnifiedStrategy implements ProtocolStrategy {
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
-    const usage = emptyUsage();
-    let text = '';
-    yield { type: 'phase', status: 'start', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0 };
-    const system = ctx.systemContext ? `${UNIFIED_SYSTEM_PROMPT}\n\n${ctx.systemContext}` : UNIFIED_SYSTEM_PROMPT;
-    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type: 'llm_request', details: { phaseIndex: 1, messages: ctx.messages.length + 1, tools: 0 } });
-    let failure: Extract<ProtocolEvent, { type: 'error' }> | null = null;
-    let finishReason = 'stop';
-    for await (const ev of ctx.llm.stream(
-      { messages: [{ role: 'system', content: system }, ...ctx.messages], temperature: temperatureFor(ctx.mode), maxTokens: MAX_RESPONSE_TOKENS, requestId: ctx.requestId },
-      ctx.signal,
-    )) {
-      if (ev.type === 'text-delta') {
-        text += ev.text;
-        yield { type: 'chunk', content: ev.text };
-      } else if (ev.type === 'finish') {
-        addUsage(usage, ev.usage);
-        finishReason = ev.reason;
-      } else if (ev.type === 'error') {
-        if (ev.error.code !== 'aborted') failure = { type: 'error', code: `llm_${ev.error.code}`, message: ev.error.message, retryable: ev.error.retryable };
-        ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type: 'llm_error', details: { ...ev.error } });
+    const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), sources: new SourcesCollector() };
+    const caps = await capabilitiesOf(ctx);
+    const budget = unifiedBudget(ctx.contextWindow ?? caps?.contextWindow);
+    const enabled = ctx.flags?.orchestratorEnabled !== false;
+    const specs = enabled && caps?.toolCalling ? await ctx.tools.specs().catch((): LlmToolSpec[] => []) : [];
+    const agentic = specs.length > 0;
+    this.trace(ctx, 'unified_mode', {
+      mode: agentic ? 'agentic' : 'direct',
+      reason: agentic ? 'tool_calling' : !enabled ? 'orchestrator_disabled' : !caps ? 'capabilities_unknown' : !caps.toolCalling ? 'model_cannot_call_tools' : 'no_tools_available',
+      contextWindow: budget.window,
+    });
+    if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
+    if (!agentic) return yield* this.direct(ctx, s, budget);
+
+    const modules = await modulesOf(ctx, specs);
+    const { history, user } = splitConversation(ctx.messages, budget);
+    const setup: TurnSetup = {
+      budget,
+      history,
+      user,
+      specs,
+      system: buildAgentSystemPrompt({ tools: specs, modules, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens }),
+    };
+
+    while (true) {
+      if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
+      // the model's text streams straight from here to the consumer: one generator level (hot path)
+      const stream = yield* this.startStep(ctx, s, setup);
+      let failure: LlmErrorInfo | undefined;
+      try {
+        for await (const ev of stream.events) {
+          const text = stream.accept(ev);
+          if (text !== undefined) yield { type: 'chunk', content: text };
+        }
+      } catch (err) {
+        // adapters report failures as events; an adapter that throws still ends the turn cleanly
+        failure = { code: 'provider_error', message: err instanceof Error ? err.message : String(err), retryable: false };
+      } finally {
+        stream.close();
       }
+      const res = stream.close();
+      const outcome = yield* this.endStep(ctx, s, res, failure);
+      if (outcome.kind === 'final') return yield* this.finish(ctx, s, outcome.stopReason, outcome.error);
+
+      yield* this.toolPhase(ctx, s, res, specs);
+      if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
     }
-    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type: 'llm_response', details: { phaseIndex: 1, finishReason, chars: text.length } });
-    const reason = ctx.signal.aborted ? 'cancelled' : failure ? 'error' : 'final_answer';
-    yield { type: 'phase', status: 'end', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0, reason };
-    if (failure && !ctx.signal.aborted) yield failure;
-    yield { type: 'done', fullContent: text, stopReason: ctx.signal.aborted ? 'cancelled' : failure ? 'error' : 'final_answer', usage };
+  }
+
+  /** Opens a model step: builds the request inside the context budget and starts the stream. */
+  private *startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup): Generator<ProtocolEvent, ModelStream, undefined> {
+    s.phaseIndex += 1;
+    s.modelSteps += 1;
+    yield* this.phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
+    const { messages, report } = assembleMessages({ system: t.system, history: t.history, user: t.user, steps: s.steps, specs: t.specs, budget: t.budget });
+    this.trace(ctx, 'llm_request', {
+      phase: 'action_phase',
+      phaseIndex: s.phaseIndex,
+      step: s.modelSteps,
+      messages: messages.length,
+      tools: t.specs.map((x) => x.name),
+      toolChoice: 'auto',
+      temperature: temperatureFor(ctx.mode),
+      maxTokens: t.budget.maxResponseTokens,
+      ...report,
+    });
+    return new ModelStream(
+      ctx.llm,
+      {
+        messages,
+        tools: t.specs,
+        toolChoice: 'auto',
+        temperature: temperatureFor(ctx.mode),
+        maxTokens: t.budget.maxResponseTokens,
+        requestId: ctx.requestId,
+        disableReasoning: true,
+      },
+      ctx.signal,
+      { stopAtFirstCompleteCall: false },
+    );
+  }
+
+  /** Closes a model step's action phase and decides: run its calls, or end the turn. */
+  private *endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, thrown?: LlmErrorInfo): Generator<ProtocolEvent, StepOutcome, undefined> {
+    addUsage(s.usage, res.usage);
+    const end = (reason: string) => this.phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
+    if (ctx.signal.aborted) {
+      yield* end('cancelled');
+      return { kind: 'final', stopReason: 'cancelled' };
+    }
+    const error = thrown ?? res.error;
+    if (error) {
+      this.trace(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...error });
+      yield* end('error');
+      return { kind: 'final', stopReason: 'error', error };
+    }
+    const callCount = res.calls.length + res.invalid.length;
+    this.trace(ctx, 'llm_response', {
+      phaseIndex: s.phaseIndex,
+      step: s.modelSteps,
+      finishReason: res.finishReason ?? null,
+      textChars: res.text.length,
+      reasoningChars: res.reasoningChars,
+      toolCalls: res.calls.map((c) => ({ id: c.id, name: c.name })),
+      invalidCalls: res.invalid.length,
+      usage: res.usage ?? null,
+    });
+    if (callCount === 0) {
+      yield* end('final_answer');
+      return { kind: 'final', stopReason: 'final_answer' };
+    }
+    if (s.modelSteps >= ctx.budgets.maxIterations) {
+      // the last response stands; its calls are not run and get no tool messages
+      this.trace(ctx, 'max_iterations_reached', { maxIterations: ctx.budgets.maxIterations, unrunCalls: res.calls.map((c) => c.name) });
+      yield* end('max_iterations');
+      return { kind: 'final', stopReason: 'max_iterations' };
+    }
+    yield* end('tool_calls');
+    return { kind: 'run_tools' };
+  }
+
+  /** One tool step: every call of the response, then its messages join the conversation. */
+  private async *toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, void, undefined> {
+    // like two-stage: the calls are shown where the model made them, before their tool phase opens
+    if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
+    s.phaseIndex += 1;
+    s.cycleIndex += 1;
+    const phaseIndex = s.phaseIndex;
+    yield* this.phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+
+    const outcomes = yield* runToolStep(ctx, s.cycleIndex, res.calls, res.invalid, s.executed, specs);
+    for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
+    if (ctx.signal.aborted) {
+      yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      return;
+    }
+    s.steps.push(stepMessages(res.text, res.calls, res.invalid, outcomes));
+    const allOk = outcomes.every((o) => o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError);
+    yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
+  }
+
+  /** The direct path: retrieval, sources, one tool-free answer with the excerpts in the system prompt. */
+  private async *direct(ctx: ProtocolExecutionContext, s: TurnState, budget: UnifiedBudget): AsyncGenerator<ProtocolEvent, void, undefined> {
+    s.phaseIndex = 1;
+    s.modelSteps = 1;
+    yield* this.phaseEdge(ctx, 'start', 'action_phase', 1, 0);
+    const { history, user } = splitConversation(ctx.messages, budget);
+    const retrieval = await retrieveFor(ctx, user?.content ?? '');
+    if (retrieval) s.sources.addRetrieval(retrieval);
+    yield s.sources.toEvent();
+    if (ctx.signal.aborted) {
+      yield* this.phaseEdge(ctx, 'end', 'action_phase', 1, 0, 'cancelled');
+      return yield this.done(s, 'cancelled');
+    }
+    const system = buildDirectSystemPrompt({ retrieval, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens });
+    const { messages, report } = assembleMessages({ system, history, user, steps: [], specs: [], budget });
+    this.trace(ctx, 'llm_request', {
+      phase: 'action_phase',
+      phaseIndex: 1,
+      step: 1,
+      messages: messages.length,
+      tools: [],
+      retrievedSources: retrieval?.sources.length ?? 0,
+      temperature: temperatureFor(ctx.mode),
+      maxTokens: budget.maxResponseTokens,
+      ...report,
+    });
+    const stream = new ModelStream(
+      ctx.llm,
+      { messages, temperature: temperatureFor(ctx.mode), maxTokens: budget.maxResponseTokens, requestId: ctx.requestId, disableReasoning: true },
+      ctx.signal,
+      { ignoreToolCalls: true },
+    );
+    let failure: LlmErrorInfo | undefined;
+    try {
+      for await (const ev of stream.events) {
+        const text = stream.accept(ev);
+        if (text !== undefined) yield { type: 'chunk', content: text };
+      }
+    } catch (err) {
+      failure = { code: 'provider_error', message: err instanceof Error ? err.message : String(err), retryable: false };
+    } finally {
+      stream.close();
+    }
+    const outcome = yield* this.endStep(ctx, s, stream.close(), failure);
+    const stopReason = outcome.kind === 'final' ? outcome.stopReason : 'final_answer';
+    if (outcome.kind === 'final' && outcome.error) yield this.errorEvent(outcome.error);
+    yield this.done(s, stopReason);
+  }
+
+  /** Ends the agentic path: the turn's one `sources` event, then `error` (if any), then `done`. */
+  private *finish(ctx: ProtocolExecutionContext, s: TurnState, stopReason: StopReason, error?: LlmErrorInfo): Generator<ProtocolEvent, void, undefined> {
+    yield s.sources.toEvent();
+    if (error && !ctx.signal.aborted) yield this.errorEvent(error);
+    yield this.done(s, ctx.signal.aborted ? 'cancelled' : stopReason);
+  }
+
+  private errorEvent(e: LlmErrorInfo): ProtocolEvent {
+    return { type: 'error', code: `llm_${e.code}`, message: e.message, retryable: e.retryable };
+  }
+
+  private done(s: TurnState, stopReason: StopReason): ProtocolEvent {
+    // fullContent is what was streamed; the executor, which saw every chunk, fills it in
+    return { type: 'done', fullContent: '', stopReason, usage: s.usage };
+  }
+
+  private *phaseEdge(
+    ctx: ProtocolExecutionContext,
+    status: 'start' | 'end',
+    phase: 'action_phase' | 'tool_phase',
+    phaseIndex: number,
+    cycleIndex: number,
+    reason?: string,
+  ): Generator<ProtocolEvent, void, undefined> {
+    this.trace(ctx, status === 'start' ? 'orchestration_phase_start' : 'orchestration_phase_end', { phase, phaseIndex, cycleIndex, reason: reason ?? null });
+    yield { type: 'phase', status, phase, phaseIndex, cycleIndex, ...(reason ? { reason } : {}) };
+  }
+
+  private trace(ctx: ProtocolExecutionContext, type: string, details: Record<string, unknown>): void {
+    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type, details });
+  }
+}
+
+/** The adapter's capabilities; undefined when it cannot tell (the turn then takes the direct path). */
+async function capabilitiesOf(ctx: ProtocolExecutionContext): Promise<LlmCapabilities | undefined> {
+  try {
+    return await ctx.llm.capabilities();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The project's knowledge modules for the system prompt: only when rag_query is offered; never fails the turn. */
+async function modulesOf(ctx: ProtocolExecutionContext, specs: LlmToolSpec[]): Promise<KnowledgeModuleInfo[]> {
+  const knowledge = ctx.knowledge;
+  if (!knowledge || !specs.some((t) => t.name === 'rag_query')) return [];
+  const list = await withTimeout(Promise.resolve().then(() => knowledge.modules(ctx.projectId)), MODULES_TIMEOUT_MS);
+  return Array.isArray(list) ? list.filter((m) => m && typeof m.name === 'string') : [];
+}
+
+/** The direct path's retrieval; undefined without a knowledge base or when it fails (the answer goes on without). */
+async function retrieveFor(ctx: ProtocolExecutionContext, prompt: string): Promise<RetrievalResult | undefined> {
+  if (!ctx.knowledge || !prompt.trim()) return undefined;
+  try {
+    const r = await ctx.knowledge.retrieve(ctx.projectId, prompt, DIRECT_RETRIEVAL_TOP_K, ctx.signal);
+    return r && Array.isArray(r.sources) ? r : undefined;
+  } catch (err) {
+    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type: 'knowledge_retrieval_failed', details: { message: err instanceof Error ? err.message : String(err) } });
+    return undefined;
+  }
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p.catch(() => undefined), new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,0 +1,60 @@
+import type { InvalidToolCall } from '../../../llm/tool-call-accumulator';
+import type { ToolRunResult } from '../../../tools/tool-definition';
+
+/**
+ * Contents of the unified route's `tool` messages (issue #5, item 1). A successful call's
+ * message is the runner's `outputText` as it is. Anything else is one JSON object the model
+ * can read — Chat Completions has no `is_error` field on tool messages (Anthropic's API has),
+ * so the flag travels in the content, where every provider passes it through:
+ *
+ * - a failed call: `{"is_error":true,"tool","outcome","hint","result":<outputText>}`;
+ * - a repeated call: `{"duplicate_of":<callId>,"note","result":<earlier outputText>}` (plus
+ *   `is_error` when the earlier call failed);
+ * - unusable arguments: `{"is_error":true,"tool","error":"invalid_arguments","message","parameters"}`.
+ *
+ * `outputText` is always valid JSON (ToolRunner guarantees it), so splicing it in keeps the
+ * whole content valid JSON.
+ */
+
+const ERROR_HINT = 'The call failed. Correct the arguments and call again, try another tool, or tell the user what went wrong.';
+
+/** The tool message for one executed call (or for a repeat of it, with `duplicateOf`). */
+export function toolMessageContent(name: string, r: ToolRunResult, duplicateOf?: string): string {
+  const failed = r.outcome !== 'success' || r.isError;
+  if (!failed && !duplicateOf) return r.outputText;
+  const head: string[] = [];
+  if (failed) head.push('"is_error":true');
+  if (duplicateOf) {
+    head.push(`"duplicate_of":${JSON.stringify(duplicateOf)}`);
+    head.push(`"note":${JSON.stringify(`This exact call already ran in this turn (call ${duplicateOf}); it was not run again. Its result follows; do not repeat it.`)}`);
+  }
+  head.push(`"tool":${JSON.stringify(name)}`);
+  if (failed) head.push(`"outcome":${JSON.stringify(r.outcome)}`, `"hint":${JSON.stringify(ERROR_HINT)}`);
+  return `{${head.join(',')},"result":${r.outputText || 'null'}}`;
+}
+
+/** The tool message answering a call that was never run: no name, or arguments that are not a JSON object. */
+export function invalidCallContent(bad: InvalidToolCall, schema: Record<string, unknown> | undefined, toolNames: string[]): string {
+  const name = bad.name ?? '';
+  return JSON.stringify({
+    is_error: true,
+    tool: name || null,
+    error: 'invalid_arguments',
+    message: schema
+      ? `The call was not run: ${bad.error}. Send the arguments as one JSON object matching "parameters".`
+      : `The call was not run: ${name ? `there is no tool named "${name}"` : 'the call had no tool name'}. Available tools: ${toolNames.join(', ') || '(none)'}.`,
+    ...(schema ? { parameters: schema } : {}),
+  });
+}
+
+/** The name an invalid call carries in the assistant message (the wire needs one). */
+export const INVALID_CALL_NAME = 'invalid_tool_call';
+
+/**
+ * Arguments of an invalid call as re-sent in the assistant message: a JSON object holding the
+ * raw text. Some servers (vLLM) parse the arguments of earlier assistant calls and answer 400
+ * on text that is not JSON, which would end the turn for a mistake the model can fix.
+ */
+export function invalidCallArguments(bad: InvalidToolCall): string {
+  return JSON.stringify({ _unparsed_arguments: bad.rawArguments.slice(0, 2_000) });
+}

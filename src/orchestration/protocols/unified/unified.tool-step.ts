@@ -1,0 +1,227 @@
+import { createHash } from 'node:crypto';
+import type { LlmMessage, LlmToolCall, LlmToolSpec } from '../../../llm/llm-adapter.port';
+import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
+import type { ToolRunResult } from '../../../tools/tool-definition';
+import type { ProtocolEvent } from '../../protocol-event';
+import type { ProtocolExecutionContext } from '../../protocol-strategy';
+import { AsyncEventQueue } from './async-event-queue';
+import type { StepMessages } from './unified.budget';
+import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessageContent } from './unified.messages';
+
+/**
+ * How many calls of one step run at the same time. A model rarely emits more than a handful
+ * of parallel calls; 4 keeps a burst (say 8 fetches) from opening 8 sockets and 8 file reads
+ * at once while still overlapping the slow ones (issue #5 design notes: "bound 4").
+ */
+export const TOOL_CONCURRENCY = 4;
+
+/** A call that ran in this turn: later identical calls are answered from it. */
+export interface ExecutedCall {
+  callId: string;
+  name: string;
+  /** the tool step (cycleIndex) it ran in */
+  step: number;
+  /** settles once the call has run (never rejects) */
+  result: Promise<ToolRunResult>;
+}
+
+/** What one call of a step came to, in call order; `content` is its tool message. */
+export interface CallOutcome {
+  callId: string;
+  name: string;
+  kind: 'ran' | 'duplicate' | 'invalid';
+  content: string;
+  result?: ToolRunResult;
+}
+
+type Planned =
+  | { kind: 'run'; index: number; call: CompletedToolCall; entry: ExecutedCall; settle: (r: ToolRunResult) => void }
+  | { kind: 'duplicate'; index: number; call: CompletedToolCall; earlier: ExecutedCall }
+  | { kind: 'invalid'; index: number; bad: InvalidToolCall };
+
+/**
+ * Runs every call of one model response (issue #5, item 1):
+ * - valid calls run through `ctx.tools.run`, at most {@link TOOL_CONCURRENCY} at a time; each
+ *   yields `tool_progress` calling → (its own `tool_phase` stages) → completed|failed AS IT
+ *   HAPPENS: concurrent tools push into one queue that this generator drains;
+ * - a call whose canonical signature already ran in this turn (an earlier step, or earlier in
+ *   this very response) is not run: it is answered with that call's result, traced as
+ *   `duplicate_tool_call`, and shown as a `duplicate_tool_call` notice plus a `refused`
+ *   progress event;
+ * - a call without a name or with arguments that are not a JSON object is never run: its tool
+ *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice).
+ *
+ * Returns one outcome per call in call order (index order), so tool messages follow the
+ * order of the calls whatever order the tools finished in.
+ */
+export async function* runToolStep(
+  ctx: ProtocolExecutionContext,
+  step: number,
+  calls: CompletedToolCall[],
+  invalid: InvalidToolCall[],
+  executed: Map<string, ExecutedCall>,
+  specs: LlmToolSpec[],
+): AsyncGenerator<ProtocolEvent, CallOutcome[], undefined> {
+  const queue = new AsyncEventQueue<ProtocolEvent>();
+  const planned = plan(ctx, step, calls, invalid, executed);
+
+  // refusals are known at once: shown before anything runs
+  for (const p of planned) {
+    if (p.kind === 'duplicate') yield* refuseDuplicate(ctx, p.call, p.earlier, step);
+    if (p.kind === 'invalid') yield* refuseInvalid(ctx, p.bad);
+  }
+
+  const runs = planned.filter((p): p is Extract<Planned, { kind: 'run' }> => p.kind === 'run');
+  let next = 0;
+  const worker = async () => {
+    while (next < runs.length) {
+      const r = runs[next++];
+      r.settle(await runOne(ctx, r.call, queue));
+    }
+  };
+  const all = Promise.all(Array.from({ length: Math.min(TOOL_CONCURRENCY, runs.length) }, worker)).finally(() => queue.close());
+  for await (const ev of queue) yield ev;
+  await all;
+
+  const outcomes: CallOutcome[] = [];
+  for (const p of planned) {
+    switch (p.kind) {
+      case 'run': {
+        const result = await p.entry.result;
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result) });
+        break;
+      }
+      case 'duplicate': {
+        const result = await p.earlier.result;
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'duplicate', result, content: toolMessageContent(p.call.name, result, p.earlier.callId) });
+        break;
+      }
+      case 'invalid': {
+        const schema = specs.find((s) => s.name === p.bad.name)?.parameters;
+        outcomes.push({
+          callId: p.bad.id,
+          name: p.bad.name ?? INVALID_CALL_NAME,
+          kind: 'invalid',
+          content: invalidCallContent(p.bad, schema, specs.map((s) => s.name)),
+        });
+        break;
+      }
+    }
+  }
+  return outcomes;
+}
+
+/** The step as messages: the assistant message with every call (invalid ones included), then one tool message per call. */
+export function stepMessages(text: string, calls: CompletedToolCall[], invalid: InvalidToolCall[], outcomes: CallOutcome[]): StepMessages {
+  const byIndex = [
+    ...calls.map((c) => ({ index: c.index, call: { id: c.id, name: c.name, arguments: c.arguments } as LlmToolCall })),
+    ...invalid.map((b) => ({ index: b.index, call: { id: b.id, name: b.name ?? INVALID_CALL_NAME, arguments: invalidCallArguments(b) } as LlmToolCall })),
+  ].sort((a, b) => a.index - b.index);
+  return {
+    assistant: { role: 'assistant', content: text || null, toolCalls: byIndex.map((x) => x.call) },
+    tools: outcomes.map((o): LlmMessage => ({ role: 'tool', content: o.content, toolCallId: o.callId, name: o.name })),
+  };
+}
+
+/** The call's arguments as the stream may show them: unchanged unless a secret had to be masked. */
+export function shownArguments(ctx: ProtocolExecutionContext, call: CompletedToolCall): string {
+  const shown = ctx.tools.redactArgs(call.name, call.args);
+  return JSON.stringify(shown) === JSON.stringify(call.args) ? call.arguments : JSON.stringify(shown);
+}
+
+function plan(ctx: ProtocolExecutionContext, step: number, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
+  const out: Planned[] = [];
+  for (const call of calls) {
+    const signature = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
+    const earlier = signature === null ? undefined : executed.get(signature);
+    if (earlier) {
+      out.push({ kind: 'duplicate', index: call.index, call, earlier });
+      continue;
+    }
+    let settle!: (r: ToolRunResult) => void;
+    const entry: ExecutedCall = { callId: call.id, name: call.name, step, result: new Promise<ToolRunResult>((resolve) => (settle = resolve)) };
+    if (signature !== null) executed.set(signature, entry);
+    out.push({ kind: 'run', index: call.index, call, entry, settle });
+  }
+  for (const bad of invalid) out.push({ kind: 'invalid', index: bad.index, bad });
+  return out.sort((a, b) => a.index - b.index);
+}
+
+async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, queue: AsyncEventQueue<ProtocolEvent>): Promise<ToolRunResult> {
+  if (ctx.signal.aborted) return cancelledResult(call);
+  queue.push({ type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false });
+  let result: ToolRunResult;
+  try {
+    result = await ctx.tools.run(
+      { name: call.name, arguments: call.arguments, callId: call.id },
+      {
+        projectId: ctx.projectId,
+        requestId: ctx.requestId,
+        signal: ctx.signal,
+        progress: (p) => queue.push({ type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, ...(p.metadata ? { metadata: p.metadata } : {}) }),
+      },
+    );
+  } catch (err) {
+    // the ToolRunner port never throws; a broken implementation still gets an answer for the model
+    const message = err instanceof Error ? err.message : String(err);
+    result = { ...cancelledResult(call), output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
+  }
+  const failed = result.outcome !== 'success' || result.isError;
+  queue.push({
+    type: 'tool_progress',
+    tool: call.name,
+    callId: call.id,
+    action: failed ? 'failed' : 'completed',
+    params: ctx.tools.redactArgs(call.name, result.args),
+    isError: failed,
+    outcome: result.outcome,
+    ...(ctx.debugShowToolResults ? { output: result.output } : {}),
+  });
+  return result;
+}
+
+function* refuseDuplicate(ctx: ProtocolExecutionContext, call: CompletedToolCall, earlier: ExecutedCall, step: number): Generator<ProtocolEvent, void, undefined> {
+  const canonical = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId) ?? '';
+  ctx.trace.record({
+    requestId: ctx.requestId,
+    projectId: ctx.projectId,
+    type: 'duplicate_tool_call',
+    details: {
+      name: call.name,
+      callId: call.id,
+      arguments: ctx.tools.redactArgs(call.name, call.args),
+      // a digest: the canonical signature may hold secret argument values
+      signature: createHash('sha256').update(canonical).digest('hex'),
+      firstCallId: earlier.callId,
+      firstStep: earlier.step,
+      step,
+      answeredFromEarlierResult: true,
+    },
+  });
+  yield {
+    type: 'notice',
+    code: 'duplicate_tool_call',
+    message: `Duplicate tool call detected: ${call.name} with the same arguments already ran in this turn (call ${earlier.callId}); its result was reused.`,
+  };
+  yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
+}
+
+function* refuseInvalid(ctx: ProtocolExecutionContext, bad: InvalidToolCall): Generator<ProtocolEvent, void, undefined> {
+  const name = bad.name ?? '(unnamed)';
+  ctx.trace.record({
+    requestId: ctx.requestId,
+    projectId: ctx.projectId,
+    type: 'tool_call_invalid',
+    details: { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error },
+  });
+  yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 500)), isError: true };
+  yield { type: 'notice', code: 'invalid_tool_arguments', message: `The arguments of ${name} were not a JSON object (${bad.error}); the call was not run and the model was told the schema.` };
+}
+
+function cancelledResult(call: CompletedToolCall): ToolRunResult {
+  const output = { error: 'exception', message: 'cancelled' };
+  return {
+    toolName: call.name, args: call.args, outcome: 'exception', output, outputText: JSON.stringify(output),
+    truncated: false, isError: true, latencyMs: 0, sources: [], signature: null,
+  };
+}
