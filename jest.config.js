@@ -13,7 +13,7 @@ const swc = ['@swc/jest', {
 module.exports = {
   testEnvironment: 'node',
   rootDir: __dirname,
-  testRegex: '.*\\.(spec|e2e-spec|medium-spec)\\.ts$',
+  testRegex: '.*\\.(spec|e2e-spec|medium-spec|browser-spec)\\.ts$',
   transform: { '^.+\\.(t|j|mj|cj)s$': swc },
   transformIgnorePatterns: [
     '/node_modules/(?!(@nestjs|@electric-sql|@modelcontextprotocol|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|canonicalize|pkce-challenge)/)',

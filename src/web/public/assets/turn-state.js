@@ -1,0 +1,185 @@
+// The state of one chat turn on the page, folded from the run's SSE events. Pure: no DOM, no
+// network (TurnRunner owns the connections). Events are applied at most once, by `seq`: after
+// a reconnect the events route replays from the last seq seen, and anything already applied is
+// skipped, so the answer has nothing missing and nothing repeated.
+
+/**
+ * Where a turn is. Connection states are set by TurnRunner, the rest by events:
+ *   connecting → streaming ⇄ reconnecting → done | stopped | failed
+ *   streaming → pausing → paused → resuming → streaming
+ *   streaming | paused → stopping → stopped
+ *   reconnecting → disconnected (gave up; the user can retry)
+ * @typedef {'connecting' | 'streaming' | 'pausing' | 'paused' | 'resuming' | 'stopping'
+ *   | 'reconnecting' | 'disconnected' | 'done' | 'stopped' | 'failed'} TurnStatus
+ */
+
+/**
+ * @typedef {{ callId: string, name: string, status: string, isError: boolean, outcome?: string,
+ *             detail?: string, output?: unknown, hasOutput: boolean }} ToolActivity
+ * @typedef {{ phaseIndex: number, phase: string, cycleIndex: number, ended: boolean, reason?: string }} PhaseStep
+ */
+
+const TERMINAL = new Set(['done', 'stopped', 'failed']);
+
+/** @param {string} status */
+export function isTerminal(status) {
+  return TERMINAL.has(status);
+}
+
+/** A turn that needs no open connection: finished, or paused until the user resumes it. */
+export function isSettled(status) {
+  return TERMINAL.has(status) || status === 'paused';
+}
+
+/** @param {Partial<ReturnType<typeof createTurnState>>} [init] */
+export function createTurnState(init = {}) {
+  return {
+    /** @type {TurnStatus} */ status: 'connecting',
+    /** what the user asked for and the server has not confirmed yet @type {'pause' | 'stop' | null} */ intent: null,
+    /** @type {string | null} */ requestId: null,
+    /** @type {string | null} */ conversationId: null,
+    /** @type {string | null} */ protocol: null,
+    lastSeq: 0,
+    /** events skipped because their seq was already applied (replays after a reconnect) */ duplicates: 0,
+    /** seq numbers that never arrived (should stay 0) */ gaps: 0,
+    /** @type {string | null} */ phase: null,
+    phaseIndex: 0,
+    cycleIndex: 0,
+    /** @type {PhaseStep[]} */ phases: [],
+    content: '',
+    /** @type {ToolActivity[]} */ tools: [],
+    /** @type {{ code: string, message: string }[]} */ notices: [],
+    /** @type {Record<string, unknown> | null} */ sources: null,
+    /** @type {{ code: string, message: string, retryable?: boolean } | null} */ error: null,
+    /** @type {string | null} */ stopReason: null,
+    /** @type {string | null} */ messageId: null,
+    /** @type {number | null} */ resumeFromPhaseIndex: null,
+    /** `done.fullContent` differed from the streamed text (it then replaces it) */ contentMismatch: false,
+    reconnectAttempts: 0,
+    ...init,
+  };
+}
+
+/** @typedef {ReturnType<typeof createTurnState>} TurnState */
+
+/** The status a running turn shows while its stream is open: what the user asked for, if anything. */
+export function liveStatus(/** @type {TurnState} */ s) {
+  return s.intent === 'stop' ? 'stopping' : s.intent === 'pause' ? 'pausing' : 'streaming';
+}
+
+/**
+ * Applies one SSE event. Returns false when it was skipped (a seq already applied).
+ * @param {TurnState} s
+ * @param {string} type the SSE event name
+ * @param {Record<string, any>} data the parsed JSON data
+ */
+export function applyEvent(s, type, data) {
+  if (!data || typeof data !== 'object') return false;
+  const seq = data.seq;
+  if (Number.isInteger(seq)) {
+    if (seq <= s.lastSeq) {
+      s.duplicates++;
+      return false;
+    }
+    if (seq > s.lastSeq + 1) s.gaps += seq - s.lastSeq - 1;
+    s.lastSeq = seq;
+  }
+  if (typeof data.requestId === 'string') s.requestId = data.requestId;
+  if (typeof data.conversationId === 'string') s.conversationId = data.conversationId;
+  if (typeof data.phase === 'string') s.phase = data.phase;
+  if (Number.isInteger(data.phaseIndex)) s.phaseIndex = data.phaseIndex;
+  if (Number.isInteger(data.cycleIndex)) s.cycleIndex = data.cycleIndex;
+  if (!isSettled(s.status) && type !== 'paused' && type !== 'done') s.status = liveStatus(s);
+
+  switch (type) {
+    case 'start':
+      if (typeof data.protocol === 'string') s.protocol = data.protocol;
+      break;
+    case 'phase':
+      if (data.status === 'start') {
+        s.phases.push({ phaseIndex: data.phaseIndex, phase: data.phase, cycleIndex: data.cycleIndex, ended: false });
+      } else {
+        const step = s.phases.find((p) => p.phaseIndex === data.phaseIndex);
+        if (step) Object.assign(step, { ended: true, reason: data.reason });
+      }
+      break;
+    case 'chunk':
+      if (typeof data.content === 'string') s.content += data.content;
+      break;
+    case 'tool_calls':
+      for (const call of Array.isArray(data.calls) ? data.calls : []) upsertTool(s, call.id, { name: call.name, status: 'requested' });
+      break;
+    case 'tool_progress': {
+      /** @type {Partial<ToolActivity>} */
+      const patch = { name: data.tool, status: data.action, isError: !!data.isError };
+      if (typeof data.outcome === 'string') patch.outcome = data.outcome;
+      if ('output' in data) Object.assign(patch, { output: data.output, hasOutput: true });
+      upsertTool(s, data.callId, patch);
+      break;
+    }
+    case 'tool_phase': {
+      const tool = [...s.tools].reverse().find((t) => t.name === data.toolId);
+      if (tool && typeof data.message === 'string') tool.detail = data.message;
+      break;
+    }
+    case 'sources':
+      s.sources = data;
+      break;
+    case 'notice':
+      s.notices.push({ code: String(data.code ?? ''), message: String(data.message ?? '') });
+      break;
+    case 'error':
+      s.error = { code: String(data.code ?? 'error'), message: String(data.message ?? ''), retryable: !!data.retryable };
+      break;
+    case 'paused':
+      s.status = 'paused';
+      s.intent = null;
+      s.resumeFromPhaseIndex = Number.isInteger(data.resumeFromPhaseIndex) ? data.resumeFromPhaseIndex : s.phaseIndex;
+      break;
+    case 'done':
+      s.stopReason = typeof data.stopReason === 'string' ? data.stopReason : null;
+      s.messageId = typeof data.messageId === 'string' ? data.messageId : null;
+      s.status = s.stopReason === 'cancelled' ? 'stopped' : s.stopReason === 'error' ? 'failed' : 'done';
+      s.intent = null;
+      if (typeof data.fullContent === 'string' && data.fullContent !== s.content) {
+        // the stored answer is the truth; say so, because a correct stream never gets here
+        s.contentMismatch = true;
+        s.content = data.fullContent;
+      }
+      break;
+    default:
+      break; // an event type this page does not know yet: its envelope was still applied
+  }
+  return true;
+}
+
+/** @param {TurnState} s @param {unknown} callId @param {Partial<ToolActivity>} patch */
+function upsertTool(s, callId, patch) {
+  const id = typeof callId === 'string' && callId ? callId : `tool-${s.tools.length + 1}`;
+  let tool = s.tools.find((t) => t.callId === id);
+  if (!tool) {
+    tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false };
+    s.tools.push(tool);
+  }
+  Object.assign(tool, patch, { name: String(patch.name ?? tool.name) });
+}
+
+/** What a phase is called on the page. @param {string | null | undefined} phase */
+export function phaseLabel(phase) {
+  return phase === 'tool_phase' ? 'Running tools' : phase === 'action_phase' ? 'Answering' : phase === 'complete' ? 'Complete' : 'Starting';
+}
+
+/** @type {Record<TurnStatus, string>} */
+export const STATUS_LABELS = {
+  connecting: 'Sending…',
+  streaming: 'Streaming',
+  pausing: 'Pausing…',
+  paused: 'Paused',
+  resuming: 'Resuming…',
+  stopping: 'Stopping…',
+  reconnecting: 'Reconnecting…',
+  disconnected: 'Disconnected',
+  done: 'Done',
+  stopped: 'Stopped',
+  failed: 'Failed',
+};

@@ -1,0 +1,152 @@
+// How a chat turn looks: the live assistant message (status, phase trail, tool activity,
+// notices, the answer as sanitized Markdown, sources) and the stored messages of a conversation.
+
+import { el } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+import { renderSources } from './sources-view.js';
+import { isSettled, STATUS_LABELS } from './turn-state.js';
+
+/** The assistant side of a live turn: phases, tool activity, notices, the answer, sources. */
+export class TurnView {
+  /**
+   * @param {HTMLElement} container the message list
+   * @param {string | null} userText null when following a run whose user message is already shown
+   */
+  constructor(container, userText) {
+    this.container = container;
+    this.phases = el('ol', { class: 'phase-trail', 'aria-label': 'Phases' });
+    this.tools = el('ul', { class: 'tool-activity', 'aria-label': 'Tool activity' });
+    this.notices = el('div', { class: 'notices' });
+    this.body = el('div', { class: 'markdown', 'aria-busy': 'true' });
+    this.sources = el('div', { class: 'sources-wrap' });
+    this.error = el('p', { class: 'turn-error', role: 'alert', hidden: true });
+    this.footer = el('footer', { class: 'message-footer' });
+    this.pill = el('span', { class: 'status-pill' });
+    this.article = el('article', { class: 'message assistant live', 'aria-label': 'Assistant' }, [
+      el('header', { class: 'turn-header' }, [this.pill, this.phases]),
+      this.tools,
+      this.notices,
+      this.body,
+      this.error,
+      this.sources,
+      this.footer,
+    ]);
+    if (userText !== null) container.append(userMessage(userText));
+    container.append(this.article);
+    this.rendered = { content: null, tools: '', notices: -1, sources: null, phases: '' };
+    /** @type {import('./turn-state.js').TurnState | null} */
+    this.pending = null;
+    scrollToEnd(this.container, true);
+  }
+
+  /** Coalesces bursts of events into one paint per frame. @param {import('./turn-state.js').TurnState} s */
+  update(s) {
+    const scheduled = this.pending !== null;
+    this.pending = s;
+    if (!scheduled) requestAnimationFrame(() => this.paint());
+  }
+
+  paint() {
+    const s = this.pending;
+    this.pending = null;
+    if (!s) return;
+    const nearEnd = isNearEnd(this.container);
+    this.article.dataset.status = s.status;
+    this.pill.textContent = STATUS_LABELS[s.status] ?? s.status;
+    this.pill.className = `status-pill ${s.status}`;
+
+    const phases = JSON.stringify(s.phases.map((p) => [p.phaseIndex, p.phase, p.ended]));
+    if (phases !== this.rendered.phases) {
+      this.rendered.phases = phases;
+      const current = s.phases.at(-1);
+      this.phases.replaceChildren(
+        ...s.phases.map((p) =>
+          el(
+            'li',
+            { class: `phase ${p.phase}${p === current && !p.ended ? ' current' : ''}`, 'aria-current': p === current && !p.ended ? 'step' : null, title: p.reason ? `ended: ${p.reason}` : 'running' },
+            `${p.phaseIndex} · ${p.phase === 'tool_phase' ? 'Tools' : 'Answer'}`,
+          ),
+        ),
+      );
+    }
+
+    const tools = JSON.stringify(s.tools.map((t) => [t.callId, t.status, t.detail, t.hasOutput]));
+    if (tools !== this.rendered.tools) {
+      this.rendered.tools = tools;
+      this.tools.replaceChildren(...s.tools.map(toolItem));
+    }
+
+    if (s.notices.length !== this.rendered.notices) {
+      this.rendered.notices = s.notices.length;
+      this.notices.replaceChildren(...s.notices.map((n) => el('p', { class: 'notice', 'data-code': n.code }, n.message)));
+    }
+
+    if (s.content !== this.rendered.content) {
+      this.rendered.content = s.content;
+      this.body.replaceChildren(renderMarkdown(s.content));
+    }
+    this.body.setAttribute('aria-busy', String(!isSettled(s.status)));
+
+    if (s.sources !== this.rendered.sources) {
+      this.rendered.sources = s.sources;
+      const section = s.sources ? renderSources(s.sources) : null;
+      this.sources.replaceChildren(...(section ? [section] : []));
+    }
+
+    this.error.hidden = !s.error;
+    this.error.textContent = s.error ? s.error.message || s.error.code : '';
+    this.footer.replaceChildren(
+      ...[s.stopReason && s.stopReason !== 'final_answer' ? el('span', { class: 'stop-reason' }, `stop reason: ${s.stopReason}`) : null, traceLink(s.requestId)].filter(Boolean),
+    );
+    if (nearEnd) scrollToEnd(this.container, false);
+  }
+}
+
+/** @param {import('./turn-state.js').ToolActivity} t */
+function toolItem(t) {
+  const label = { requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status;
+  return el('li', { class: `tool ${t.status}`, 'data-tool': t.name }, [
+    el('span', { class: 'tool-name' }, t.name),
+    el('span', { class: `tool-status ${t.status}` }, t.outcome && t.outcome !== 'success' ? `${label}: ${t.outcome}` : label),
+    // a tool's own progress message ("Searching the knowledge base…") while it runs
+    t.detail && (t.status === 'calling' || t.status === 'requested') ? el('span', { class: 'tool-detail' }, t.detail) : null,
+    t.hasOutput
+      ? el('details', { class: 'tool-output' }, [
+          el('summary', {}, 'Output'),
+          el('pre', {}, (typeof t.output === 'string' ? t.output : JSON.stringify(t.output, null, 2) ?? '').slice(0, 20000)),
+        ])
+      : null,
+  ]);
+}
+
+/** @param {{ role: string, content: string, status: string, requestId: string | null }} m */
+export function storedMessage(m) {
+  if (m.role === 'user') return userMessage(m.content);
+  const body = el('div', { class: 'markdown' });
+  body.replaceChildren(renderMarkdown(m.content));
+  const note = m.status === 'cancelled' ? 'Stopped' : m.status === 'error' ? 'Ended with an error' : null;
+  return el('article', { class: 'message assistant', 'aria-label': 'Assistant' }, [
+    body,
+    el('footer', { class: 'message-footer' }, [note ? el('span', { class: `status-pill ${m.status}` }, note) : null, traceLink(m.requestId)]),
+  ]);
+}
+
+/** @param {string} text */
+export function userMessage(text) {
+  return el('article', { class: 'message user', 'aria-label': 'You' }, el('p', { class: 'user-text' }, text));
+}
+
+/** @param {string | null} requestId */
+export function traceLink(requestId) {
+  return requestId ? el('a', { class: 'trace-link', href: `/debug?requestId=${encodeURIComponent(requestId)}` }, 'Trace') : null;
+}
+
+/** @param {HTMLElement} list */
+export function isNearEnd(list) {
+  return list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+}
+
+/** Keeps the newest text in view unless the reader scrolled up. @param {HTMLElement} list @param {boolean} force */
+export function scrollToEnd(list, force) {
+  if (force || isNearEnd(list)) list.scrollTop = list.scrollHeight;
+}

@@ -1,0 +1,130 @@
+/** The chat page's turn reducer (public/assets/turn-state.js), loaded as CommonJS by Jest's swc transform. */
+type TurnState = Record<string, any>;
+const turn = require('./public/assets/turn-state.js') as {
+  createTurnState: (init?: Partial<TurnState>) => TurnState;
+  applyEvent: (s: TurnState, type: string, data: Record<string, unknown>) => boolean;
+  isSettled: (status: string) => boolean;
+  phaseLabel: (phase: string | null) => string;
+};
+const { createTurnState, applyEvent, isSettled, phaseLabel } = turn;
+
+const ids = { requestId: 'r1', projectId: 'default', conversationId: 'c1' };
+type Ev = [string, Record<string, unknown>];
+
+/** A two-stage turn as the server numbers it: start, action, tool phase, action, done. */
+function twoStageTurn(): Ev[] {
+  const evs: Array<[string, Record<string, unknown>]> = [
+    ['start', { protocol: 'two-stage', phase: 'action_phase', phaseIndex: 0, cycleIndex: 0 }],
+    ['phase', { status: 'start', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0 }],
+    ['chunk', { content: 'Looking. ', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0 }],
+    ['phase', { status: 'end', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0, reason: 'tool_call' }],
+    ['tool_calls', { calls: [{ id: 'call_1', name: 'list_files', arguments: '{}' }], phase: 'action_phase', phaseIndex: 1, cycleIndex: 0 }],
+    ['phase', { status: 'start', phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1 }],
+    ['tool_progress', { tool: 'list_files', callId: 'call_1', action: 'calling', isError: false, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1 }],
+    ['tool_progress', { tool: 'list_files', callId: 'call_1', action: 'completed', isError: false, outcome: 'success', phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1 }],
+    ['phase', { status: 'end', phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, reason: 'success' }],
+    ['phase', { status: 'start', phase: 'action_phase', phaseIndex: 3, cycleIndex: 1 }],
+    ['chunk', { content: 'Two files.', phase: 'action_phase', phaseIndex: 3, cycleIndex: 1 }],
+    ['phase', { status: 'end', phase: 'action_phase', phaseIndex: 3, cycleIndex: 1, reason: 'final_answer' }],
+    ['done', { fullContent: 'Looking. Two files.', stopReason: 'final_answer', messageId: 'm1', phase: 'complete', phaseIndex: 3, cycleIndex: 1 }],
+  ];
+  return evs.map(([type, data], i) => [type, { ...ids, seq: i + 1, ...data }]);
+}
+
+const fold = (s: TurnState, evs: Ev[]) => evs.map(([type, data]) => applyEvent(s, type, data));
+
+describe('turn state', () => {
+  it('folds a two-stage turn: phases, tool activity without output, the answer, done', () => {
+    const s = createTurnState();
+    fold(s, twoStageTurn());
+    expect(s).toMatchObject({
+      status: 'done',
+      requestId: 'r1',
+      conversationId: 'c1',
+      protocol: 'two-stage',
+      lastSeq: 13,
+      content: 'Looking. Two files.',
+      stopReason: 'final_answer',
+      messageId: 'm1',
+      duplicates: 0,
+      gaps: 0,
+      contentMismatch: false,
+    });
+    expect(s.phases.map((p: TurnState) => `${p.phaseIndex}:${p.phase}:${p.ended}:${p.reason}`)).toEqual([
+      '1:action_phase:true:tool_call',
+      '2:tool_phase:true:success',
+      '3:action_phase:true:final_answer',
+    ]);
+    expect(s.tools).toEqual([{ callId: 'call_1', name: 'list_files', status: 'completed', isError: false, outcome: 'success', hasOutput: false }]);
+  });
+
+  it('applies each seq once: a replay after a reconnect adds nothing twice', () => {
+    const evs = twoStageTurn();
+    const s = createTurnState();
+    fold(s, evs.slice(0, 5));
+    // the events route replays from the last seq the client saw, or (worst case) from earlier
+    const applied = fold(s, evs.slice(2));
+    expect(applied.filter((a) => !a)).toHaveLength(3);
+    expect(s.content).toBe('Looking. Two files.');
+    expect(s.tools).toHaveLength(1);
+    expect(s.phases).toHaveLength(3);
+    expect({ duplicates: s.duplicates, gaps: s.gaps, contentMismatch: s.contentMismatch }).toEqual({ duplicates: 3, gaps: 0, contentMismatch: false });
+  });
+
+  it('counts missing seqs and lets done.fullContent (the stored answer) win', () => {
+    const evs = twoStageTurn().filter(([, d]) => d.seq !== 11); // "Two files." never arrived
+    const s = createTurnState();
+    fold(s, evs);
+    expect(s.gaps).toBe(1);
+    expect(s.contentMismatch).toBe(true);
+    expect(s.content).toBe('Looking. Two files.');
+  });
+
+  it('pauses, keeps Stop/Pause intents as the live status, and resumes with the next seq', () => {
+    const evs = twoStageTurn();
+    const s = createTurnState();
+    fold(s, evs.slice(0, 6));
+    s.intent = 'pause';
+    fold(s, evs.slice(6, 9));
+    expect(s.status).toBe('pausing');
+    applyEvent(s, 'paused', { ...ids, seq: 10, resumeFromPhaseIndex: 2, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1 });
+    expect(s).toMatchObject({ status: 'paused', intent: null, resumeFromPhaseIndex: 2 });
+    expect(isSettled(s.status)).toBe(true);
+    s.status = 'resuming';
+    applyEvent(s, 'start', { ...ids, seq: 11, protocol: 'two-stage', resumed: true, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1 });
+    expect(s.status).toBe('streaming');
+    applyEvent(s, 'chunk', { ...ids, seq: 12, content: 'More.' });
+    s.intent = 'stop';
+    applyEvent(s, 'chunk', { ...ids, seq: 13, content: '..' });
+    expect(s.status).toBe('stopping');
+    applyEvent(s, 'done', { ...ids, seq: 14, stopReason: 'cancelled', fullContent: 'Looking. More...', messageId: 'm2' });
+    expect(s).toMatchObject({ status: 'stopped', intent: null, content: 'Looking. More...', contentMismatch: false });
+  });
+
+  it('keeps tool output only when the server sent it (debugShowToolResults), and tool_phase messages', () => {
+    const s = createTurnState();
+    applyEvent(s, 'tool_progress', { ...ids, seq: 1, tool: 'rag_query', callId: 'c9', action: 'calling', isError: false });
+    applyEvent(s, 'tool_phase', { ...ids, seq: 2, toolId: 'rag_query', stage: 'search', message: 'Searching the knowledge base…' });
+    applyEvent(s, 'tool_progress', { ...ids, seq: 3, tool: 'rag_query', callId: 'c9', action: 'failed', isError: true, outcome: 'timeout', output: { error: 'slow' } });
+    expect(s.tools).toEqual([
+      { callId: 'c9', name: 'rag_query', status: 'failed', isError: true, outcome: 'timeout', detail: 'Searching the knowledge base…', output: { error: 'slow' }, hasOutput: true },
+    ]);
+  });
+
+  it('maps stop reasons to end states and survives unknown events and junk', () => {
+    for (const [stopReason, status] of [['error', 'failed'], ['cycle_budget', 'done'], ['duplicate_limit', 'done']]) {
+      const s = createTurnState();
+      applyEvent(s, 'error', { ...ids, seq: 1, code: 'llm_timeout', message: 'slow model', retryable: true });
+      applyEvent(s, 'brand_new_event', { ...ids, seq: 2, phase: 'action_phase', phaseIndex: 4, cycleIndex: 2 });
+      expect(applyEvent(s, 'chunk', null as unknown as Record<string, unknown>)).toBe(false);
+      applyEvent(s, 'done', { ...ids, seq: 3, stopReason, fullContent: '' });
+      expect(s.status).toBe(status);
+      expect(s.phaseIndex).toBe(4);
+      expect(s.error).toEqual({ code: 'llm_timeout', message: 'slow model', retryable: true });
+    }
+  });
+
+  it('names phases for people', () => {
+    expect(['action_phase', 'tool_phase', 'complete', null].map(phaseLabel)).toEqual(['Answering', 'Running tools', 'Complete', 'Starting']);
+  });
+});
