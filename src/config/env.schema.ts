@@ -9,6 +9,7 @@ import {
   Max,
   Min,
   ValidateIf,
+  ValidationError,
   validateSync,
 } from 'class-validator';
 
@@ -161,6 +162,10 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
   const env = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
   if (!env.LLM_PROVIDER) env.LLM_PROVIDER = env.LLM_BASE_URL ? 'openai' : 'replay';
   const errors = validateSync(env, { skipMissingProperties: false, whitelist: false });
+  // a set API_KEYS that holds no key would silently turn authentication off
+  if (env.API_KEYS !== undefined && env.API_KEYS.split(',').every((k) => k.trim() === '')) {
+    errors.push(Object.assign(new ValidationError(), { property: 'API_KEYS', value: env.API_KEYS, constraints: { keys: 'must hold at least one non-empty key (comma-separated); unset it to disable authentication' } }));
+  }
   if (errors.length > 0) {
     const lines = errors.map((e) => {
       const name = e.property as EnvKey;

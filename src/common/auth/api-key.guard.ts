@@ -22,8 +22,10 @@ export class ApiKeyGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (this.keys.length === 0 || context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<Request>();
-    const path = req.path;
-    if (!path.startsWith('/api/') || PUBLIC_API.has(path)) return true;
+    // Express matches routes case-insensitively and tolerates repeated slashes: compare the
+    // path the way the router sees it, or `/API/…` would skip the check
+    const path = req.path.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/+$/, '');
+    if (!(path === '/api' || path.startsWith('/api/')) || PUBLIC_API.has(path)) return true;
     const header = req.headers.authorization ?? '';
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());
     // EventSource cannot send headers: the reconnect route also accepts ?access_token=
