@@ -6,6 +6,23 @@ import { json, type NextFunction, type Request, type Response } from 'express';
 /** Deeper JSON than any route accepts; deeper bodies are refused before validation recurses into them. */
 export const MAX_BODY_DEPTH = 64;
 
+/** Whether any string (or key) of a parsed JSON value holds U+0000 (PostgreSQL cannot store it). */
+export function hasNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return true;
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+        if (k.includes('\u0000')) return true;
+        stack.push(x);
+      }
+    }
+  }
+  return false;
+}
+
 /** Depth of a parsed JSON value, without recursion (a hostile body cannot overflow the stack here). */
 export function jsonDepth(value: unknown, limit: number): number {
   let max = 0;
@@ -25,9 +42,11 @@ export function configureApp(app: INestApplication): void {
   // 32,000 characters of content, up to 4 bytes each, plus the rest of the body
   app.use(json({ limit: '256kb' }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
+    if (/%00|\u0000/i.test(req.originalUrl)) return next(new BadRequestException('The URL must not contain NUL characters (%00)'));
     if (req.body !== undefined && jsonDepth(req.body, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
       return next(new BadRequestException(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`));
     }
+    if (req.body !== undefined && hasNul(req.body)) return next(new BadRequestException('The request body must not contain NUL characters (\\u0000)'));
     next();
   });
   app.enableShutdownHooks();

@@ -15,6 +15,7 @@ import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
 import { RunStream, type EnvelopeState, type WireEvent } from './run-stream';
+import { storageSafe } from '../common/util/text-safety.util';
 
 /** Version of the checkpoint format stored on runs (see run-state/run-checkpoint.ts). */
 export const CHECKPOINT_SCHEMA_VERSION = 1;
@@ -51,6 +52,7 @@ export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0,
 export class RunExecutorService implements OnApplicationShutdown {
   private readonly logger = new Logger('RunExecutor');
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly secrets: string[];
 
   constructor(
     private readonly conversations: ConversationRepository,
@@ -60,7 +62,9 @@ export class RunExecutorService implements OnApplicationShutdown {
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
-  ) {}
+  ) {
+    this.secrets = [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter((k) => k.length >= 4);
+  }
 
   /** Runs the turn to its end; resolves when the run is closed (or paused). */
   execute(p: ExecuteRunParams): Promise<void> {
@@ -82,7 +86,7 @@ export class RunExecutorService implements OnApplicationShutdown {
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
     if (sse) sinks.unshift(async (e) => { for (const ev of e) await sse.send(ev.seq, ev.type, ev.data); });
-    const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope });
+    const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope }, this.secrets);
 
     let content = p.priorContent;
     let ended: 'done' | 'paused' | null = null;
@@ -141,10 +145,12 @@ export class RunExecutorService implements OnApplicationShutdown {
       case 'checkpoint':
         await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state);
         return null;
-      case 'chunk':
-        append(ev.content);
-        await stream.emit(ev);
+      case 'chunk': {
+        const safe = storageSafe(ev, this.secrets);
+        append(safe.content);
+        await stream.emit(safe);
         return null;
+      }
       case 'phase':
         await stream.emit(ev);
         await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq });

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import { redactSecrets } from '../common/util/redact.util';
 import { TraceEventRepository } from './trace-event.repository';
@@ -11,7 +11,7 @@ import type { TraceRecord, TraceSink } from './trace-sink.port';
  * database cannot grow memory without bound. Everything queued is flushed on shutdown.
  */
 @Injectable()
-export class TraceWriterService implements TraceSink, OnApplicationShutdown {
+export class TraceWriterService implements TraceSink, BeforeApplicationShutdown, OnApplicationShutdown {
   /** one INSERT of up to 200 rows stays well under PostgreSQL's 65535 bind parameters (4 per row) */
   static readonly BATCH_SIZE = 200;
   /** short enough that GET /api/trace shows a turn moments after it ends */
@@ -56,11 +56,19 @@ export class TraceWriterService implements TraceSink, OnApplicationShutdown {
         try {
           await this.repo.insertMany(batch);
         } catch (err) {
-          this.logger.error(`could not store ${batch.length} trace events: ${(err as Error).message}`);
+          // one bad row must not take the batch with it: retry one by one
+          let lost = 0;
+          for (const row of batch) await this.repo.insertMany([row]).catch(() => lost++);
+          if (lost) this.logger.error(`could not store ${lost} of ${batch.length} trace events: ${(err as Error).message}`);
         }
       }
     });
     return this.writing;
+  }
+
+  /** Flushed before the database closes (onApplicationShutdown is too late for that). */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.flush();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -195,6 +195,41 @@ describe('POST /api/chat/messages_two_stage', () => {
     expect(of(res.events, 'error')).toHaveLength(1);
   });
 
+  it('survives NUL characters from the model and its tool calls: stored equals streamed, trace kept', async () => {
+    llm.enqueue(
+      respond.turn([{ text: 'Odd\u0000byte. ' }, { toolCall: { name: 'read_file', args: { path: 'bad\u0000name.md' } } }]),
+      respond.turn([{ text: 'Done\u0000.' }]),
+    );
+    const res = await send('read a strange file');
+    const { requestId } = await checkTurn(res.events, 'final_answer');
+    expect(textOf(res.events)).toBe('Odd\uFFFDbyte. Done\uFFFD.');
+    const trace = await traceOf(requestId);
+    expect(trace.filter((x) => x.type === 'tool_call')).toHaveLength(1);
+    expect(trace.filter((x) => x.type === 'run_completed')).toHaveLength(1);
+  });
+
+  it('never streams or stores the configured API key, even when the model repeats it', async () => {
+    llm.enqueue(respond.turn([{ text: 'Your key is sk-test-secret-key-0123456789, right?' }]));
+    const res = await send('what is my key?');
+    await checkTurn(res.events, 'final_answer');
+    expect(JSON.stringify(res.events)).not.toContain('sk-test-secret-key-0123456789');
+    expect(textOf(res.events)).toContain('[REDACTED]');
+  });
+
+  it('refuses NUL characters in client input with a 400', async () => {
+    const post = (path: string, body: unknown, method = 'POST') =>
+      fetch(`${t.url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post('/api/chat/messages_two_stage', { content: 'a\u0000b' })).status).toBe(400);
+    expect((await fetch(`${t.url}/api/trace?type=%00`)).status).toBe(400);
+    expect((await fetch(`${t.url}/api/trace?requestId=%00`)).status).toBe(400);
+    expect((await fetch(`${t.url}/api/knowledge/search?projectId=default&q=%00`)).status).toBe(400);
+    const res = await send('hello');
+    const conversationId = res.events[0].data.conversationId as string;
+    const patch = await post(`/api/chat/conversations/${conversationId}/settings`, { customInstructions: 'be\u0000nice' }, 'PATCH');
+    expect(patch.status).toBe(400);
+    expect((await patch.json()).message).toMatch(/NUL/);
+  });
+
   it('aborts the model request and stores the partial answer when the client disconnects', async () => {
     llm.enqueue(respond.turn([{ text: 'one ' }, { text: 'two ' }, { text: 'three ' }, { text: 'four' }], { faults: { delayMs: 400 } }));
     const res = await sse(`${t.url}/api/chat/messages_two_stage`, {

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-message.entity';
 import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
+import { storageSafe, stripNul } from '../../common/util/text-safety.util';
 
 /** Conversations and their messages. */
 @Injectable()
@@ -55,7 +56,7 @@ export class ConversationRepository {
        VALUES ($1, 'assistant', $2, $3, $4, $5::jsonb)
        ON CONFLICT (request_id) WHERE role = 'assistant' DO NOTHING
        RETURNING id`,
-      [conversationId, content, status, requestId, JSON.stringify(metadata)],
+      [conversationId, stripNul(content), status, requestId, JSON.stringify(storageSafe(metadata))],
     );
     const message = await this.messages.findOneOrFail({ where: { requestId, role: 'assistant' } });
     return { message, created: inserted.length > 0 };

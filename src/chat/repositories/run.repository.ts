@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { RunEntity, type RunControl, type RunStatus } from '../entities/run.entity';
+import { storageSafe } from '../../common/util/text-safety.util';
 
 export interface NewRun {
   requestId: string;
@@ -55,7 +56,7 @@ export class RunRepository {
            'byPhase', COALESCE(checkpoint->'byPhase', '{}'::jsonb) || jsonb_build_object($3::text, $4::jsonb)),
          updated_at = now()
        WHERE request_id = $1`,
-      [requestId, schemaVersion, String(phaseIndex), JSON.stringify(state)],
+      [requestId, schemaVersion, String(phaseIndex), JSON.stringify(storageSafe(state))],
     );
   }
 

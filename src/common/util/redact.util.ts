@@ -15,7 +15,8 @@ export function isSecretKey(key: string): boolean {
 }
 
 export function redactString(s: string, knownSecrets: readonly string[] = []): string {
-  let out = s.replace(BEARER, `$1 ${REDACTED}`).replace(KEY_LIKE, REDACTED);
+  // NUL cannot be stored by PostgreSQL: U+FFFD stands in for it wherever redacted text goes
+  let out = s.replace(/\u0000/g, '\uFFFD').replace(BEARER, `$1 ${REDACTED}`).replace(KEY_LIKE, REDACTED);
   for (const secret of knownSecrets) {
     if (secret && secret.length >= 4) out = out.split(secret).join(REDACTED);
   }
@@ -34,7 +35,7 @@ export function redactSecrets<T>(value: T, knownSecrets: readonly string[] = [],
     if (v instanceof Date) return v.toISOString();
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-      out[k] = isSecretKey(k) || extraKeys.has(k) ? (x == null ? x : REDACTED) : walk(x, depth + 1);
+      out[k.replace(/\u0000/g, '\uFFFD')] = isSecretKey(k) || extraKeys.has(k) ? (x == null ? x : REDACTED) : walk(x, depth + 1);
     }
     return out;
   };
