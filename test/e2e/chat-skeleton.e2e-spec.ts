@@ -184,3 +184,28 @@ describe('hostile bodies', () => {
     expect((await res.json()).message).toMatch(/nested deeper than 64 levels/);
   });
 });
+
+describe('the replay model on every chat route', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ TWO_STAGE_ENABLED: 'true', LLM_PROVIDER: 'replay' });
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    mkdirSync(join(t.workspace, 'default', 'docs'), { recursive: true });
+    writeFileSync(join(t.workspace, 'default', 'docs', 'roadmap.md'), '# Roadmap\n\nQ1: ship the replay demo.\n');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it.each(['messages', 'messages_two_stage'])('chains list_files → read_file on %s and answers from the file, saying it is a replay', async (route) => {
+    const res = await sse(`${t.url}/api/chat/${route}`, { body: { content: 'Summarize docs/roadmap.md' }, timeoutMs: 30_000 });
+    checkEnvelope(res.events);
+    const tools = res.events.filter((e) => e.event === 'tool_progress' && e.data.action === 'completed').map((e) => e.data.tool);
+    expect(tools).toEqual(['list_files', 'read_file']);
+    const text = res.events.filter((e) => e.event === 'chunk').map((e) => e.data.content).join('');
+    expect(text).toContain('[replay]');
+    expect(text).toContain('ship the replay demo');
+    expect(res.events.at(-1)!.data.stopReason).toBe('final_answer');
+  });
+});

@@ -203,3 +203,18 @@ describe('ReplayAdapter', () => {
     expect(got.finishes).toEqual([]);
   });
 });
+
+describe('ReplayAdapter under the two-stage system prompt', () => {
+  it('calls a tool first even though the system prompt mentions "[Tool result #N …]"', async () => {
+    const { TWO_STAGE_SYSTEM_PROMPT } = await import('../../orchestration/protocols/two-stage/two-stage.messages');
+    const adapter = new ReplayAdapter({ contextWindow: 32768, delayMs: 0 });
+    const reply = await adapter.complete({
+      messages: [{ role: 'system', content: TWO_STAGE_SYSTEM_PROMPT }, { role: 'user', content: 'Summarize roadmap.md' }],
+      tools: [
+        { name: 'list_files', description: 'list', parameters: { type: 'object' } },
+        { name: 'read_file', description: 'read', parameters: { type: 'object' } },
+      ],
+    });
+    expect(reply.toolCalls.map((c) => c.name)).toEqual(['list_files']);
+  });
+});

@@ -45,9 +45,12 @@ export interface ReplayTranscript {
   reply(ctx: ReplayContext): ReplayReply;
 }
 
-/** The message is a tool result smuggled in as a system message (two-stage). */
+/**
+ * The message is a tool result injected as a system message (two-stage): it starts with the
+ * boxed header. A system prompt that merely mentions "[Tool result #N …]" is not one.
+ */
 function isToolResultSystemMessage(content: string): boolean {
-  return content.startsWith('[Tool result') || content.includes('Tool result');
+  return content.trimStart().startsWith('[Tool result');
 }
 
 /** Two-stage's header: `[Tool result #N — name {args} — outcome…]`. */

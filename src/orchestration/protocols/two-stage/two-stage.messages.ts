@@ -25,11 +25,11 @@ export function toolResultMessage(n: number, name: string, args: string, r: Tool
 }
 
 /** Tells the model a call was refused as a duplicate and where its earlier result is. */
-export function refusalMessage(name: string, args: string, earlier: ExecutedToolRecord): string {
+export function refusalMessage(name: string, args: string, earlier: ExecutedToolRecord, resultNumber: number): string {
   return [
     `[Refused duplicate tool call — ${name} ${compact(args)}]`,
     `This exact call already ran in phase ${earlier.phaseIndex} (outcome: ${earlier.outcome}); it was NOT run again.`,
-    'Its result is in the "[Tool result …]" system message above. Use it, call a different tool, or answer the user now.',
+    `Its result is the "[Tool result #${resultNumber} …]" system message above. Use it, call a different tool, or answer the user now.`,
   ].join('\n');
 }
 

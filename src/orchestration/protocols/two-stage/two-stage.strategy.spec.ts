@@ -270,6 +270,23 @@ describe('TwoStageStrategy', () => {
     expect(llm.requests[2].toolChoice).toBe('none');
   });
 
+  it('counts unusable calls under new, invented tool names as strikes, so the turn stays bounded', async () => {
+    const bad = (name: string) => [...callTool(0, name, '{"x": '), finish('tool_calls')];
+    const { ctx, llm, executions } = setup([bad('tool_a'), bad('tool_b'), bad('tool_c'), bad('tool_d'), answer('Giving up.')]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toHaveLength(0);
+    expect(llm.calls).toBe(5);
+    expect(doneOf(events).stopReason).toBe('duplicate_limit');
+    expect(llm.requests[4].toolChoice).toBe('none');
+  });
+
+  it('points a refusal at the numbered result it repeats', async () => {
+    const { ctx, llm } = setup([toolTurn('list_files', '{}'), toolTurn('read_file', '{"path":"a"}'), toolTurn('list_files', '{}'), answer('ok')]);
+    await collect(strategy.execute(ctx));
+    const refusal = llm.requests[3].messages.map((m) => m.content).find((c) => c?.startsWith('[Refused'))!;
+    expect(refusal).toContain('"[Tool result #1 …]"');
+  });
+
   it('reports a model failure as an error event followed by one done', async () => {
     const { ctx } = setup([[...say('Partial '), { type: 'error', error: { code: 'server_error', message: 'upstream 500', retryable: true } }]]);
     const events = await collect(strategy.execute(ctx));

@@ -252,7 +252,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     });
     yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
     yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
-    s.injected.push({ role: 'system', content: refusalMessage(call.name, this.shownArguments(ctx, call), earlier) });
+    s.injected.push({ role: 'system', content: refusalMessage(call.name, this.shownArguments(ctx, call), earlier, s.executed.indexOf(earlier) + 1) });
     if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
       yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
     }
@@ -266,7 +266,9 @@ export class TwoStageStrategy implements ProtocolStrategy {
     specs: LlmToolSpec[],
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
     const name = bad.name ?? '(unnamed)';
-    const repeat = s.toldInvalid.includes(name);
+    // told once per turn: any later unusable call, whatever tool it names, is a strike, so a
+    // model inventing new names cannot loop without bound
+    const repeat = s.toldInvalid.length > 0;
     this.trace(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error, repeat });
     yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 500)), isError: true };
     yield { type: 'notice', code: 'invalid_tool_arguments', message: NOTICES.invalidArguments(name) };
@@ -276,7 +278,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
       return;
     }
     s.duplicateStrikes += 1;
-    yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: ${name} again sent arguments that are not a JSON object.` };
+    yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: another tool call (${name}) whose arguments are not a JSON object.` };
     if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
       yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
     }
