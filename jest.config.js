@@ -19,6 +19,7 @@ module.exports = {
     '/node_modules/(?!(@nestjs|@electric-sql|@modelcontextprotocol|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|canonicalize|pkce-challenge)/)',
   ],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   modulePathIgnorePatterns: ['<rootDir>/dist/'],

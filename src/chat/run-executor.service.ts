@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { assertUnreachable } from '../common/util/assert-unreachable.util';
@@ -49,7 +49,7 @@ export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0,
  * (or `paused`) with nothing already accepted lost.
  */
 @Injectable()
-export class RunExecutorService implements OnApplicationShutdown {
+export class RunExecutorService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('RunExecutor');
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets: string[];
@@ -232,8 +232,18 @@ export class RunExecutorService implements OnApplicationShutdown {
     await this.finish(p, stream, { type: 'done', fullContent: content, stopReason, usage: emptyUsage() });
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Shutdown: live runs are cancelled (answer stored, stream closed with done{cancelled})
+   * BEFORE the HTTP server waits for open connections, which would otherwise wait for every
+   * streaming turn to finish; detached runs that another instance should finish are not kept
+   * alive past a SIGTERM either.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     this.control.abortAll();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
   }
 }

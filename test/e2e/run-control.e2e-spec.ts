@@ -302,3 +302,39 @@ describe('run control on one instance', () => {
     await waitFor(async () => (await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).status === 'completed');
   });
 });
+
+describe('shutdown during a turn', () => {
+  it('cancels live runs before waiting for open streams: done{cancelled}, partial answer stored', async () => {
+    const llm = await ReplayServer.start();
+    const t = await startApp(env(llm));
+    const shared = { databaseUrl: t.databaseUrl };
+    try {
+      llm.enqueue(respond.turn(Array.from({ length: 100 }, (_, i) => ({ text: `s${i} ` })), { faults: { delayMs: 100 } }));
+      let closing: Promise<void> | null = null;
+      const started = Date.now();
+      const res = await sse(`${t.url}/api/chat/messages_two_stage`, {
+        body: { content: 'long', options: { detach: true } },
+        onEvent: (e) => {
+          if (e.event === 'chunk' && !closing) closing = t.app.close();
+        },
+      });
+      await closing;
+      expect(Date.now() - started).toBeLessThan(5000); // not the ~10 s the turn would take
+      expect(res.events.at(-1)!.event).toBe('done');
+      expect(res.events.at(-1)!.data.stopReason).toBe('cancelled');
+      if (onPostgres()) {
+        // the stored answer survives the shutdown (PGlite in memory does not survive the app)
+        const again = await startApp(env(llm), shared);
+        try {
+          const msgs = await (await fetch(`${again.url}/api/chat/conversations/${res.events[0].data.conversationId}/messages`)).json();
+          expect(msgs[1]).toMatchObject({ role: 'assistant', status: 'cancelled' });
+        } finally {
+          await again.app.close();
+        }
+      }
+    } finally {
+      await t.close().catch(() => undefined);
+      await llm.close();
+    }
+  });
+});

@@ -1,0 +1,58 @@
+import type { RunEventRepository, StoredRunEvent } from './repositories/run-event.repository';
+import type { SentEvent } from './run-event-bus.service';
+import { RunStream } from './run-stream';
+
+/** A repository that stores slowly, to see whether anything is sent before it is stored. */
+function slowRepo(delayMs: number) {
+  const stored: StoredRunEvent[] = [];
+  const repo = {
+    insertMany: async (_id: string, rows: StoredRunEvent[]) => {
+      await new Promise((r) => setTimeout(r, delayMs));
+      stored.push(...rows);
+    },
+  } as unknown as RunEventRepository;
+  return { repo, stored };
+}
+
+const id = { requestId: 'r', projectId: 'p', conversationId: 'c' };
+
+describe('RunStream', () => {
+  it('sends an event only after it is stored, in seq order with no gaps', async () => {
+    const { repo, stored } = slowRepo(5);
+    const sent: SentEvent[] = [];
+    const sink = (events: SentEvent[]) => {
+      for (const e of events) {
+        // the contract: written to run_events before it is sent
+        expect(stored.some((s) => s.seq === e.seq)).toBe(true);
+        sent.push(e);
+      }
+    };
+    const stream = new RunStream(id, repo, [sink], { lastSeq: 0 });
+    await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
+    for (let i = 0; i < 50; i++) void stream.emit({ type: 'chunk', content: `c${i} ` });
+    await stream.emit({ type: 'done', fullContent: '', stopReason: 'final_answer', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0 } });
+    await stream.flush();
+    expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: 52 }, (_, i) => i + 1));
+    expect(stored.map((e) => e.seq)).toEqual(sent.map((e) => e.seq));
+    expect(sent.map((e) => e.data)).toEqual(stored.map((e) => e.data));
+    // chunks were batched: fewer inserts than events
+    expect(sent.filter((e) => e.type === 'chunk')).toHaveLength(50);
+  });
+
+  it('stops sending once storing fails, and reports the failure', async () => {
+    const repo = { insertMany: async () => Promise.reject(new Error('db down')) } as unknown as RunEventRepository;
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
+    expect(sent).toEqual([]);
+    expect(stream.error?.message).toBe('db down');
+  });
+
+  it('continues numbering after the last stored seq (resume) and carries the envelope', async () => {
+    const { repo } = slowRepo(0);
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 41, state: { phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2 } });
+    await stream.emit({ type: 'notice', code: 'cycle_budget_reached', message: 'x' });
+    expect(sent[0]).toMatchObject({ seq: 42, type: 'notice', data: { seq: 42, phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2, requestId: 'r', projectId: 'p', conversationId: 'c' } });
+  });
+});
