@@ -3,9 +3,13 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { AppConfigService } from './config/app-config.service';
+import { readDotEnv } from './config/config.module';
+import { validateEnv } from './config/env.schema';
 import { configureApp } from './bootstrap';
 
 async function main(): Promise<void> {
+  // the same validation the config module runs, before Nest logs anything of its own
+  validateEnv({ ...readDotEnv(), ...process.env });
   const app = await NestFactory.create(AppModule.forRoot(), { bodyParser: false, logger: ['error', 'warn', 'log'] });
   configureApp(app);
   const config = app.get(AppConfigService);

@@ -7,7 +7,7 @@ import { validateEnv } from './env.schema';
 import { AppConfigService } from './app-config.service';
 
 /** `.env` in the working directory, parsed as @nestjs/config would; real environment variables win. */
-function readDotEnv(): Record<string, string> {
+export function readDotEnv(): Record<string, string> {
   if (process.env.NODE_ENV === 'test') return {};
   const file = resolve(process.cwd(), '.env');
   return existsSync(file) ? parse(readFileSync(file)) : {};

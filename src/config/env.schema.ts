@@ -171,7 +171,10 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
       const name = e.property as EnvKey;
       const shown = name === 'LLM_API_KEY' || name === 'API_KEYS' ? '<redacted>' : JSON.stringify(raw[name] ?? e.value);
       const allowed = ALLOWED[name] ? ` (allowed: ${ALLOWED[name]})` : '';
-      return `  ${name}=${shown}: ${Object.values(e.constraints ?? {}).join('; ')}${allowed}`;
+      const c = e.constraints ?? {};
+      // a value of the wrong type: its type is the one thing to fix
+      const messages = c.isInt ? [c.isInt] : c.isBoolean ? [c.isBoolean] : Object.values(c);
+      return `  ${name}=${shown}: ${messages.join('; ')}${allowed}`;
     });
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 
@@ -22,10 +22,10 @@ export class TraceQueryDto {
 }
 
 export class TraceEventDto {
-  id: number;
-  requestId: string | null;
-  projectId: string | null;
-  type: string;
-  details: Record<string, unknown>;
-  createdAt: string;
+  @ApiProperty() id: number;
+  @ApiProperty({ nullable: true, type: String }) requestId: string | null;
+  @ApiProperty({ nullable: true, type: String }) projectId: string | null;
+  @ApiProperty({ example: 'orchestration_phase_end' }) type: string;
+  @ApiProperty({ type: Object, example: { phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, reason: 'success' } }) details: Record<string, unknown>;
+  @ApiProperty() createdAt: string;
 }

@@ -53,3 +53,6 @@ function compact(args: string): string {
   const oneLine = args.replace(/\s+/g, ' ').trim();
   return oneLine.length > 300 ? `${oneLine.slice(0, 300)}…` : oneLine;
 }
+
+/** Streamed when the forced final model call still produced no text (it tried to call tools). */
+export const FORCED_FINAL_FALLBACK = 'I could not finish this within the tool budget of this turn. The tool results so far are in the trace; please ask again, more narrowly.';

@@ -257,6 +257,16 @@ describe('TwoStageStrategy', () => {
     expect(doneOf(events).stopReason).toBe('cycle_budget');
   });
 
+  it('answers with a fallback when the forced final call produces no text', async () => {
+    const distinct = (i: number) => toolTurn('read_file', JSON.stringify({ path: `f${i}.md` }));
+    const { ctx } = setup([distinct(1), [...callTool(0, 'read_file', '{"path":"again"}'), finish('tool_calls')]], {
+      budgets: { maxPhaseCycles: 1, maxDuplicateAttempts: 3, maxIterations: 10 },
+    });
+    const events = await collect(strategy.execute(ctx));
+    expect(text(events)).toMatch(/^I could not finish this within the tool budget/);
+    expect(doneOf(events).stopReason).toBe('cycle_budget');
+  });
+
   it('does not run malformed arguments: tells the model once with the schema, then counts repeats as strikes', async () => {
     const bad = [...callTool(0, 'read_file', '{"path": "a.md"'), finish('tool_calls')];
     const { ctx, llm, executions } = setup([bad, bad, answer('Sorry.')], { budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 1, maxIterations: 10 } });

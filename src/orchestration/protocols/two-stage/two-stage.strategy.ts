@@ -14,7 +14,7 @@ import {
 } from '../../run-state/run-checkpoint';
 import { MAX_RESPONSE_TOKENS, temperatureFor } from '../prompts';
 import { forcedFinal, NOTICES, type ForcedReason, type TwoStageCounters } from './two-stage.budgets';
-import { TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction, invalidArgumentsMessage, refusalMessage, toolResultMessage } from './two-stage.messages';
+import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction, invalidArgumentsMessage, refusalMessage, toolResultMessage } from './two-stage.messages';
 
 /** How one iteration of the loop ended (the seeds' typed outcomes). */
 type StepOutcome =
@@ -153,6 +153,10 @@ export class TwoStageStrategy implements ProtocolStrategy {
     });
 
     const call = res.calls[0];
+    if (forced && res.text.trim() === '') {
+      // the model insisted on tools when none were offered: the user still gets an answer
+      yield { type: 'chunk', content: FORCED_FINAL_FALLBACK };
+    }
     if (forced || (!call && res.invalid.length === 0)) {
       yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, forced ?? 'final_answer');
       return { kind: 'final', stopReason: forced ?? 'final_answer' };

@@ -1,0 +1,37 @@
+import { validateEnv } from './env.schema';
+
+describe('validateEnv', () => {
+  it('applies the documented defaults', () => {
+    const env = validateEnv({});
+    expect(env).toMatchObject({ PORT: 3000, DATA_DIR: './data', LLM_PROVIDER: 'replay', LLM_TIMEOUT_MS: 120000, TWO_STAGE_ENABLED: false, ORCHESTRATOR_ENABLED: true, MAX_PHASE_CYCLES_PER_TURN: 3, MAX_DUPLICATE_ATTEMPTS: 3, MAX_ITERATIONS: 10, WORKSPACE_ROOT: './workspace' });
+  });
+
+  it('picks openai when LLM_BASE_URL is set, and then needs LLM_MODEL', () => {
+    expect(() => validateEnv({ LLM_BASE_URL: 'http://x/v1' })).toThrow(/LLM_MODEL=.*required when LLM_PROVIDER is openai or ollama/);
+    expect(validateEnv({ LLM_BASE_URL: 'http://x/v1', LLM_MODEL: 'm' }).LLM_PROVIDER).toBe('openai');
+  });
+
+  it('treats empty values as unset (docker compose passes them)', () => {
+    expect(validateEnv({ PORT: '', LLM_PROVIDER: '', DATABASE_URL: '', SEARXNG_URL: '' })).toMatchObject({ PORT: 3000, LLM_PROVIDER: 'replay' });
+  });
+
+  it('lists every bad value with NAME=value and what is allowed, and never shows a key', () => {
+    let message = '';
+    try {
+      validateEnv({ PORT: 'abc', LLM_PROVIDER: 'bogus', TWO_STAGE_ENABLED: 'maybe', MAX_ITERATIONS: '0', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', API_KEYS: ',' });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain('PORT="abc": PORT must be an integer number');
+    expect(message).toMatch(/LLM_PROVIDER="bogus":.*allowed: openai \| ollama \| replay/);
+    expect(message).toMatch(/TWO_STAGE_ENABLED="maybe":.*allowed: true \| false/);
+    expect(message).toMatch(/MAX_ITERATIONS="0": MAX_ITERATIONS must not be less than 1/);
+    expect(message).toMatch(/DATABASE_URL="mysql:\/\/x": must be a postgres/);
+    expect(message).toMatch(/LOG_LEVEL="loud"/);
+    expect(message).toMatch(/API_KEYS=<redacted>/);
+  });
+
+  it('accepts booleans written as 1/0, yes/no, on/off', () => {
+    expect(validateEnv({ TWO_STAGE_ENABLED: 'yes', ORCHESTRATOR_ENABLED: '0' })).toMatchObject({ TWO_STAGE_ENABLED: true, ORCHESTRATOR_ENABLED: false });
+  });
+});
