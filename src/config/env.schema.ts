@@ -159,7 +159,9 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
 
 /** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */
 export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
-  const env = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
+  // an empty value (docker compose's `VAR: ${VAR:-}`) means unset: the default applies
+  const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== '' && v !== undefined));
+  const env = plainToInstance(EnvironmentVariables, given, { exposeDefaultValues: true });
   if (!env.LLM_PROVIDER) env.LLM_PROVIDER = env.LLM_BASE_URL ? 'openai' : 'replay';
   const errors = validateSync(env, { skipMissingProperties: false, whitelist: false });
   // a set API_KEYS that holds no key would silently turn authentication off
