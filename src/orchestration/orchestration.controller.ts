@@ -1,7 +1,7 @@
-import { Body, Controller, Get, HttpCode, Inject, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Post, Query, Req, Res } from '@nestjs/common';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { SseWriter } from '../common/sse/sse-writer';
 import { ExecuteToolsDto, ToolCallsResultDto, ToolIndexHitDto, ToolIndexSearchQueryDto } from './modes/dto/execute-tools.dto';
@@ -23,8 +23,11 @@ export class OrchestrationController {
   @ApiOperation({ summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
   @ApiOkResponse({ type: ToolCallsResultDto })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode' })
-  execute(@Body() dto: ExecuteToolsDto): Promise<ToolCallsResult> {
-    return this.orchestration.execute(toRequest(dto));
+  execute(@Body() dto: ExecuteToolsDto, @Req() req: Request): Promise<ToolCallsResult> {
+    // a caller that hangs up stops the model call and the tools it would have run
+    const abort = new AbortController();
+    req.socket.once('close', () => abort.abort());
+    return this.orchestration.execute({ ...toRequest(dto), signal: abort.signal });
   }
 
   @Post('execute/stream')

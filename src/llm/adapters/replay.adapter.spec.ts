@@ -1,6 +1,7 @@
 import { collectStream } from '../../../test/support/llm-stream-collector';
 import type { LlmMessage, LlmRequest, LlmToolSpec } from '../llm-adapter.port';
 import { ReplayAdapter } from './replay.adapter';
+import { TWO_STAGE_SYSTEM_PROMPT } from '../../orchestration/protocols/two-stage/two-stage.messages';
 
 const LIST_FILES: LlmToolSpec = { name: 'list_files', description: 'Lists files', parameters: { type: 'object' } };
 const READ_FILE: LlmToolSpec = { name: 'read_file', description: 'Reads a file', parameters: { type: 'object' } };
@@ -206,7 +207,6 @@ describe('ReplayAdapter', () => {
 
 describe('ReplayAdapter under the two-stage system prompt', () => {
   it('calls a tool first even though the system prompt mentions "[Tool result #N …]"', async () => {
-    const { TWO_STAGE_SYSTEM_PROMPT } = await import('../../orchestration/protocols/two-stage/two-stage.messages');
     const adapter = new ReplayAdapter({ contextWindow: 32768, delayMs: 0 });
     const reply = await adapter.complete({
       messages: [{ role: 'system', content: TWO_STAGE_SYSTEM_PROMPT }, { role: 'user', content: 'Summarize roadmap.md' }],
