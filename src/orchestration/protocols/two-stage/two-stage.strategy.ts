@@ -4,6 +4,7 @@ import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
+import { phaseEdge, shownArguments, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
 import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
@@ -23,17 +24,8 @@ type StepOutcome =
   | { kind: 'final'; stopReason: StopReason }
   | { kind: 'paused'; resumeFromPhaseIndex: number };
 
-/** Mutable state of one turn; exactly what a checkpoint stores. */
-interface TurnState {
-  phaseIndex: number;
-  cycleIndex: number;
-  baseMessages: LlmMessage[];
-  injected: LlmMessage[];
-  executed: ExecutedToolRecord[];
-  duplicateStrikes: number;
-  toldInvalid: string[];
-  usage: TurnUsage;
-}
+/** Mutable state of one turn; exactly what a checkpoint stores (less its version). */
+type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & { usage: TurnUsage };
 
 /**
  * Two-stage triggered phases (issue #4): an action phase streams the model with the tools; the
@@ -91,11 +83,11 @@ export class TwoStageStrategy implements ProtocolStrategy {
     forced: ForcedReason | null,
   ): Generator<ProtocolEvent, ModelStream, undefined> {
     const phaseIndex = ++s.phaseIndex;
-    yield* this.phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
+    yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
 
     const offerTools = !forced && specs.length > 0;
     const messages = this.modelMessages(ctx, s, forced);
-    this.trace(ctx, 'llm_request', {
+    traceStep(ctx, 'llm_request', {
       phase: 'action_phase',
       phaseIndex,
       messages: messages.length,
@@ -132,16 +124,16 @@ export class TwoStageStrategy implements ProtocolStrategy {
     addUsage(s.usage, res.usage);
 
     if (ctx.signal.aborted) {
-      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'cancelled');
       return { kind: 'final', stopReason: 'cancelled' };
     }
     if (res.error) {
-      this.trace(ctx, 'llm_error', { phaseIndex, ...res.error });
-      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'error');
+      traceStep(ctx, 'llm_error', { phaseIndex, ...res.error });
+      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'error');
       yield { type: 'error', code: `llm_${res.error.code}`, message: res.error.message, retryable: res.error.retryable };
       return { kind: 'final', stopReason: 'error' };
     }
-    this.trace(ctx, 'llm_response', {
+    traceStep(ctx, 'llm_response', {
       phaseIndex,
       finishReason: res.finishReason ?? null,
       textChars: res.text.length,
@@ -158,17 +150,17 @@ export class TwoStageStrategy implements ProtocolStrategy {
       yield { type: 'chunk', content: FORCED_FINAL_FALLBACK };
     }
     if (forced || (!call && res.invalid.length === 0)) {
-      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, forced ?? 'final_answer');
+      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, forced ?? 'final_answer');
       return { kind: 'final', stopReason: forced ?? 'final_answer' };
     }
     if (!call) {
-      yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'invalid_tool_call');
+      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'invalid_tool_call');
       yield* this.handleInvalid(ctx, s, res.invalid[0], specs);
       return { kind: 'refused_duplicate' };
     }
 
-    yield* this.phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
-    yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: this.shownArguments(ctx, call) }] };
+    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
+    yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
 
     // stored as a digest: checkpoints keep no argument values (secrets included)
     const canonical = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
@@ -190,7 +182,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
   ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
     const phaseIndex = ++s.phaseIndex;
     s.cycleIndex += 1;
-    yield* this.phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+    yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
     yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
 
     const progress: ToolProgress[] = [];
@@ -200,18 +192,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
     );
     for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
 
-    const failed = result.outcome !== 'success' || result.isError;
-    yield {
-      type: 'tool_progress',
-      tool: call.name,
-      callId: call.id,
-      action: failed ? 'failed' : 'completed',
-      params: ctx.tools.redactArgs(call.name, result.args),
-      isError: failed,
-      outcome: result.outcome,
-      ...(ctx.debugShowToolResults ? { output: result.output } : {}),
-    };
-    const shownArgs = this.shownArguments(ctx, call);
+    yield toolFinishedEvent(ctx, call, result);
+    const shownArgs = shownArguments(ctx, call);
     s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, shownArgs, result) });
     s.executed.push({
       signature: signature ?? `unsigned:${call.id}`,
@@ -223,14 +205,14 @@ export class TwoStageStrategy implements ProtocolStrategy {
     });
 
     if (ctx.signal.aborted) {
-      yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
       return { kind: 'final', stopReason: 'cancelled' };
     }
-    yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, result.outcome);
+    yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, result.outcome);
     yield { type: 'checkpoint', phaseIndex, state: this.checkpoint(s) as unknown as Record<string, unknown> };
 
     if (forcedFinal(this.counters(s), ctx.budgets) === 'cycle_budget') {
-      this.trace(ctx, 'orchestration_notice', { code: 'cycle_budget_reached', executedTools: s.cycleIndex });
+      traceStep(ctx, 'orchestration_notice', { code: 'cycle_budget_reached', executedTools: s.cycleIndex });
       yield { type: 'notice', code: 'cycle_budget_reached', message: NOTICES.cycleBudget(ctx.budgets.maxPhaseCycles) };
     }
     // natural pause point: right after a tool result is traced and checkpointed
@@ -245,7 +227,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     earlier: ExecutedToolRecord,
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
     s.duplicateStrikes += 1;
-    this.trace(ctx, 'duplicate_tool_call', {
+    traceStep(ctx, 'duplicate_tool_call', {
       name: call.name,
       callId: call.id,
       arguments: ctx.tools.redactArgs(call.name, call.args),
@@ -256,7 +238,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     });
     yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
     yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
-    s.injected.push({ role: 'system', content: refusalMessage(call.name, this.shownArguments(ctx, call), earlier, s.executed.indexOf(earlier) + 1) });
+    s.injected.push({ role: 'system', content: refusalMessage(call.name, shownArguments(ctx, call), earlier, s.executed.indexOf(earlier) + 1) });
     if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
       yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
     }
@@ -273,7 +255,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     // told once per turn: any later unusable call, whatever tool it names, is a strike, so a
     // model inventing new names cannot loop without bound
     const repeat = s.toldInvalid.length > 0;
-    this.trace(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error, repeat });
+    traceStep(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error, repeat });
     yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 500)), isError: true };
     yield { type: 'notice', code: 'invalid_tool_arguments', message: NOTICES.invalidArguments(name) };
     if (!repeat) {
@@ -294,18 +276,6 @@ export class TwoStageStrategy implements ProtocolStrategy {
     const out: LlmMessage[] = [{ role: 'system', content: system }, ...s.injected, ...s.baseMessages];
     if (forced) out.push({ role: 'system', content: forcedFinalInstruction(forced) });
     return out;
-  }
-
-  private *phaseEdge(
-    ctx: ProtocolExecutionContext,
-    status: 'start' | 'end',
-    phase: 'action_phase' | 'tool_phase',
-    phaseIndex: number,
-    cycleIndex: number,
-    reason?: string,
-  ): Generator<ProtocolEvent, void, undefined> {
-    this.trace(ctx, status === 'start' ? 'orchestration_phase_start' : 'orchestration_phase_end', { phase, phaseIndex, cycleIndex, reason: reason ?? null });
-    yield { type: 'phase', status, phase, phaseIndex, cycleIndex, ...(reason ? { reason } : {}) };
   }
 
   private done(s: TurnState, stopReason: StopReason): ProtocolEvent {
@@ -348,13 +318,4 @@ export class TwoStageStrategy implements ProtocolStrategy {
     };
   }
 
-  /** The call's arguments as the stream may show them: unchanged unless a secret had to be masked. */
-  private shownArguments(ctx: ProtocolExecutionContext, call: CompletedToolCall): string {
-    const shown = ctx.tools.redactArgs(call.name, call.args);
-    return JSON.stringify(shown) === JSON.stringify(call.args) ? call.arguments : JSON.stringify(shown);
-  }
-
-  private trace(ctx: ProtocolExecutionContext, type: string, details: Record<string, unknown>): void {
-    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type, details });
-  }
 }

@@ -8,7 +8,8 @@ import { temperatureFor } from '../prompts';
 import { assembleMessages, splitConversation, unifiedBudget, type StepMessages, type UnifiedBudget } from './unified.budget';
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';
-import { runToolStep, shownArguments, stepMessages, type ExecutedCall } from './unified.tool-step';
+import { runToolStep, stepMessages, type ExecutedCall } from './unified.tool-step';
+import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
 
 /** How long the system prompt waits for the project's knowledge modules before going without them. */
 export const MODULES_TIMEOUT_MS = 2_000;
@@ -91,7 +92,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
     const enabled = ctx.flags?.orchestratorEnabled !== false;
     const specs = enabled && caps?.toolCalling ? await ctx.tools.specs().catch((): LlmToolSpec[] => []) : [];
     const agentic = specs.length > 0;
-    this.trace(ctx, 'unified_mode', {
+    traceStep(ctx, 'unified_mode', {
       mode: agentic ? 'agentic' : 'direct',
       reason: agentic ? 'tool_calling' : !enabled ? 'orchestrator_disabled' : !caps ? 'capabilities_unknown' : !caps.toolCalling ? 'model_cannot_call_tools' : 'no_tools_available',
       contextWindow: budget.window,
@@ -138,9 +139,9 @@ export class UnifiedStrategy implements ProtocolStrategy {
   private *startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup): Generator<ProtocolEvent, ModelStream, undefined> {
     s.phaseIndex += 1;
     s.modelSteps += 1;
-    yield* this.phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
+    yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
     const { messages, report } = assembleMessages({ system: t.system, history: t.history, user: t.user, steps: s.steps, specs: t.specs, budget: t.budget });
-    this.trace(ctx, 'llm_request', {
+    traceStep(ctx, 'llm_request', {
       phase: 'action_phase',
       phaseIndex: s.phaseIndex,
       step: s.modelSteps,
@@ -170,19 +171,19 @@ export class UnifiedStrategy implements ProtocolStrategy {
   /** Closes a model step's action phase and decides: run its calls, or end the turn. */
   private *endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, thrown?: LlmErrorInfo): Generator<ProtocolEvent, StepOutcome, undefined> {
     addUsage(s.usage, res.usage);
-    const end = (reason: string) => this.phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
+    const end = (reason: string) => phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
     if (ctx.signal.aborted) {
       yield* end('cancelled');
       return { kind: 'final', stopReason: 'cancelled' };
     }
     const error = thrown ?? res.error;
     if (error) {
-      this.trace(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...error });
+      traceStep(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...error });
       yield* end('error');
       return { kind: 'final', stopReason: 'error', error };
     }
     const callCount = res.calls.length + res.invalid.length;
-    this.trace(ctx, 'llm_response', {
+    traceStep(ctx, 'llm_response', {
       phaseIndex: s.phaseIndex,
       step: s.modelSteps,
       finishReason: res.finishReason ?? null,
@@ -198,7 +199,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
     }
     if (s.modelSteps >= ctx.budgets.maxIterations) {
       // the last response stands; its calls are not run and get no tool messages
-      this.trace(ctx, 'max_iterations_reached', { maxIterations: ctx.budgets.maxIterations, unrunCalls: res.calls.map((c) => c.name) });
+      traceStep(ctx, 'max_iterations_reached', { maxIterations: ctx.budgets.maxIterations, unrunCalls: res.calls.map((c) => c.name) });
       yield* end('max_iterations');
       return { kind: 'final', stopReason: 'max_iterations' };
     }
@@ -213,35 +214,35 @@ export class UnifiedStrategy implements ProtocolStrategy {
     s.phaseIndex += 1;
     s.cycleIndex += 1;
     const phaseIndex = s.phaseIndex;
-    yield* this.phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+    yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
 
     const outcomes = yield* runToolStep(ctx, s.cycleIndex, res.calls, res.invalid, s.executed, specs);
     for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
     if (ctx.signal.aborted) {
-      yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
       return;
     }
     s.steps.push(stepMessages(res.text, res.calls, res.invalid, outcomes));
     const allOk = outcomes.every((o) => o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError);
-    yield* this.phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
+    yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
   }
 
   /** The direct path: retrieval, sources, one tool-free answer with the excerpts in the system prompt. */
   private async *direct(ctx: ProtocolExecutionContext, s: TurnState, budget: UnifiedBudget): AsyncGenerator<ProtocolEvent, void, undefined> {
     s.phaseIndex = 1;
     s.modelSteps = 1;
-    yield* this.phaseEdge(ctx, 'start', 'action_phase', 1, 0);
+    yield* phaseEdge(ctx, 'start', 'action_phase', 1, 0);
     const { history, user } = splitConversation(ctx.messages, budget);
     const retrieval = await retrieveFor(ctx, user?.content ?? '');
     if (retrieval) s.sources.addRetrieval(retrieval);
     yield s.sources.toEvent();
     if (ctx.signal.aborted) {
-      yield* this.phaseEdge(ctx, 'end', 'action_phase', 1, 0, 'cancelled');
+      yield* phaseEdge(ctx, 'end', 'action_phase', 1, 0, 'cancelled');
       return yield this.done(s, 'cancelled');
     }
     const system = buildDirectSystemPrompt({ retrieval, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens });
     const { messages, report } = assembleMessages({ system, history, user, steps: [], specs: [], budget });
-    this.trace(ctx, 'llm_request', {
+    traceStep(ctx, 'llm_request', {
       phase: 'action_phase',
       phaseIndex: 1,
       step: 1,
@@ -291,21 +292,6 @@ export class UnifiedStrategy implements ProtocolStrategy {
     return { type: 'done', fullContent: '', stopReason, usage: s.usage };
   }
 
-  private *phaseEdge(
-    ctx: ProtocolExecutionContext,
-    status: 'start' | 'end',
-    phase: 'action_phase' | 'tool_phase',
-    phaseIndex: number,
-    cycleIndex: number,
-    reason?: string,
-  ): Generator<ProtocolEvent, void, undefined> {
-    this.trace(ctx, status === 'start' ? 'orchestration_phase_start' : 'orchestration_phase_end', { phase, phaseIndex, cycleIndex, reason: reason ?? null });
-    yield { type: 'phase', status, phase, phaseIndex, cycleIndex, ...(reason ? { reason } : {}) };
-  }
-
-  private trace(ctx: ProtocolExecutionContext, type: string, details: Record<string, unknown>): void {
-    ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type, details });
-  }
 }
 
 /** The adapter's capabilities; undefined when it cannot tell (the turn then takes the direct path). */

@@ -5,6 +5,7 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
+import { toolFinishedEvent } from '../../protocol-steps.util';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessageContent } from './unified.messages';
 
@@ -123,12 +124,6 @@ export function stepMessages(text: string, calls: CompletedToolCall[], invalid: 
   };
 }
 
-/** The call's arguments as the stream may show them: unchanged unless a secret had to be masked. */
-export function shownArguments(ctx: ProtocolExecutionContext, call: CompletedToolCall): string {
-  const shown = ctx.tools.redactArgs(call.name, call.args);
-  return JSON.stringify(shown) === JSON.stringify(call.args) ? call.arguments : JSON.stringify(shown);
-}
-
 function plan(ctx: ProtocolExecutionContext, step: number, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
   const out: Planned[] = [];
   for (const call of calls) {
@@ -166,17 +161,7 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
     const message = err instanceof Error ? err.message : String(err);
     result = { ...cancelledResult(call), output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
   }
-  const failed = result.outcome !== 'success' || result.isError;
-  queue.push({
-    type: 'tool_progress',
-    tool: call.name,
-    callId: call.id,
-    action: failed ? 'failed' : 'completed',
-    params: ctx.tools.redactArgs(call.name, result.args),
-    isError: failed,
-    outcome: result.outcome,
-    ...(ctx.debugShowToolResults ? { output: result.output } : {}),
-  });
+  queue.push(toolFinishedEvent(ctx, call, result));
   return result;
 }
 
