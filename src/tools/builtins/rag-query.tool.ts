@@ -1,18 +1,12 @@
-import type { KnowledgeRetriever, RetrievalConfidence, RetrievalMetrics } from '../../knowledge/knowledge-retriever.port';
+import type { KnowledgeRetriever, RetrievalConfidence, RetrievalMetrics, RetrievedSource } from '../../knowledge/knowledge-retriever.port';
 import type { ToolDefinition, ToolExecuteResult, ToolExecutionContext, ToolSource } from '../tool-definition';
 
 export const RAG_DEFAULT_TOP_K = 5;
 export const RAG_MAX_TOP_K = 20;
 export const RAG_MAX_QUERY_CHARS = 2000;
 
-export interface RagQueryResultItem {
-  title: string;
-  path: string;
-  module: string;
-  snippet: string;
-  content: string;
-  score: number;
-}
+/** One retrieved chunk as the model sees it. */
+export type RagQueryResultItem = Pick<RetrievedSource, 'title' | 'path' | 'module' | 'snippet' | 'content' | 'score'>;
 
 /** What the model receives. */
 export interface RagQueryOutput {
