@@ -125,13 +125,23 @@ export class ChatService {
     if (run.status === 'completed' || run.status === 'cancelled' || run.status === 'failed') {
       throw new ChatException(ChatExceptionCode.RUN_FINISHED, `Run ${dto.requestId} is ${run.status}; it cannot be resumed`);
     }
-    if (run.status === 'running') throw new ChatException(ChatExceptionCode.RESUME_IN_PROGRESS, `Run ${dto.requestId} is running; pause it first`);
+    if (run.status === 'running') {
+      throw new ChatException(ChatExceptionCode.RESUME_IN_PROGRESS, `Run ${dto.requestId} is running (another resume may have started it); pause it before resuming`);
+    }
     const byPhase = (run.checkpoint as { byPhase?: Record<string, unknown> } | null)?.byPhase ?? {};
+    const checkpoints = Object.keys(byPhase).map(Number).sort((a, b) => a - b);
     const raw = byPhase[String(dto.resumeFromPhaseIndex)];
     if (raw === undefined) {
-      throw new ChatException(ChatExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${dto.requestId} has no checkpoint at phase ${dto.resumeFromPhaseIndex}`, {
-        checkpoints: Object.keys(byPhase).map(Number).sort((a, b) => a - b),
-      });
+      throw new ChatException(ChatExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${dto.requestId} has no checkpoint at phase ${dto.resumeFromPhaseIndex}`, { checkpoints });
+    }
+    // an older checkpoint would forget tools that ran after it and run them again
+    const latest = checkpoints.at(-1)!;
+    if (dto.resumeFromPhaseIndex !== latest) {
+      throw new ChatException(
+        ChatExceptionCode.RUN_NOT_RESUMABLE,
+        `Run ${dto.requestId} went on past phase ${dto.resumeFromPhaseIndex}; resume from its latest checkpoint, phase ${latest}`,
+        { checkpoints },
+      );
     }
     let checkpoint;
     try {

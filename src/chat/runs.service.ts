@@ -40,6 +40,9 @@ export class RunsService {
     const r = await this.runs.findById(requestId);
     if (!r) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
     if (r.status !== 'running') throw new ChatException(ChatExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} is ${r.status}; only a running run can be paused`);
+    if (r.protocol !== 'two-stage') {
+      throw new ChatException(ChatExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${r.protocol}, which has no pause point; only two-stage runs pause (cancel stops any run)`);
+    }
     await this.runs.requestControl(requestId, 'pause');
     if (!this.control.pauseLocal(requestId)) await this.control.broadcast(requestId, 'pause');
     return this.get(requestId);

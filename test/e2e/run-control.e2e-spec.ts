@@ -53,15 +53,20 @@ describe('run control on one instance', () => {
   it('cancel ends the live stream with done{cancelled}, aborts the model request, stores the partial answer; resume is then 409', async () => {
     llm.enqueue(respond.turn([{ text: 'one ' }, { text: 'two ' }, { text: 'three ' }, { text: 'four ' }, { text: 'five' }], { faults: { delayMs: 300 } }));
     let cancelledAt = 0;
+    let cancel: Promise<Response> | undefined;
     const res = await sse(`${t.url}/api/chat/messages_two_stage`, {
       body: { content: 'count' },
       onEvent: (e) => {
         if (e.event === 'chunk' && !cancelledAt) {
           cancelledAt = Date.now();
-          void post(`${t.url}/api/chat/runs/${e.data.requestId}/cancel`, {}).then((r) => expect(r.status).toBe(202));
+          cancel = post(`${t.url}/api/chat/runs/${e.data.requestId}/cancel`, {});
         }
       },
     });
+    expect((await cancel!).status).toBe(202);
+    // the model request was aborted, not left to finish
+    await waitFor(async () => llm.chatRequests[0].closedEarlyAt !== undefined);
+    expect(llm.chatRequests[0].closedEarlyAt! - cancelledAt).toBeLessThan(1000);
     const done = res.events.at(-1)!;
     expect(done.event).toBe('done');
     expect(done.data.stopReason).toBe('cancelled');
@@ -82,16 +87,14 @@ describe('run control on one instance', () => {
       respond.turn([{ text: 'Reading the roadmap. ' }, { toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }], { faults: { delayMs: 150 } }),
       respond.turn([{ text: 'The roadmap says: ship it.' }]),
     );
-    let paused = false;
+    let pause: Promise<Response> | undefined;
     const first = await sse(`${t.url}/api/chat/messages_two_stage`, {
       body: { content: 'Summarize the roadmap' },
       onEvent: (e) => {
-        if (e.event === 'chunk' && !paused) {
-          paused = true;
-          void post(`${t.url}/api/chat/runs/${e.data.requestId}/pause`, {}).then((r) => expect(r.status).toBe(202));
-        }
+        if (e.event === 'chunk' && !pause) pause = post(`${t.url}/api/chat/runs/${e.data.requestId}/pause`, {});
       },
     });
+    expect((await pause!).status).toBe(202);
     checkEnvelope(first.events);
     const last = first.events.at(-1)!;
     expect(last.event).toBe('paused');
@@ -126,6 +129,43 @@ describe('run control on one instance', () => {
     const replay = await sse(`${t.url}/api/chat/runs/${requestId}/events`);
     expect(replay.events.map((e) => [e.id, e.event])).toEqual([...first.events, ...second.events].map((e) => [e.id, e.event]));
     expect((await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 })).status).toBe(409);
+  });
+
+  it('resumes only from the latest checkpoint, so a completed tool never runs again', async () => {
+    llm.enqueue(
+      respond.turn([{ toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 50 } }),
+      respond.turn([{ toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }], { faults: { delayMs: 50 } }),
+    );
+    const pauseAt = (url: string, body: unknown) =>
+      sse(url, { body, onEvent: (e) => (e.event === 'start' ? void post(`${t.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined) });
+    const first = await pauseAt(`${t.url}/api/chat/messages_two_stage`, { content: 'look' });
+    const requestId = first.events[0].data.requestId as string;
+    expect(first.events.at(-1)!.data.resumeFromPhaseIndex).toBe(2);
+    const second = await pauseAt(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(second.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 4 } });
+    const old = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(old.status).toBe(409);
+    expect(await old.json()).toMatchObject({ error: 'run_not_resumable', checkpoints: [2, 4], message: expect.stringMatching(/latest checkpoint, phase 4/) });
+    llm.enqueue(respond.turn([{ text: 'Done.' }]));
+    const last = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 4 } });
+    expect(last.events.at(-1)!.data.stopReason).toBe('final_answer');
+    const results = await (await fetch(`${t.url}/api/trace?requestId=${requestId}&type=tool_result`)).json();
+    expect(results).toHaveLength(2);
+  });
+
+  it('refuses to pause a unified run (it has no pause point) with a 409 that says so', async () => {
+    llm.enqueue(respond.turn([{ text: 'a ' }, { text: 'b ' }, { text: 'c' }], { faults: { delayMs: 200 } }));
+    let pause: Promise<Response> | undefined;
+    const res = await sse(`${t.url}/api/chat/messages`, {
+      body: { content: 'hello' },
+      onEvent: (e) => {
+        if (e.event === 'start') pause = post(`${t.url}/api/chat/runs/${e.data.requestId}/pause`, {});
+      },
+    });
+    const answer = await pause!;
+    expect(answer.status).toBe(409);
+    expect((await answer.json()).message).toMatch(/only two-stage runs pause/);
+    expect(res.events.at(-1)!.data.stopReason).toBe('final_answer');
   });
 
   it('lets exactly one of two concurrent resumes win', async () => {
@@ -260,6 +300,9 @@ describe('run control on one instance', () => {
     expect(res.events.at(-1)!.data.stopReason).toBe('cancelled');
     expect(Date.now() - sentAt).toBeLessThan(1000);
     expect(textOf(res.events)).not.toContain('t39');
+    // A's request to the model was aborted
+    await waitFor(async () => llm.chatRequests[0].closedEarlyAt !== undefined);
+    expect(llm.chatRequests[0].closedEarlyAt! - sentAt).toBeLessThan(1000);
   });
 
   it('a run paused on A resumes on B and completes with each tool run once', async () => {

@@ -25,6 +25,8 @@ export interface RecordedRequest {
   rawBody: string;
   /** Date.now() when the request arrived (measures back-off) */
   receivedAt: number;
+  /** Date.now() when the client closed the connection before the response was complete (an abort) */
+  closedEarlyAt?: number;
 }
 
 /**
@@ -250,6 +252,9 @@ export class ReplayServer {
     }
     const recorded: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, rawBody, receivedAt: Date.now() };
     this.requests.push(recorded);
+    res.on('close', () => {
+      if (!res.writableFinished) recorded.closedEarlyAt = Date.now();
+    });
     if (!scripted) {
       sendJson(res, 404, { error: { message: `ReplayServer: no route ${req.method} ${path}` } });
       return;
