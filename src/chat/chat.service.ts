@@ -63,6 +63,8 @@ export class ChatService {
       maxIterations: options.maxIterations ?? defaults.maxIterations,
     };
 
+    // the window the model really has (Ollama reports it), never more than configured
+    const contextWindow = (await this.llm.capabilities().catch(() => undefined))?.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW');
     const { conversation, history, userMessageId } = await this.dbOrUnavailable(async () => {
       let conversation: ConversationEntity | null = null;
       if (dto.conversationId) {
@@ -71,7 +73,7 @@ export class ChatService {
           throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
         }
       }
-      const history = conversation ? await this.history(conversation.id) : [];
+      const history = conversation ? await this.history(conversation.id, contextWindow) : [];
       conversation ??= await this.conversations.create(projectId, dto.content);
       const user = await this.conversations.insertUserMessage(conversation.id, dto.content, requestId);
       await this.runs.create({
@@ -108,6 +110,7 @@ export class ChatService {
         mode: dto.mode ?? 'act',
         budgets,
         debugShowToolResults: !!options.debugShowToolResults,
+        contextWindow,
       }),
     });
   }
@@ -210,6 +213,7 @@ export class ChatService {
     budgets: TurnBudgets;
     debugShowToolResults: boolean;
     resumeFrom?: ProtocolExecutionContext['resumeFrom'];
+    contextWindow?: number;
   }): (signal: AbortSignal, control: ProtocolExecutionContext['control']) => ProtocolExecutionContext {
     return (signal, control) => ({
       requestId: p.requestId,
@@ -228,17 +232,17 @@ export class ChatService {
       systemContext: p.conversation.settings?.customInstructions,
       flags: { orchestratorEnabled: p.conversation.settings?.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
       knowledge: this.knowledge,
-      contextWindow: this.config.get('LLM_CONTEXT_WINDOW'),
+      contextWindow: p.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
     });
   }
 
   /** Stored history as model messages, trimmed to the history share of the context window. */
-  private async history(conversationId: string): Promise<LlmMessage[]> {
+  private async history(conversationId: string, contextWindow: number): Promise<LlmMessage[]> {
     const rows = await this.conversations.recentMessages(conversationId, HISTORY_FETCH_LIMIT);
     const msgs: LlmMessage[] = rows
       .filter((m) => m.content.trim().length > 0)
       .map((m) => ({ role: m.role, content: m.content }));
-    return trimHistory(msgs, contextBudget(this.config.get('LLM_CONTEXT_WINDOW')).historyTokens);
+    return trimHistory(msgs, contextBudget(contextWindow).historyTokens);
   }
 
   /** A database failure before the stream starts is a 503 that says so, not a 500. */

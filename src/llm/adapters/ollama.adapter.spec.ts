@@ -109,6 +109,15 @@ describe('OllamaAdapter', () => {
       expect(shows[0].body).toMatchObject({ model: 'llama3.2' });
     });
 
+    it('reports the context window the model really has: num_ctx, else its context_length, never more than configured', async () => {
+      server.setShow(respond.json({ capabilities: ['completion', 'tools'], model_info: { 'llama.context_length': 4096 } }));
+      await expect(adapter().capabilities()).resolves.toMatchObject({ contextWindow: 4096 });
+      server.setShow(respond.json({ capabilities: ['tools'], model_info: { 'qwen2.context_length': 131072 }, parameters: 'stop "<|im_end|>"\nnum_ctx 6144' }));
+      await expect(adapter().capabilities()).resolves.toMatchObject({ contextWindow: 6144 });
+      server.setShow(respond.json({ capabilities: ['tools'], model_info: { 'qwen2.context_length': 131072 } }));
+      await expect(adapter().capabilities()).resolves.toMatchObject({ contextWindow: 8192 });
+    });
+
     it('says no tools when the model lacks them', async () => {
       server.setShow(respond.json({ capabilities: ['completion'] }));
       await expect(adapter().capabilities()).resolves.toMatchObject({ toolCalling: false });

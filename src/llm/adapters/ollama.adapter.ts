@@ -16,6 +16,21 @@ import { buildOllamaChatBody } from './ollama-request.mapper';
 interface OllamaModelInfo {
   /** undefined: this Ollama is too old to report capabilities */
   capabilities?: string[];
+  /** the smaller of the model's `*.context_length` and a `num_ctx` set in its parameters */
+  contextLength?: number;
+}
+
+/** The window Ollama will really use: `num_ctx` when the model sets it, else the model's context length. */
+function contextLengthOf(body: { model_info?: unknown; parameters?: unknown }): number | undefined {
+  const lengths: number[] = [];
+  if (body.model_info && typeof body.model_info === 'object') {
+    for (const [k, v] of Object.entries(body.model_info as Record<string, unknown>)) {
+      if (k.endsWith('.context_length') && typeof v === 'number' && v > 0) lengths.push(v);
+    }
+  }
+  const numCtx = typeof body.parameters === 'string' ? /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(body.parameters)?.[1] : undefined;
+  if (numCtx) lengths.push(Number(numCtx));
+  return lengths.length ? Math.min(...lengths) : undefined;
 }
 
 /** /api/show is a local metadata lookup: if it takes longer than this, fall back to configuration. */
@@ -107,7 +122,8 @@ export class OllamaAdapter implements LlmAdapter {
       provider: this.provider,
       model: this.model,
       toolCalling: info.capabilities ? info.capabilities.includes('tools') : (this.options.toolCalling ?? true),
-      contextWindow: this.options.contextWindow,
+      // never more than the model (or its num_ctx) allows, nor more than configured
+      contextWindow: Math.min(this.options.contextWindow, info.contextLength ?? Number.POSITIVE_INFINITY),
       replay: false,
     };
   }
@@ -133,9 +149,10 @@ export class OllamaAdapter implements LlmAdapter {
     const guard = new RequestGuard({ timeoutMs: Math.min(this.options.timeoutMs, SHOW_TIMEOUT_MS) });
     try {
       const response = await postJson(`${this.root}/api/show`, { model: this.model, name: this.model }, { signal: guard.signal, headers: this.authHeaders() });
-      const body = (await Promise.race([response.json(), guard.fired])) as { capabilities?: unknown };
+      const body = (await Promise.race([response.json(), guard.fired])) as { capabilities?: unknown; model_info?: unknown; parameters?: unknown };
       const caps = Array.isArray(body?.capabilities) ? body.capabilities.filter((c): c is string => typeof c === 'string') : undefined;
-      return caps ? { capabilities: caps } : {};
+      const contextLength = body ? contextLengthOf(body) : undefined;
+      return { ...(caps ? { capabilities: caps } : {}), ...(contextLength ? { contextLength } : {}) };
     } finally {
       guard.dispose();
     }
