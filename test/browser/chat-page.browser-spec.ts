@@ -99,10 +99,10 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     // rendered as Markdown
     expect(await page.locator('.message.live .markdown strong').textContent()).toBe('two');
     expect(await page.locator('.message.live .markdown li').count()).toBe(2);
-    expect(await page.textContent('.message.live .status-pill')).toBe('Done');
+    await page.waitForFunction((t) => document.querySelector('.message.live .status-pill')?.textContent === t, 'Done', { timeout: 5_000 }); // rendering may lag the state by a frame
     expect(await page.textContent('#turn-status')).toBe('Done');
-    expect(await page.isDisabled('#send')).toBe(false);
-    expect(await page.isHidden('#stop')).toBe(true);
+    await page.waitForFunction(() => !(document.getElementById('send') as HTMLButtonElement).disabled, undefined, { timeout: 5_000 });
+    await page.waitForSelector('#stop', { state: 'hidden', timeout: 5_000 });
 
     // the request: the two-stage route, detached so that a dropped connection does not cancel it
     const post = chatPosts(requests);
@@ -158,9 +158,9 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     expect(s.stopReason).toBe('cancelled');
     expect(s.content).toMatch(/^w1 w2 /);
     expect(s.content).not.toContain('w40');
-    expect(await page.textContent('.message.live .status-pill')).toBe('Stopped');
-    expect(await page.isHidden('#stop')).toBe(true);
-    expect(await page.isDisabled('#send')).toBe(false);
+    await page.waitForFunction((t) => document.querySelector('.message.live .status-pill')?.textContent === t, 'Stopped', { timeout: 5_000 }); // rendering may lag the state by a frame
+    await page.waitForSelector('#stop', { state: 'hidden', timeout: 5_000 });
+    await page.waitForFunction(() => !(document.getElementById('send') as HTMLButtonElement).disabled, undefined, { timeout: 5_000 });
     const run = await (await fetch(`${t.url}/api/chat/runs/${s.requestId}`)).json();
     expect(run.status).toBe('cancelled');
     expect(await storedAnswer(s.conversationId, s.requestId)).toEqual([expect.objectContaining({ content: s.content, status: 'cancelled' })]);
@@ -181,8 +181,8 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     await waitForState((s) => s.status === 'paused', 10_000);
     let s = await state();
     expect(s.resumeFromPhaseIndex).toBe(2);
-    expect(await page.isVisible('#resume')).toBe(true);
-    expect(await page.isHidden('#pause')).toBe(true);
+    await page.waitForSelector('#resume', { state: 'visible', timeout: 5_000 });
+    await page.waitForSelector('#pause', { state: 'hidden', timeout: 5_000 });
     expect(await page.textContent('#turn-status')).toContain('Paused after phase 2');
     const run = await (await fetch(`${t.url}/api/chat/runs/${s.requestId}`)).json();
     expect(run.status).toBe('paused');
@@ -192,7 +192,7 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     await page.reload();
     await page.waitForFunction(() => document.documentElement.dataset.ready === 'true');
     await waitForState((x) => x.status === 'paused');
-    expect(await page.isVisible('#resume')).toBe(true);
+    await page.waitForSelector('#resume', { state: 'visible', timeout: 5_000 });
     expect((await state()).content).toBe('Checking the files. ');
 
     await page.click('#resume');
