@@ -106,7 +106,36 @@ export function sse(url: string, opts: SseRequestOptions = {}): Promise<SseRespo
   });
 }
 
-/** Asserts API.md's envelope invariants and returns the events by type. */
+const PHASES = ['action_phase', 'tool_phase', 'complete'];
+const STOP_REASONS = ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'cancelled', 'error'];
+const NOTICE_CODES = ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments'];
+const str = (v: unknown) => typeof v === 'string';
+const num = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+const bool = (v: unknown) => typeof v === 'boolean';
+
+/**
+ * API.md's event table as checks: the fields each event type must carry. Orion may add fields
+ * (the contract says add, never rename or drop), so only presence and types are checked.
+ */
+const EVENT_FIELDS: Record<string, (d: Record<string, unknown>) => string | null> = {
+  start: (d) => (['two-stage', 'unified', 'command'].includes(d.protocol as string) && 'userMessageId' in d ? null : 'protocol, userMessageId'),
+  phase: (d) => (['start', 'end'].includes(d.status as string) && (d.reason === undefined || str(d.reason)) ? null : 'status start|end, reason?'),
+  chunk: (d) => (str(d.content) ? null : 'content'),
+  tool_calls: (d) =>
+    Array.isArray(d.calls) && (d.calls as Array<Record<string, unknown>>).every((c) => str(c.id) && str(c.name) && str(c.arguments)) ? null : 'calls[{id, name, arguments: string}]',
+  tool_progress: (d) =>
+    str(d.tool) && str(d.callId) && ['calling', 'completed', 'failed', 'refused'].includes(d.action as string) && 'params' in d && bool(d.isError) ? null : 'tool, callId, action, params, isError',
+  tool_phase: (d) => (str(d.toolId) && str(d.stage) && str(d.message) ? null : 'toolId, stage, message'),
+  sources: (d) =>
+    Array.isArray(d.data) && Array.isArray(d.sourceTypes) && num(d.ragCount) && num(d.webCount) && 'confidence' in d ? null : 'data[], sourceTypes[], ragCount, webCount, confidence',
+  notice: (d) => (NOTICE_CODES.includes(d.code as string) && str(d.message) ? null : 'code, message'),
+  error: (d) => (str(d.code) && str(d.message) && bool(d.retryable) ? null : 'code, message, retryable'),
+  paused: (d) => (num(d.resumeFromPhaseIndex) ? null : 'resumeFromPhaseIndex'),
+  done: (d) =>
+    str(d.fullContent) && 'messageId' in d && STOP_REASONS.includes(d.stopReason as string) && typeof d.usage === 'object' && d.usage !== null ? null : 'fullContent, messageId, stopReason, usage',
+};
+
+/** Asserts API.md's envelope invariants and each event type's fields. */
 export function checkEnvelope(events: SseEvent[]): void {
   events.forEach((e, i) => {
     const d = e.data;
@@ -114,6 +143,23 @@ export function checkEnvelope(events: SseEvent[]): void {
     if (i > 0 && (d.seq as number) !== (events[i - 1].data.seq as number) + 1) throw new Error(`gap before seq ${d.seq}`);
     for (const k of ['requestId', 'projectId', 'conversationId', 'seq', 'phase', 'phaseIndex', 'cycleIndex']) {
       if (d[k] === undefined) throw new Error(`event ${i} (${e.event}) lacks ${k}`);
+    }
+    if (!PHASES.includes(d.phase as string)) throw new Error(`event ${i} (${e.event}) has phase ${String(d.phase)}`);
+    if (!num(d.phaseIndex) || !num(d.cycleIndex)) throw new Error(`event ${i} (${e.event}) has non-numeric phaseIndex/cycleIndex`);
+    const check = EVENT_FIELDS[e.event];
+    if (!check) throw new Error(`event ${i}: unknown event type ${e.event}`);
+    const missing = check(d);
+    if (missing) throw new Error(`event ${i} (${e.event}) does not carry ${missing}: ${JSON.stringify(d).slice(0, 300)}`);
+  });
+  // exactly one done per turn, last; a paused stream ends there, or (a run's events replayed
+  // across a resume) is followed by the resumed stream's start
+  const done = events.filter((e) => e.event === 'done');
+  if (done.length > 1) throw new Error(`${done.length} done events`);
+  if (done.length === 1 && done[0] !== events[events.length - 1]) throw new Error('done is not the last event');
+  events.forEach((e, i) => {
+    const next = events[i + 1];
+    if (e.event === 'paused' && next && !(next.event === 'start' && next.data.resumed === true)) {
+      throw new Error(`paused at seq ${e.data.seq} is followed by ${next.event}, not a resumed start`);
     }
   });
 }
