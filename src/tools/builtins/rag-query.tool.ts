@@ -86,6 +86,7 @@ export class RagQueryTool implements ToolDefinition {
       score: s.score,
       ...(s.confidence === 'none' ? {} : { confidence: s.confidence }),
       module: s.module,
+      id: s.id,
       chunkId: s.id,
     }));
     return { output, sources };
