@@ -1,4 +1,5 @@
 import { answer, callTool, finish, say, ScriptedLlm, toolTurn, type ScriptedResponse } from '../../../../test/support/scripted-llm';
+import { collect, doneOf, ofType, textOf } from '../../../../test/support/protocol-events';
 import { MemoryTrace } from '../../../../test/support/memory-trace';
 import type { ToolDefinition } from '../../../tools/tool-definition';
 import { ToolRegistryService } from '../../../tools/tool-registry.service';
@@ -71,24 +72,7 @@ function setup(script: ScriptedResponse[], over: Partial<ProtocolExecutionContex
   return { ctx, llm, trace, executions, abort, requestPause: () => (pause = true) };
 }
 
-async function collect(gen: AsyncGenerator<ProtocolEvent>, onEvent?: (e: ProtocolEvent) => void): Promise<ProtocolEvent[]> {
-  const out: ProtocolEvent[] = [];
-  for await (const e of gen) {
-    out.push(e);
-    onEvent?.(e);
-  }
-  return out;
-}
-
-const ofType = <T extends ProtocolEvent['type']>(events: ProtocolEvent[], type: T) =>
-  events.filter((e): e is Extract<ProtocolEvent, { type: T }> => e.type === type);
-const doneOf = (events: ProtocolEvent[]) => {
-  const d = ofType(events, 'done');
-  expect(d).toHaveLength(1);
-  expect(events[events.length - 1]).toBe(d[0]);
-  return d[0];
-};
-const text = (events: ProtocolEvent[]) => ofType(events, 'chunk').map((c) => c.content).join('');
+const text = textOf;
 
 describe('TwoStageStrategy', () => {
   const strategy = new TwoStageStrategy();

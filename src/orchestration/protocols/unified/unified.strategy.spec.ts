@@ -1,4 +1,5 @@
 import { answer, callTool, finish, say, ScriptedLlm, toolTurn, type ScriptedResponse } from '../../../../test/support/scripted-llm';
+import { collect, doneOf, ofType, textOf } from '../../../../test/support/protocol-events';
 import { MemoryTrace } from '../../../../test/support/memory-trace';
 import type { AppConfigService } from '../../../config/app-config.service';
 import type { KnowledgeModuleInfo, KnowledgeRetriever, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
@@ -128,29 +129,12 @@ function setup(
   return { ctx, llm: llm as ScriptedLlm, trace, executions, abort };
 }
 
-async function collect(gen: AsyncGenerator<ProtocolEvent>, onEvent?: (e: ProtocolEvent) => void): Promise<ProtocolEvent[]> {
-  const out: ProtocolEvent[] = [];
-  for await (const e of gen) {
-    out.push(e);
-    onEvent?.(e);
-  }
-  return out;
-}
-
-const ofType = <T extends ProtocolEvent['type']>(events: ProtocolEvent[], type: T) =>
-  events.filter((e): e is Extract<ProtocolEvent, { type: T }> => e.type === type);
-const doneOf = (events: ProtocolEvent[]) => {
-  const d = ofType(events, 'done');
-  expect(d).toHaveLength(1);
-  expect(events[events.length - 1]).toBe(d[0]);
-  return d[0];
-};
 const sourcesOf = (events: ProtocolEvent[]) => {
   const s = ofType(events, 'sources');
   expect(s).toHaveLength(1);
   return s[0];
 };
-const text = (events: ProtocolEvent[]) => ofType(events, 'chunk').map((c) => c.content).join('');
+const text = textOf;
 const phases = (events: ProtocolEvent[]) =>
   ofType(events, 'phase').map((p) => `${p.status}:${p.phase}:${p.phaseIndex}:${p.cycleIndex}${p.reason ? `:${p.reason}` : ''}`);
 const roles = (messages: LlmMessage[]) => messages.map((m) => (m.role === 'tool' ? `tool:${m.toolCallId}` : m.role === 'assistant' && m.toolCalls?.length ? `assistant:${m.toolCalls.map((c) => c.id).join(',')}` : m.role));
