@@ -6,7 +6,7 @@ import type { SseWriter } from '../common/sse/sse-writer';
 import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestration/protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../orchestration/protocol-strategy';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
-import { AppConfigService } from '../config/app-config.service';
+import { AppConfigService, secretValues } from '../config/app-config.service';
 import type { ChatMessageStatus } from './entities/chat-message.entity';
 import type { RunStatus } from './entities/run.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
@@ -63,7 +63,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
   ) {
-    this.secrets = [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter((k) => k.length >= 4);
+    this.secrets = secretValues(config);
   }
 
   /** Runs the turn to its end; resolves when the run is closed (or paused). */
@@ -86,7 +86,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
     if (sse) sinks.unshift(async (e) => { for (const ev of e) await sse.send(ev.seq, ev.type, ev.data); });
-    const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope }, this.secrets);
+    const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
     let content = p.priorContent;
     let ended: 'done' | 'paused' | null = null;
@@ -137,20 +137,21 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private async handle(
     p: ExecuteRunParams,
     stream: RunStream,
-    ev: ProtocolEvent,
+    raw: ProtocolEvent,
     content: () => string,
     append: (c: string) => void,
   ): Promise<'done' | 'paused' | null> {
+    // the one place run events are made safe: NUL cannot be stored, secrets must not be
+    // streamed; what is stored (and appended to the answer) is what is sent
+    const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets);
     switch (ev.type) {
       case 'checkpoint':
         await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state);
         return null;
-      case 'chunk': {
-        const safe = storageSafe(ev, this.secrets);
-        append(safe.content);
-        await stream.emit(safe);
+      case 'chunk':
+        append(ev.content);
+        await stream.emit(ev);
         return null;
-      }
       case 'phase':
         await stream.emit(ev);
         await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq });

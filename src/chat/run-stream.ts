@@ -1,7 +1,6 @@
 import type { PhaseName, ProtocolEvent } from '../orchestration/protocol-event';
 import type { RunEventRepository } from './repositories/run-event.repository';
 import type { SentEvent } from './run-event-bus.service';
-import { storageSafe } from '../common/util/text-safety.util';
 
 /** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
 export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; resumed?: boolean; resumeFromPhaseIndex?: number };
@@ -45,8 +44,6 @@ export class RunStream {
     private readonly repo: RunEventRepository,
     private readonly sinks: Array<(events: SentEvent[]) => Promise<void> | void>,
     start: { lastSeq: number; state?: EnvelopeState },
-    /** secret values (API keys) that must never be streamed or stored */
-    private readonly secrets: readonly string[] = [],
   ) {
     this.seq = start.lastSeq;
     this.state = start.state ?? { phase: 'action_phase', phaseIndex: 0, cycleIndex: 0 };
@@ -71,8 +68,7 @@ export class RunStream {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
     }
     const envelopePhase: PhaseName = event.type === 'done' ? 'complete' : event.type === 'phase' ? event.phase : this.state.phase;
-    // NUL cannot be stored and secrets must not be streamed: what is stored is what is sent
-    const { type, ...fields } = storageSafe(event, this.secrets);
+    const { type, ...fields } = event;
     const data: Record<string, unknown> = {
       requestId: this.id.requestId,
       projectId: this.id.projectId,

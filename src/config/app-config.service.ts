@@ -17,3 +17,8 @@ export class AppConfigService {
     return raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : [];
   }
 }
+
+/** Values that must never reach logs, traces or streams: LLM_API_KEY and every API key. */
+export function secretValues(config: Pick<AppConfigService, 'get' | 'list'>): string[] {
+  return [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter(Boolean);
+}

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { AppConfigService } from '../config/app-config.service';
+import { AppConfigService, secretValues } from '../config/app-config.service';
 import { abortReason } from '../common/util/abort.util';
 import { isSecretKey, REDACTED, redactSecrets, redactString } from '../common/util/redact.util';
 import type { LlmToolSpec } from '../llm/llm-adapter.port';
@@ -74,7 +74,7 @@ export class ToolRunnerService implements ToolRunner {
   ) {
     this.defaultTimeoutMs = config.get('TOOL_TIMEOUT_MS');
     this.maxResultBytes = config.get('TOOL_RESULT_MAX_BYTES');
-    this.knownSecrets = [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter(Boolean);
+    this.knownSecrets = secretValues(config);
   }
 
   async run(call: ToolCallRequest, ctx: ToolExecutionContext): Promise<ToolRunResult> {

@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { AppConfigService } from '../config/app-config.service';
+import { AppConfigService, secretValues } from '../config/app-config.service';
 import { redactSecrets } from '../common/util/redact.util';
 import { TraceEventRepository } from './trace-event.repository';
 import type { TraceRecord, TraceSink } from './trace-sink.port';
@@ -30,7 +30,7 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
     private readonly repo: TraceEventRepository,
     config: AppConfigService,
   ) {
-    this.secrets = [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter(Boolean);
+    this.secrets = secretValues(config);
   }
 
   record(event: TraceRecord): void {
