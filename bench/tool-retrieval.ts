@@ -6,7 +6,7 @@
  * Loads every tool into a ToolIndex (one `add` at a time, as the registry does), runs every
  * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
  * beside the plain-BM25 baseline read from the data set's README.md, when it has one.
- * Metric definitions follow ../shared/bench/tool-retrieval/bfcl-pooled/README.md.
+ * Metric definitions follow bench/data/tool-retrieval/bfcl-pooled/README.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
 
 const REPO_ROOT = resolve(__dirname, '..');
-const DEFAULT_DATA = resolve(REPO_ROOT, '../shared/bench/tool-retrieval/bfcl-pooled');
+const DEFAULT_DATA = resolve(REPO_ROOT, 'bench/data/tool-retrieval/bfcl-pooled');
 
 interface Args {
   tools: string;

@@ -2,10 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
 /**
- * The shared recorded LLM streams (../shared/fixtures/llm-streams, read in place, never copied;
- * see that folder's README for the format and provenance).
+ * Recorded provider streams kept in the repository (test/fixtures/llm-streams; its README gives
+ * the format, each file's source, commit and licence).
  */
-export const RECORDINGS_DIR = path.join(__dirname, '../../../shared/fixtures/llm-streams');
+export const RECORDINGS_DIR = path.join(__dirname, '../fixtures/llm-streams');
 
 /** `sse`: OpenAI Chat Completions `data:` payloads; `ndjson`: Ollama /api/chat lines. */
 export type RecordingFormat = 'sse' | 'ndjson';

@@ -45,7 +45,7 @@ export interface StreamFaults {
 /**
  * What the server does with one chat request. Build them with {@link respond}.
  * - `stream`: frames as SSE (`text/event-stream`) or NDJSON;
- * - `recording`: a shared recording, in its own format, verbatim;
+ * - `recording`: a recorded stream, in its own format, verbatim;
  * - `turn`: scripted steps rendered for the route and the request's `stream` flag
  *   (OpenAI SSE or JSON on `/v1/chat/completions`, NDJSON or JSON on `/api/chat`);
  * - `json`: a status and a JSON body (errors: 429 with Retry-After, 500, 400, 401…);
@@ -64,7 +64,7 @@ export type ScriptedResponse =
 
 /** Builders of {@link ScriptedResponse}s. */
 export const respond = {
-  /** A recording from ../shared/fixtures/llm-streams by name (no `.jsonl`). */
+  /** A recording from test/fixtures/llm-streams by name (no `.jsonl`). */
   recording: (name: string, faults?: StreamFaults): ScriptedResponse => ({ kind: 'recording', name, faults }),
   /** A scripted model turn (see ScriptStep); renders for whichever API and mode the client used. */
   turn: (steps: ScriptStep[], options?: RenderOptions & { faults?: StreamFaults }): ScriptedResponse => ({
