@@ -1,13 +1,16 @@
-# Orion: build, then a slim runtime image.
-FROM node:20-bookworm-slim AS build
+# Orion: build, then a slim runtime image on Node 24 (Active LTS until October 2026, maintained
+# until April 2028). package.json "engines" lists every Node line the dependencies accept.
+FROM node:24-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci rejects lockfiles that lack other platforms' optional builds (see README); install
+# resolves the same versions from the lockfile.
 RUN npm install --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-trixie-slim
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data WORKSPACE_ROOT=/workspace
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
@@ -16,5 +19,6 @@ COPY package.json ./
 RUN mkdir -p /data /workspace && chown -R node:node /data /workspace
 USER node
 EXPOSE 3000
-HEALTHCHECK --interval=15s --timeout=3s --retries=5 CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/api/health').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# ready = database reachable, migrations applied, model configured; node's fetch needs no curl
+HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=5 CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/api/health/ready').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
 CMD ["node", "dist/main.js"]

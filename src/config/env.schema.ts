@@ -74,6 +74,10 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
   LLM_IDLE_TIMEOUT_MS = 60_000;
 
+  /** Extension: longest line (characters) a model stream may send; an SSE message's buffered data counts too. */
+  @Transform(toInt) @IsInt() @Min(1024) @Max(268_435_456)
+  LLM_MAX_LINE_LENGTH = 8_388_608;
+
   /** Extension: whether an OpenAI-compatible endpoint can call tools (Ollama is asked via /api/show). */
   @Transform(toBool) @IsBoolean()
   LLM_TOOL_CALLING = true;

@@ -87,6 +87,7 @@ export class LlmAdapterFactory {
       timeoutMs: s.timeoutMs ?? this.config.get('LLM_TIMEOUT_MS'),
       idleTimeoutMs: s.idleTimeoutMs ?? this.config.get('LLM_IDLE_TIMEOUT_MS'),
       contextWindow,
+      maxLineLength: this.config.get('LLM_MAX_LINE_LENGTH'),
       toolCalling: this.config.get('LLM_TOOL_CALLING'),
       retry: s.retry,
     };

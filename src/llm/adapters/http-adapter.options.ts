@@ -11,6 +11,8 @@ export interface HttpAdapterOptions {
   timeoutMs: number;
   /** LLM_IDLE_TIMEOUT_MS: longest wait for the next streamed chunk */
   idleTimeoutMs: number;
+  /** LLM_MAX_LINE_LENGTH: longest stream line (characters) before the stream fails */
+  maxLineLength?: number;
   /** LLM_CONTEXT_WINDOW */
   contextWindow: number;
   /** LLM_TOOL_CALLING (OpenAI-compatible; Ollama asks /api/show and falls back to this) */

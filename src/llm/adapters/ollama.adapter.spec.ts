@@ -192,4 +192,11 @@ describe('OllamaAdapter', () => {
       await expect(adapter().complete(ASK)).rejects.toBeInstanceOf(LlmError);
     });
   });
+
+  it('ends with a clear invalid_response error when a line passes LLM_MAX_LINE_LENGTH', async () => {
+    server.enqueue(respond.ndjson([{ message: { role: 'assistant', content: 'ok ' }, done: false }, { message: { role: 'assistant', content: 'z'.repeat(5000) }, done: false }]));
+    const got = await collectStream(adapter({ maxLineLength: 2048 }).stream(ASK));
+    expect(got.text).toBe('ok ');
+    expect(got.errors).toEqual([expect.objectContaining({ code: 'invalid_response', message: expect.stringMatching(/longer than 2048 characters \(LLM_MAX_LINE_LENGTH\)/) })]);
+  });
 });

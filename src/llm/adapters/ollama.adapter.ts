@@ -76,7 +76,7 @@ export class OllamaAdapter implements LlmAdapter {
         yield { type: 'error', error: this.describe(err, guard) };
         return;
       }
-      const lines = new LineDecoder();
+      const lines = new LineDecoder(this.options.maxLineLength);
       const mapper = new OllamaChunkMapper();
       try {
         for await (const bytes of readBody(response.body as ReadableStream<Uint8Array> | null, guard)) {

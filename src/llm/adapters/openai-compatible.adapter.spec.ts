@@ -307,4 +307,12 @@ describe('OpenAiCompatibleAdapter', () => {
       replay: false,
     });
   });
+
+  it('ends with a clear invalid_response error when an SSE line passes LLM_MAX_LINE_LENGTH', async () => {
+    const chunk = (content: string) => ({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] });
+    server.enqueue(respond.sse([chunk('ok '), chunk('z'.repeat(5000))]));
+    const got = await collectStream(adapter({ maxLineLength: 2048 }).stream(ASK));
+    expect(got.text).toBe('ok ');
+    expect(got.errors).toEqual([expect.objectContaining({ code: 'invalid_response', message: expect.stringMatching(/longer than 2048 characters \(LLM_MAX_LINE_LENGTH\)/) })]);
+  });
 });

@@ -82,7 +82,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
         }
         return;
       }
-      const sse = new SseDecoder();
+      const sse = new SseDecoder(this.options.maxLineLength);
       const mapper = new OpenAiChunkMapper();
       try {
         for await (const bytes of readBody(response.body as ReadableStream<Uint8Array> | null, guard)) {

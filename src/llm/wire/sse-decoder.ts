@@ -1,4 +1,5 @@
-import { LineDecoder } from './line-decoder';
+import { createParser, type EventSourceParser, type ParseError } from 'eventsource-parser';
+import { DEFAULT_MAX_LINE_LENGTH, lineTooLong } from './line-limit';
 
 /** One Server-Sent Events message: its `event:` name (if any) and its `data:` lines joined by `\n`. */
 export interface SseMessage {
@@ -7,52 +8,55 @@ export interface SseMessage {
 }
 
 /**
- * A Server-Sent Events decoder (the WHATWG rules that matter for LLM streams): `data:` lines are
- * joined, `event:` names the message, comment lines (`: keep-alive`, `: OPENROUTER PROCESSING`)
- * and `id:`/`retry:` are dropped, a blank line dispatches. A last message without its blank
- * line is still delivered at the end, because some servers close right after it.
+ * The OpenAI-compatible stream decoder: UTF-8 bytes in, SSE messages out. Field parsing (data
+ * lines joined, `event:`, comments such as `: keep-alive` or `: OPENROUTER PROCESSING`, `id:`,
+ * `retry:`, BOM, every line-ending form) is eventsource-parser's, which is linear in its input
+ * and bounds what it buffers (`maxBufferSize`: the unfinished line plus the data of the message
+ * being built; past `maxLineLength` characters this throws).
+ *
+ * Kept here: streaming UTF-8 decoding (the parser takes strings), and delivering a last message
+ * that lacks its blank line at the end, because some servers close right after it (the
+ * specification would drop it).
  */
 export class SseDecoder {
-  private readonly lines = new LineDecoder();
-  private event: string | undefined;
-  private data: string[] = [];
+  private readonly decoder = new TextDecoder('utf-8');
+  private readonly parser: EventSourceParser;
+  private out: SseMessage[] = [];
+  private failure: ParseError | string | undefined;
+
+  constructor(private readonly maxLineLength = DEFAULT_MAX_LINE_LENGTH) {
+    this.parser = createParser({
+      onEvent: (e) => {
+        // the parser bounds only what it buffers between chunks; a message that came whole in one chunk is checked here
+        if (e.data.length > maxLineLength) this.failure ??= e.data;
+        else if (!this.failure) this.out.push({ event: e.event, data: e.data });
+      },
+      // unknown fields and bad `retry:` values are ignored, as the specification says
+      onError: (err) => {
+        if (err.type === 'max-buffer-size-exceeded') this.failure ??= err;
+      },
+      maxBufferSize: maxLineLength,
+    });
+  }
 
   /** Messages completed by these bytes. */
   push(bytes: Uint8Array | string): SseMessage[] {
-    return this.consume(this.lines.push(bytes));
+    return this.feed(typeof bytes === 'string' ? bytes : this.decoder.decode(bytes, { stream: true }));
   }
 
   /** The stream ended: flushes a message that had no terminating blank line. */
   end(): SseMessage[] {
-    const out = this.consume(this.lines.end());
-    const last = this.dispatch();
-    if (last) out.push(last);
-    return out;
+    // the first line break ends an unfinished line, the second dispatches a pending message
+    return this.feed(`${this.decoder.decode()}\n\n`);
   }
 
-  private consume(lines: string[]): SseMessage[] {
-    const out: SseMessage[] = [];
-    for (const line of lines) {
-      if (line === '') {
-        const msg = this.dispatch();
-        if (msg) out.push(msg);
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon === -1 ? line : line.slice(0, colon);
-      let value = colon === -1 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') this.data.push(value);
-      else if (field === 'event') this.event = value;
-    }
+  /** Past the bound, messages completed earlier in the same chunk are returned first; the next call throws. */
+  private feed(text: string): SseMessage[] {
+    if (this.failure) throw lineTooLong(this.maxLineLength, 'a line or message');
+    this.parser.feed(text);
+    const out = this.out;
+    this.out = [];
+    if (this.failure && out.length === 0) throw lineTooLong(this.maxLineLength, 'a line or message');
     return out;
-  }
-
-  private dispatch(): SseMessage | undefined {
-    const msg = this.data.length > 0 ? { event: this.event, data: this.data.join('\n') } : undefined;
-    this.event = undefined;
-    this.data = [];
-    return msg;
   }
 }

@@ -87,3 +87,100 @@ function unit(x) {
 function count(given, fallback) {
   return typeof given === 'number' && Number.isInteger(given) && given >= 0 ? given : fallback;
 }
+
+/**
+ * The retrieval behind a turn's answer, from its `sources` event: how many knowledge-base
+ * results the retrieval returned (`metrics.returned`, of `metrics.candidates` considered), how
+ * many the answer used (the knowledge-base sources it cites, `ragCount`), and the confidence.
+ * Null for a turn whose retrieval never ran (no `metrics`).
+ * @param {Record<string, any> | null | undefined} ev
+ * @returns {{ returned: number | null, used: number, candidates: number | null, confidence: ReturnType<typeof confidenceBadge>, calls: number } | null}
+ */
+export function retrievalSummary(ev) {
+  const m = ev?.metrics;
+  if (!m || typeof m !== 'object') return null;
+  const items = Array.isArray(ev?.data) ? ev.data : [];
+  return {
+    returned: wholeNumber(m.returned),
+    used: count(ev?.ragCount, items.filter((x) => x?.type === 'rag').length),
+    candidates: wholeNumber(m.candidates),
+    confidence: confidenceBadge(ev?.confidence),
+    calls: wholeNumber(m.ragCalls) ?? 1,
+  };
+}
+
+/**
+ * @typedef {{ state: 'fetched' | 'failed' | 'fetching' | 'not_fetched', outcome?: string }} FetchStatus
+ */
+
+const FETCH_TOOLS = new Set(['fetch_page', 'fetch_pages_batch']);
+
+/**
+ * The fetch status of every URL the turn's fetch tools were asked for, from their progress
+ * events (`params.url` / `params.urls`, the action and the outcome). A batch reports per page
+ * only through its sources: a page of a finished batch is fetched when a source has its URL,
+ * otherwise it failed.
+ * @param {Array<{ name: string, status: string, isError: boolean, outcome?: string, params?: any }>} tools
+ * @param {Set<string>} sourceUrls
+ * @returns {Map<string, FetchStatus>}
+ */
+export function fetchStatuses(tools, sourceUrls) {
+  /** @type {Map<string, FetchStatus>} */
+  const out = new Map();
+  for (const t of Array.isArray(tools) ? tools : []) {
+    if (!FETCH_TOOLS.has(t.name) || t.status === 'refused') continue; // a refused duplicate: the earlier call tells
+    const urls = t.name === 'fetch_page' ? [t.params?.url] : Array.isArray(t.params?.urls) ? t.params.urls : [];
+    for (const url of urls) {
+      if (typeof url !== 'string') continue;
+      /** @type {FetchStatus} */
+      let status;
+      if (t.status === 'calling' || t.status === 'requested') status = { state: 'fetching' };
+      else if (t.status === 'failed' || t.isError) status = { state: 'failed', outcome: t.outcome };
+      else if (t.name === 'fetch_page' || sourceUrls.has(url)) status = { state: 'fetched' };
+      else status = { state: 'failed' };
+      // a later successful fetch of the same URL wins over an earlier failure
+      if (out.get(url)?.state !== 'fetched') out.set(url, status);
+    }
+  }
+  return out;
+}
+
+/**
+ * The `sources` event with each web source's fetch status (`fetch`), plus a card for every page
+ * a fetch tool failed to get (those are never cited, so the event does not list them).
+ * @param {Record<string, any> | null | undefined} ev
+ * @param {Parameters<typeof fetchStatuses>[0]} tools
+ */
+export function withFetchStatus(ev, tools) {
+  const items = Array.isArray(ev?.data) ? ev.data.filter((x) => x && typeof x === 'object') : [];
+  const urls = new Set(items.map((x) => x.url).filter((u) => typeof u === 'string'));
+  const statuses = fetchStatuses(tools, urls);
+  const data = items.map((x) => (x.type === 'web' ? { ...x, fetch: statuses.get(x.url) ?? { state: 'not_fetched' } } : x));
+  const failed = [...statuses].filter(([url, st]) => st.state === 'failed' && !urls.has(url));
+  for (const [url, st] of failed) data.push({ type: 'web', title: hostOf(url), url, fetch: st });
+  const webCount = failed.length && typeof ev?.webCount === 'number' ? ev.webCount + failed.length : ev?.webCount;
+  return { ...(ev ?? {}), data, webCount };
+}
+
+/** @type {Record<FetchStatus['state'], string>} */
+const FETCH_LABELS = { fetched: 'Fetched', failed: 'Fetch failed', fetching: 'Fetching…', not_fetched: 'Search result, not fetched' };
+
+/** @param {FetchStatus | undefined} st @param {(outcome: string | undefined) => string} outcomeLabel */
+export function fetchLabel(st, outcomeLabel) {
+  if (!st) return null;
+  return st.state === 'failed' && st.outcome ? `${FETCH_LABELS.failed}: ${outcomeLabel(st.outcome)}` : FETCH_LABELS[st.state];
+}
+
+/** @param {string} url */
+function hostOf(url) {
+  try {
+    return new URL(url).host || url;
+  } catch {
+    return url;
+  }
+}
+
+/** @param {unknown} x */
+function wholeNumber(x) {
+  return typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : null;
+}

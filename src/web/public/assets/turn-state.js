@@ -15,11 +15,15 @@
 
 /**
  * @typedef {{ callId: string, name: string, status: string, isError: boolean, outcome?: string,
- *             detail?: string, output?: unknown, hasOutput: boolean }} ToolActivity
+ *             detail?: string, errorMessage?: string, params?: unknown, output?: unknown,
+ *             hasOutput: boolean }} ToolActivity
  * @typedef {{ phaseIndex: number, phase: string, cycleIndex: number, ended: boolean, reason?: string }} PhaseStep
  */
 
 const TERMINAL = new Set(['done', 'stopped', 'failed']);
+/** `tool_phase` stages that report a failure (the rest are progress). */
+const ERROR_STAGES = new Set(['error', 'failed']);
+const FINISHED = new Set(['completed', 'failed', 'refused']);
 
 /** @param {string} status */
 export function isTerminal(status) {
@@ -113,13 +117,20 @@ export function applyEvent(s, type, data) {
       /** @type {Partial<ToolActivity>} */
       const patch = { name: data.tool, status: data.action, isError: !!data.isError };
       if (typeof data.outcome === 'string') patch.outcome = data.outcome;
+      // the (secret-masked) arguments: fetch tools' URLs give each web source its fetch status
+      if (data.params !== undefined) patch.params = data.params;
       if ('output' in data) Object.assign(patch, { output: data.output, hasOutput: true });
       upsertTool(s, data.callId, patch);
       break;
     }
     case 'tool_phase': {
       const tool = [...s.tools].reverse().find((t) => t.name === data.toolId);
-      if (tool && typeof data.message === 'string') tool.detail = data.message;
+      if (!tool) break;
+      if (ERROR_STAGES.has(String(data.stage))) {
+        // a tool reporting its own failure: an error step, whatever the final progress says
+        Object.assign(tool, { isError: true, errorMessage: typeof data.message === 'string' ? data.message : tool.errorMessage });
+        if (tool.status !== 'completed') tool.status = 'failed';
+      } else if (typeof data.message === 'string') tool.detail = data.message;
       break;
     }
     case 'sources':
@@ -156,12 +167,35 @@ export function applyEvent(s, type, data) {
 /** @param {TurnState} s @param {unknown} callId @param {Partial<ToolActivity>} patch */
 function upsertTool(s, callId, patch) {
   const id = typeof callId === 'string' && callId ? callId : `tool-${s.tools.length + 1}`;
-  let tool = s.tools.find((t) => t.callId === id);
+  let tool = s.tools.findLast((t) => t.callId === id);
+  // some servers number calls per response, so a later step may reuse an id: a call that is
+  // starting again after its namesake finished is a new call
+  const starting = patch.status === 'calling' || patch.status === 'requested';
+  if (tool && starting && FINISHED.has(tool.status)) tool = undefined;
   if (!tool) {
     tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false };
     s.tools.push(tool);
   }
-  Object.assign(tool, patch, { name: String(patch.name ?? tool.name) });
+  // a failure reported earlier (tool_phase error) stays an error when the final progress arrives
+  Object.assign(tool, patch, { name: String(patch.name ?? tool.name), isError: !!(patch.isError || tool.isError) });
+  if (tool.isError && tool.status === 'completed') tool.status = 'failed';
+}
+
+/**
+ * Whether a tool's activity is an error step: it failed, or it was refused because its
+ * arguments were unusable (a refused duplicate is not an error). @param {ToolActivity} t
+ */
+export function isErrorStep(t) {
+  return t.status === 'failed' || (t.isError && t.status !== 'calling' && t.status !== 'requested');
+}
+
+/** What a tool outcome means, in words. @param {string | undefined} outcome */
+export function outcomeLabel(outcome) {
+  return (
+    { validation_error: 'invalid arguments', unavailable: 'unavailable', rate_limited: 'rate limited', timeout: 'timed out', exception: 'failed', success: 'reported an error' }[
+      outcome ?? ''
+    ] ?? 'failed'
+  );
 }
 
 /** What a phase is called on the page. @param {string | null | undefined} phase */

@@ -4,7 +4,7 @@
 import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { renderSources } from './sources-view.js';
-import { isSettled, STATUS_LABELS } from './turn-state.js';
+import { isErrorStep, isSettled, outcomeLabel, STATUS_LABELS } from './turn-state.js';
 
 /** The assistant side of a live turn: phases, tool activity, notices, the answer, sources. */
 export class TurnView {
@@ -33,7 +33,7 @@ export class TurnView {
     ]);
     if (userText !== null) container.append(userMessage(userText));
     container.append(this.article);
-    this.rendered = { content: null, tools: '', notices: -1, sources: null, phases: '' };
+    this.rendered = { content: null, tools: '', notices: -1, sources: null, sourcesTools: '', phases: '' };
     /** @type {import('./turn-state.js').TurnState | null} */
     this.pending = null;
     scrollToEnd(this.container, true);
@@ -70,7 +70,7 @@ export class TurnView {
       );
     }
 
-    const tools = JSON.stringify(s.tools.map((t) => [t.callId, t.status, t.detail, t.hasOutput]));
+    const tools = JSON.stringify(s.tools.map((t) => [t.callId, t.status, t.detail, t.hasOutput, t.isError, t.outcome, t.errorMessage]));
     if (tools !== this.rendered.tools) {
       this.rendered.tools = tools;
       this.tools.replaceChildren(...s.tools.map(toolItem));
@@ -87,9 +87,11 @@ export class TurnView {
     }
     this.body.setAttribute('aria-busy', String(!isSettled(s.status)));
 
-    if (s.sources !== this.rendered.sources) {
+    // fetch statuses come from the tool activity, so either can change the sources
+    if (s.sources !== this.rendered.sources || (s.sources && tools !== this.rendered.sourcesTools)) {
       this.rendered.sources = s.sources;
-      const section = s.sources ? renderSources(s.sources) : null;
+      this.rendered.sourcesTools = tools;
+      const section = s.sources ? renderSources(s.sources, s.tools) : null;
       this.sources.replaceChildren(...(section ? [section] : []));
     }
 
@@ -102,12 +104,19 @@ export class TurnView {
   }
 }
 
-/** @param {import('./turn-state.js').ToolActivity} t */
+/**
+ * One tool's activity. A failed tool (either protocol's failed result, or the unified protocol's
+ * `tool_phase` error stage) is an error step: marked as such, with what went wrong.
+ * @param {import('./turn-state.js').ToolActivity} t
+ */
 function toolItem(t) {
-  const label = { requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status;
-  return el('li', { class: `tool ${t.status}`, 'data-tool': t.name }, [
+  const error = isErrorStep(t);
+  const label = error ? 'error' : ({ requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status);
+  return el('li', { class: `tool ${t.status}${error ? ' error-step' : ''}`, 'data-tool': t.name, 'data-step': error ? 'error' : null }, [
+    error ? el('span', { class: 'error-icon', 'aria-hidden': 'true' }, '!') : null,
     el('span', { class: 'tool-name' }, t.name),
-    el('span', { class: `tool-status ${t.status}` }, t.outcome && t.outcome !== 'success' ? `${label}: ${t.outcome}` : label),
+    el('span', { class: `tool-status ${error ? 'failed' : t.status}` }, error ? 'error' : t.outcome && t.outcome !== 'success' ? `${label}: ${t.outcome}` : label),
+    error ? el('span', { class: 'tool-error' }, t.errorMessage || (t.status === 'refused' ? 'refused: its arguments were not usable' : `${t.name} ${outcomeLabel(t.outcome)}`)) : null,
     // a tool's own progress message ("Searching the knowledge base…") while it runs
     t.detail && (t.status === 'calling' || t.status === 'requested') ? el('span', { class: 'tool-detail' }, t.detail) : null,
     t.hasOutput

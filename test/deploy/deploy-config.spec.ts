@@ -1,0 +1,205 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { getMetadataStorage } from 'class-validator';
+import { EnvironmentVariables, validateEnv } from '../../src/config/env.schema';
+import { dockerignore, exists, interpolate, readDockerfile, readEnvFile, readYaml, ROOT } from './deploy-files';
+
+/**
+ * The compose stack, the Dockerfile and the configs under deploy/ as Docker would read them (no
+ * Docker engine is needed): services and profiles, health checks, the wiring between them, and
+ * Orion's environment validated by Orion's own configuration rules for each documented way to
+ * start the stack.
+ */
+type Service = {
+  image?: string;
+  build?: unknown;
+  profiles?: string[];
+  restart?: string;
+  environment?: Record<string, string>;
+  depends_on?: Record<string, { condition?: string; required?: boolean }>;
+  volumes?: string[];
+  healthcheck?: { test: string[] };
+  command?: string[];
+  ports?: string[];
+};
+const compose = readYaml<{ services: Record<string, Service>; volumes: Record<string, unknown> }>('docker-compose.yml');
+const services = compose.services;
+const inProfile = (name: string) => services[name]?.profiles ?? [];
+const hostOf = (url: string) => new URL(url);
+
+/** Orion's environment in the compose stack when started with these env files. */
+function appEnv(...envFiles: string[]): Record<string, string> {
+  const shell = Object.assign({}, ...envFiles.map(readEnvFile)) as Record<string, string>;
+  return Object.fromEntries(Object.entries(services.app.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), shell)]));
+}
+
+/** Names of every variable Orion's configuration declares. */
+const orionVariables = new Set(
+  getMetadataStorage()
+    .getTargetValidationMetadatas(EnvironmentVariables, '', true, false)
+    .map((m) => m.propertyName),
+);
+
+/** The metric names Orion's /metrics exposes that the dashboard relies on. */
+const ORION_METRICS = ['orion_turns_total', 'orion_tool_executions_total', 'orion_turn_duration_seconds', 'orion_model_call_duration_seconds', 'orion_open_streams'];
+const READY_URL = /http:\/\/127\.0\.0\.1:.*3000.*\/api\/health\/ready/;
+
+describe('docker-compose.yml', () => {
+  it('starts PostgreSQL with pgvector, SearXNG and Orion by default; Ollama and the observability stack only in their profiles', () => {
+    const byDefault = Object.keys(services).filter((s) => inProfile(s).length === 0);
+    expect(byDefault.sort()).toEqual(['app', 'db', 'searxng']);
+    expect(services.db.image).toMatch(/^pgvector\/pgvector:/);
+    expect(services.app.build).toBe('.');
+    expect(['ollama', 'ollama-pull'].map(inProfile)).toEqual([['ollama'], ['ollama']]);
+    expect(['otel-collector', 'prometheus', 'grafana'].map(inProfile)).toEqual([['observability'], ['observability'], ['observability']]);
+  });
+
+  it('restarts every service on failure and names a tag for every image', () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect([name, s.restart]).toEqual([name, 'on-failure']);
+      if (s.image) expect([name, s.image]).toEqual([name, expect.stringMatching(/^[\w./-]+:[\w.-]+$/)]);
+    }
+  });
+
+  it('health-checks every long-running service that has a client to check with; Orion by /api/health/ready', () => {
+    const unchecked = Object.keys(services).filter((s) => !services[s].healthcheck);
+    // ollama-pull is a one-shot job; the collector image has no shell or HTTP client
+    expect(unchecked.sort()).toEqual(['ollama-pull', 'otel-collector']);
+    expect(services.app.healthcheck!.test.join(' ')).toMatch(READY_URL);
+  });
+
+  it('waits only for dependencies that exist; a dependency outside the default set is optional', () => {
+    for (const [name, s] of Object.entries(services)) {
+      for (const [dep, cond] of Object.entries(s.depends_on ?? {})) {
+        expect([name, dep, dep in services]).toEqual([name, dep, true]);
+        if (cond.condition === 'service_healthy') expect([dep, !!services[dep].healthcheck]).toEqual([dep, true]);
+        const optional = inProfile(dep).length > 0 && inProfile(name).length === 0;
+        if (optional) expect([name, dep, cond.required]).toEqual([name, dep, false]);
+      }
+    }
+    expect(Object.keys(services.app.depends_on ?? {}).sort()).toEqual(['db', 'ollama', 'searxng']);
+  });
+
+  it('mounts only files that exist in the repository, and declares every named volume', () => {
+    for (const [name, s] of Object.entries(services)) {
+      for (const v of s.volumes ?? []) {
+        const source = v.split(':')[0];
+        if (source.startsWith('./')) {
+          if (source !== './workspace') expect([name, source, exists(source)]).toEqual([name, source, true]);
+        } else {
+          expect([name, source, source in (compose.volumes ?? {})]).toEqual([name, source, true]);
+        }
+      }
+    }
+  });
+
+  it('gives Orion only variables it reads; by default: PostgreSQL, SearXNG for web_search, the replay model', () => {
+    const env = appEnv();
+    for (const key of Object.keys(env)) expect([key, orionVariables.has(key) || key.startsWith('OTEL_')]).toEqual([key, true]);
+    const config = validateEnv(env);
+    expect(config.LLM_PROVIDER).toBe('replay');
+    const db = hostOf(config.DATABASE_URL!);
+    expect([db.hostname, db.username, db.password, db.pathname]).toEqual(['db', services.db.environment!.POSTGRES_USER, services.db.environment!.POSTGRES_PASSWORD, `/${services.db.environment!.POSTGRES_DB}`]);
+    const searx = hostOf(config.SEARXNG_URL!);
+    expect(searx.hostname).toBe('searxng');
+    expect(services.searxng.healthcheck!.test.join(' ')).toContain(`:${searx.port}/`);
+    expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('');
+  });
+
+  it('--profile ollama with deploy/ollama.env points Orion at the Ollama service and pulls that model', () => {
+    const env = appEnv('deploy/ollama.env');
+    const config = validateEnv(env);
+    expect(config.LLM_PROVIDER).toBe('ollama');
+    const url = hostOf(config.LLM_BASE_URL!);
+    expect(url.hostname).toBe('ollama');
+    expect(url.port).toBe('11434');
+    expect(inProfile(url.hostname)).toEqual(['ollama']);
+    const pull = services['ollama-pull'];
+    expect(pull.environment!.OLLAMA_HOST).toBe(`http://ollama:${url.port}`);
+    expect(pull.command!.map((c) => interpolate(c, readEnvFile('deploy/ollama.env')))).toEqual(['pull', config.LLM_MODEL]);
+  });
+
+  it('--profile observability with deploy/observability.env sends traces to the collector over OTLP/HTTP', () => {
+    const env = appEnv('deploy/observability.env');
+    validateEnv(env);
+    const url = hostOf(env.OTEL_EXPORTER_OTLP_ENDPOINT);
+    expect(url.hostname).toBe('otel-collector');
+    expect(inProfile(url.hostname)).toEqual(['observability']);
+    const collector = readYaml('deploy/otel-collector/config.yaml');
+    expect(collector.receivers.otlp.protocols.http.endpoint).toBe(`0.0.0.0:${url.port}`);
+    expect(collector.service.pipelines.traces.receivers).toContain('otlp');
+    const mount = services['otel-collector'].volumes!.find((v) => v.startsWith('./deploy/otel-collector/config.yaml:'))!;
+    expect(services['otel-collector'].command).toContain(`--config=${mount.split(':')[1]}`);
+  });
+});
+
+describe('deploy/ configs', () => {
+  it('SearXNG answers its JSON API (what web_search calls) without a rate limiter', () => {
+    const settings = readYaml('deploy/searxng/settings.yml');
+    expect(settings.search.formats).toContain('json');
+    expect(settings.server.limiter).toBe(false);
+    expect(services.searxng.volumes).toContain('./deploy/searxng/settings.yml:/etc/searxng/settings.yml:ro');
+  });
+
+  it("Prometheus scrapes Orion's /metrics on the compose network", () => {
+    const prom = readYaml('deploy/prometheus/prometheus.yml');
+    const job = prom.scrape_configs.find((j: { job_name: string }) => j.job_name === 'orion');
+    expect(job.metrics_path).toBe('/metrics');
+    expect(job.static_configs[0].targets).toEqual(['app:3000']);
+    expect(services.app.ports![0]).toMatch(/:3000$/);
+  });
+
+  it('Grafana is provisioned with that Prometheus and the checked-in dashboard, which charts Orion metrics only', () => {
+    const sources = readYaml('deploy/grafana/provisioning/datasources/prometheus.yml').datasources;
+    expect(sources).toHaveLength(1);
+    expect(hostOf(sources[0].url).host).toBe('prometheus:9090');
+    const provider = readYaml('deploy/grafana/provisioning/dashboards/orion.yml').providers[0];
+    expect(services.grafana.volumes).toContain(`./deploy/grafana/dashboards:${provider.options.path}:ro`);
+    const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy/grafana/dashboards/orion-overview.json'), 'utf8'));
+    const targets = dashboard.panels.flatMap((p: { targets: Array<{ expr: string; datasource: { uid: string } }> }) => p.targets);
+    expect(targets.length).toBeGreaterThanOrEqual(ORION_METRICS.length);
+    for (const t of targets) expect(t.datasource.uid).toBe(sources[0].uid);
+    const used = new Set(targets.flatMap((t: { expr: string }) => (t.expr.match(/\borion_[a-z_]+/g) ?? []).map((m) => m.replace(/_(bucket|sum|count)$/, ''))));
+    expect([...used].sort()).toEqual([...ORION_METRICS].sort());
+  });
+});
+
+describe('Dockerfile', () => {
+  const steps = readDockerfile();
+  const final = Math.max(...steps.map((s) => s.stage));
+  const inFinal = (kw: string) => steps.filter((s) => s.stage === final && s.keyword === kw);
+
+  it('builds and runs on one maintained Node LTS that package.json "engines" accepts', () => {
+    const bases = steps.filter((s) => s.keyword === 'FROM').map((s) => s.args.split(/\s+/)[0]);
+    expect(new Set(bases).size).toBe(1);
+    const major = Number(/^node:(\d+)-/.exec(bases[0])?.[1]);
+    expect([22, 24]).toContain(major); // Node 20 reached end of life in April 2026
+    const engines: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).engines.node;
+    const accepts = engines.split('||').some((range) => {
+      const m = /^\s*(\^|>=)(\d+)\./.exec(range);
+      return !!m && (m[1] === '^' ? Number(m[2]) === major : major >= Number(m[2]));
+    });
+    expect(accepts).toBe(true);
+  });
+
+  it('runs as the unprivileged node user, checks /api/health/ready and starts dist/main.js', () => {
+    expect(inFinal('USER').map((s) => s.args)).toEqual(['node']);
+    const [health] = inFinal('HEALTHCHECK');
+    expect(health.args).toMatch(/CMD \[/); // exec form: no shell needed in the image
+    expect(health.args).toMatch(READY_URL);
+    expect(JSON.parse(inFinal('CMD')[0].args)).toEqual(['node', 'dist/main.js']);
+    const port = /PORT=(\d+)/.exec(inFinal('ENV').map((s) => s.args).join(' '))?.[1];
+    expect(inFinal('EXPOSE').map((s) => s.args)).toEqual([port]);
+  });
+
+  it('copies only files that exist and that .dockerignore lets into the context, which leaves out node_modules, dist, data and .git', () => {
+    const ignored = dockerignore();
+    for (const dir of ['node_modules', 'dist', 'data', 'workspace', '.git', 'node_modules/x']) expect([dir, ignored(dir)]).toEqual([dir, true]);
+    const copies = steps.filter((s) => s.keyword === 'COPY' && !s.args.startsWith('--from'));
+    expect(copies.length).toBeGreaterThan(0);
+    for (const c of copies) {
+      const sources = c.args.split(/\s+/).slice(0, -1);
+      for (const src of sources) expect([src, exists(src), ignored(src)]).toEqual([src, true, false]);
+    }
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * Runs the Dockerfile's commands outside Docker (no engine needed): stages the build context its
+ * COPY lines name (refusing anything .dockerignore leaves out), runs the build stage's RUN steps,
+ * starts the final stage's CMD with its ENV, and runs its HEALTHCHECK until it passes.
+ *
+ *   npm run check:image [-- path/to/Dockerfile]
+ *
+ * Two steps are not run as written: `npm install` is replaced by a link to this checkout's
+ * node_modules (no registry needed, and the same lockfile), and `npm prune` is skipped (it would
+ * prune that shared node_modules). Absolute paths in ENV (/data, /workspace) move into the
+ * temporary folder. Exit code 0 when the health check passed.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { dockerignore, readDockerfile, ROOT } from './deploy-files';
+
+const HEALTH_TIMEOUT_MS = 120_000;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** `["a","b"]` (exec form) or `a b` (shell form) as an argv. */
+const argv = (args: string): string[] => (args.trim().startsWith('[') ? JSON.parse(args) : ['sh', '-c', args]);
+
+async function main(): Promise<number> {
+  const steps = readDockerfile(process.argv[2] ?? 'Dockerfile');
+  const final = Math.max(...steps.map((s) => s.stage));
+  const ignored = dockerignore();
+  const dir = mkdtempSync(join(tmpdir(), 'orion-image-'));
+  const app = join(dir, 'app');
+  mkdirSync(app);
+  const t0 = Date.now();
+  const log = (msg: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${msg}`);
+  let server: ReturnType<typeof spawn> | undefined;
+  try {
+    for (const step of steps.filter((s) => s.stage === 0)) {
+      if (step.keyword === 'COPY') {
+        const parts = step.args.split(/\s+/);
+        const dest = parts.pop()!;
+        for (const src of parts) {
+          if (ignored(src)) throw new Error(`COPY ${src}: .dockerignore leaves it out of the build context`);
+          const target = dest.endsWith('/') || parts.length > 1 ? join(app, dest, src.split('/').pop()!) : join(app, dest);
+          mkdirSync(dirname(target), { recursive: true });
+          cpSync(join(ROOT, src), target, { recursive: true });
+        }
+        log(`COPY ${step.args}`);
+      } else if (step.keyword === 'RUN') {
+        for (const cmd of step.args.split('&&').map((c) => c.trim())) {
+          if (/^npm (install|ci)\b/.test(cmd)) {
+            symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'), 'dir');
+            log(`RUN ${cmd}: linked this checkout's node_modules instead`);
+          } else if (/^npm prune\b/.test(cmd)) {
+            log(`RUN ${cmd}: skipped (would prune the linked node_modules)`);
+          } else {
+            log(`RUN ${cmd}`);
+            execFileSync('sh', ['-c', cmd], { cwd: app, stdio: 'inherit' });
+          }
+        }
+      }
+    }
+    const env: Record<string, string> = { ...(process.env as Record<string, string>) };
+    delete env.DATABASE_URL;
+    for (const step of steps.filter((s) => s.stage === final && s.keyword === 'ENV')) {
+      for (const [, k, v] of step.args.matchAll(/(\w+)=(\S+)/g)) env[k] = v.startsWith('/') ? join(dir, v) : v;
+    }
+    if (env.DATA_DIR) mkdirSync(env.DATA_DIR, { recursive: true });
+    if (env.WORKSPACE_ROOT) mkdirSync(env.WORKSPACE_ROOT, { recursive: true });
+    env.PORT = String(await freePort());
+    const [cmd, ...args] = argv(steps.filter((s) => s.stage === final && s.keyword === 'CMD').pop()!.args);
+    log(`CMD ${cmd} ${args.join(' ')} (PORT=${env.PORT})`);
+    server = spawn(cmd, args, { cwd: app, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const exited = new Promise<number>((resolve) => server!.once('exit', (code) => resolve(code ?? 1)));
+    const health = steps.find((s) => s.stage === final && s.keyword === 'HEALTHCHECK');
+    if (!health) throw new Error('the final stage has no HEALTHCHECK');
+    const [hcmd, ...hargs] = argv(health.args.slice(health.args.indexOf('CMD') + 3));
+    const deadline = Date.now() + HEALTH_TIMEOUT_MS;
+    let attempts = 0;
+    while (Date.now() < deadline) {
+      attempts++;
+      if (spawnSync(hcmd, hargs, { cwd: app, env, stdio: 'ignore', timeout: 5_000 }).status === 0) {
+        log(`HEALTHCHECK passed (attempt ${attempts})`);
+        return 0;
+      }
+      const gone = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 1_000))]);
+      if (gone !== undefined) throw new Error(`the server exited with code ${gone} before it was healthy`);
+    }
+    throw new Error(`HEALTHCHECK did not pass within ${HEALTH_TIMEOUT_MS / 1000} s (${attempts} attempts)`);
+  } finally {
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await new Promise((r) => server!.once('exit', r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    console.error(`check:image failed: ${err.message}`);
+    process.exit(1);
+  },
+);
