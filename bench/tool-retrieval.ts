@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
+import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
 
 const REPO_ROOT = resolve(__dirname, '..');
 const DEFAULT_DATA = resolve(REPO_ROOT, 'bench/data/tool-retrieval/bfcl-pooled');
@@ -21,6 +22,8 @@ interface Args {
   queries: string;
   k: number;
   json: boolean;
+  single: boolean;
+  scale: number[];
 }
 
 interface QueryRow {
@@ -62,7 +65,7 @@ interface Baseline {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), k: 5, json: false };
+  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), k: 5, json: false, single: false, scale: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -74,8 +77,10 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--queries') args.queries = resolve(value());
     else if (a === '--k') args.k = Number(value());
     else if (a === '--json') args.json = true;
+    else if (a === '--single') args.single = true;
+    else if (a === '--scale') args.scale = value().split(',').map((s) => Number(s.replace(/k$/i, '000')));
     else if (a === '--help' || a === '-h') {
-      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json]');
+      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -159,6 +164,8 @@ function main(): void {
   const buildMs = performance.now() - t0;
 
   const depth = Math.max(10, args.k);
+  // --single: the whole request only (the ranking before multi-intent retrieval), for comparison
+  const search = (q: string, k: number) => (args.single ? index.search(q, k) : searchMultiIntent(index, q, k).hits);
   const all = newAcc();
   const perCategory = new Map<string, Acc>();
   const latencies: number[] = [];
@@ -169,7 +176,7 @@ function main(): void {
   index.search(queries[0]?.query ?? 'warm up', depth);
   for (const q of queries) {
     const s = performance.now();
-    const hits = index.search(q.query, depth);
+    const hits = search(q.query, depth);
     latencies.push(performance.now() - s);
     const ranked = hits.map((h) => h.name);
     const relevant = new Set(q.relevant);
@@ -202,7 +209,7 @@ function main(): void {
       let best = Infinity;
       for (let i = 0; i < 3; i++) {
         const s = performance.now();
-        index.search(q.query, depth);
+        search(q.query, depth);
         best = Math.min(best, performance.now() - s);
       }
       return best;
