@@ -1,7 +1,8 @@
 /**
  * Tool-retrieval benchmark for the NarrowTopK index (bench/README.md "Tool retrieval").
  *
- *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json]
+ *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single]
+ *   npx tsx bench/tool-retrieval.ts --scale 1k,10k,50k   (synthetic-scale mode, tool-retrieval-scale.ts)
  *
  * Loads every tool into a ToolIndex (one `add` at a time, as the registry does), runs every
  * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
@@ -13,6 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
 import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
+import { printScale, runScale } from './tool-retrieval-scale';
 
 const REPO_ROOT = resolve(__dirname, '..');
 const DEFAULT_DATA = resolve(REPO_ROOT, 'bench/data/tool-retrieval/bfcl-pooled');
@@ -85,6 +87,7 @@ function parseArgs(argv: string[]): Args {
     } else throw new Error(`unknown argument ${a}`);
   }
   if (!Number.isInteger(args.k) || args.k < 1) throw new Error('--k must be a positive integer');
+  if (args.scale.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--scale takes sizes such as 1k,10k,50k');
   return args;
 }
 
@@ -155,12 +158,18 @@ function main(): void {
   // a query without labels cannot be scored; it is counted and left out
   const queries = rows.filter((q) => typeof q.query === 'string' && Array.isArray(q.relevant) && q.relevant.length > 0);
 
+  const tools: IndexableTool[] = rawTools.map((t) => ({ name: t.name, description: t.description ?? '', parameters: t.parameters ?? {}, origin: 'mcp:bench' }));
+  if (args.scale.length > 0) {
+    // every 4th query: enough for a p99, and the floor's scans at 50k tools stay within a minute
+    const sample = queries.filter((_, i) => i % 4 === 0).map((q) => q.query);
+    const rows = runScale(tools, sample, args.scale, Math.max(10, args.k));
+    if (args.json) console.log(JSON.stringify({ scale: rows, queries: sample.length }));
+    else printScale(rows, sample.length);
+    return;
+  }
   const index = new ToolIndex();
   const t0 = performance.now();
-  for (const t of rawTools) {
-    const tool: IndexableTool = { name: t.name, description: t.description ?? '', parameters: t.parameters ?? {}, origin: 'mcp:bench' };
-    index.add(tool);
-  }
+  for (const tool of tools) index.add(tool);
   const buildMs = performance.now() - t0;
 
   const depth = Math.max(10, args.k);
