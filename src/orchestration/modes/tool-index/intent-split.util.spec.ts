@@ -21,6 +21,25 @@ describe('splitIntents', () => {
     expect(splitIntents(q)).toEqual([q]);
   });
 
+  it('reads a sentence that does not open like a task as context of the one before', () => {
+    expect(splitIntents('Imagine you are a drone operator. You are at point (5, 7). Move the drone to (10, 15). Then compute the distance travelled.')).toEqual([
+      'Imagine you are a drone operator. You are at point (5, 7). Move the drone to (10, 15).',
+      'compute the distance travelled.',
+    ]);
+    expect(splitIntents('Help me with two tasks. First, get the top cases in UK law. Second, find the GCD of 36 and 48.')).toEqual([
+      'Help me with two tasks.',
+      'First, get the top cases in UK law.',
+      'Second, find the GCD of 36 and 48.',
+    ]);
+  });
+
+  it('keeps quoted list items with the task they are data for', () => {
+    expect(splitIntents("Classify these customer queries, then file a report:\n- 'How do I sign up?'\n- 'Are banks open now?'")).toEqual([
+      'Classify these customer queries',
+      "file a report 'How do I sign up?' 'Are banks open now?'",
+    ]);
+  });
+
   it('does not split on a bare "and" between nouns, nor on decimals and file names', () => {
     expect(splitIntents('What are the length and width of a rectangle with area 3.5?')).toHaveLength(1);
     expect(splitIntents('Read config.json and list the keys')).toEqual(['Read config.json', 'list the keys']);

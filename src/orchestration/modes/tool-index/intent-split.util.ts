@@ -27,6 +27,16 @@ const COMMA_AND_VERB =
 /** Chinese sequencing connectives (the index reads Chinese as character bigrams, so only whole words are split on). */
 const ZH_CONNECTIVE = /[，,、]?\s*(?:然后|接着|之后|随后|然後|接著|另外|此外|同时|同時|并且|並且|还要|還要|最后|最後|以及|再帮我|再幫我)\s*/u;
 
+/**
+ * How a sentence that is a further task opens: a list marker, a sequencing connective, an
+ * ordinal with a comma ("Second, …"), or their Chinese equivalents.
+ */
+const OPENS_TASK =
+  /^\s*(?:[-*•·]\s|\(?\d{1,2}[.)）]\s|\(?[a-z][)）]\s|[①②③④⑤⑥⑦⑧⑨⑩]|(?:and\s+)?(?:then|also|additionally|finally|lastly|after that|afterwards|in addition|moreover|furthermore|besides|subsequently)\b|(?:first|second|third|fourth|fifth|next)(?:ly)?\s*,|然后|然後|接着|接著|之后|随后|另外|此外|同时|同時|还要|還要|最后|最後|以及|其次|再|第[一二三四五六七八九十])/iu;
+
+/** A piece that is a quotation (after any list marker): the data of the task before it. */
+const QUOTED = /^\s*["'“‘「『]/u;
+
 /** A piece shorter than this many word characters is not an intent on its own ("Thanks.", "OK"). */
 const MIN_INTENT_CHARS = 3;
 /** Beyond this many pieces the request is a list of items of one task rather than separate tasks. */
@@ -37,47 +47,35 @@ export const MAX_INTENTS = 8;
  * and so does one split into more than MAX_INTENTS pieces (then the pieces are not tasks but
  * the items of one, e.g. a long list of cities). Empty input gives `[]`.
  */
-export function splitIntents(request: string, options: SplitOptions = {}): string[] {
+export function splitIntents(request: string): string[] {
   const text = typeof request === 'string' ? request.trim() : '';
   if (!text) return [];
-  if (!options.sentencesAlone && !hasTaskBoundary(text)) return [text];
-  const pieces: string[] = [];
+  // a sentence starts a new intent only when it opens like one ("Also, …", "- …", "2) …",
+  // "然后…"); other sentences are context of the one before ("I'm in Riga. What's the
+  // temperature?", "Imagine you are a drone operator. You are at (5, 7)…")
+  const groups: string[] = [];
   for (const sentence of text.split(SENTENCE_END)) {
-    if (!sentence) continue;
-    for (const item of sentence.replace(LIST_MARKER, '').split(INLINE_ENUM)) {
-      const cleaned = item.replace(LIST_MARKER, '');
-      for (const clause of cleaned.split(EN_CONNECTIVE)) {
+    if (!sentence?.trim()) continue;
+    if (groups.length === 0 || OPENS_TASK.test(sentence)) groups.push(sentence);
+    else groups[groups.length - 1] += ` ${sentence}`;
+  }
+  const pieces: string[] = [];
+  for (const group of groups) {
+    for (const item of group.replace(LIST_MARKER, '').split(INLINE_ENUM)) {
+      for (const clause of item.replace(LIST_MARKER, '').split(EN_CONNECTIVE)) {
         if (!clause) continue;
         for (const part of clause.split(COMMA_AND_VERB)) {
-          for (const zh of part.split(ZH_CONNECTIVE)) pushPiece(pieces, zh);
+          for (const zh of part.split(ZH_CONNECTIVE)) {
+            // a quoted item is data the task works on ("classify these queries: - 'How do I…'"), not a task
+            if (QUOTED.test(zh) && pieces.length > 0) pieces[pieces.length - 1] += ` ${zh}`;
+            else pushPiece(pieces, zh);
+          }
         }
       }
     }
   }
   if (pieces.length <= 1 || pieces.length > MAX_INTENTS) return [text];
   return pieces;
-}
-
-export interface SplitOptions {
-  /**
-   * Split on sentence ends even when nothing else marks a second task (default false): most
-   * multi-sentence requests are one task with context around it ("I'm in Riga. What's the
-   * temperature?"), so sentence ends only separate intents once a connective or a list says
-   * the request has several.
-   */
-  sentencesAlone?: boolean;
-}
-
-/** Whether the text carries a mark of a second task: a connective, a list, ", and <verb>". */
-function hasTaskBoundary(text: string): boolean {
-  const lines = text.split(/\n+/);
-  if (lines.filter((l) => LIST_MARKER.test(l)).length >= 2) return true;
-  return [EN_CONNECTIVE, COMMA_AND_VERB, ZH_CONNECTIVE, INLINE_ENUM].some((re) => {
-    re.lastIndex = 0;
-    const hit = re.test(text);
-    re.lastIndex = 0;
-    return hit;
-  });
 }
 
 function pushPiece(out: string[], piece: string | undefined): void {

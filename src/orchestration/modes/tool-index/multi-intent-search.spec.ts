@@ -54,9 +54,9 @@ describe('searchMultiIntent', () => {
 });
 
 describe('distinctTasks', () => {
-  it('merges intents that repeat one task with other arguments and drops word-less ones', () => {
+  it('merges intents that repeat one task with other arguments and drops word-less and about-the-request ones', () => {
     expect(
-      distinctTasks(['Calculate the travel time of a car moving at 50 m/s', 'calculate the travel time of a bullet moving at 400 m/s', 'Thanks!', 'convert 20 euros to dollars']),
+      distinctTasks(['Can you help me with two tasks?', 'Calculate the travel time of a car moving at 50 m/s', 'calculate the travel time of a bullet moving at 400 m/s', 'Thanks!', 'convert 20 euros to dollars']),
     ).toEqual(['Calculate the travel time of a car moving at 50 m/s', 'convert 20 euros to dollars']);
   });
 });

@@ -52,17 +52,23 @@ export function searchMultiIntent(
  * Intents that ask for the same task with other arguments ("the time for a car at 50 m/s…;
  * also the time for a bullet at 400 m/s") are one task for retrieval: an intent whose analyzed
  * words overlap an earlier kept one by at least SAME_TASK_OVERLAP is dropped, and so is one
- * with no index word at all ("Thanks!").
+ * with no index word at all ("Thanks!") or only words about the request itself (META_TERMS).
  */
 export function distinctTasks(intents: string[]): string[] {
   const kept: Array<{ text: string; terms: Set<string> }> = [];
   for (const text of intents) {
     const terms = new Set(analyze(text));
-    if (terms.size === 0) continue;
+    if (terms.size === 0 || [...terms].every((t) => META_TERMS.has(t))) continue;
     if (!kept.some((k) => jaccard(k.terms, terms) >= SAME_TASK_OVERLAP)) kept.push({ text, terms });
   }
   return kept.map((k) => k.text);
 }
+
+/**
+ * Words of a request about the request itself ("Can you help me with a few tasks?", "Can you
+ * assist with these?"): an intent made only of them asks for no tool. Stemmed as analyze does.
+ */
+const META_TERMS: ReadonlySet<string> = new Set(analyze('help assist task tasks thing things question questions request requests following few two three several multiple couple'));
 
 function jaccard(a: Set<string>, b: Set<string>): number {
   let inter = 0;
