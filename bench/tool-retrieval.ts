@@ -183,10 +183,23 @@ function main(): void {
   const sweep = thresholds.map((minScore) => ({ minScore, kept: 0, complete: 0, empty: 0 }));
   // one untimed warm-up so JIT compilation is not billed to the first query
   index.search(queries[0]?.query ?? 'warm up', depth);
+  // the same queries ranked on the whole request only (the ranking before multi-intent
+  // retrieval), per category: recall@5 and complete@5, to show what splitting changes
+  const wholeOnly = new Map<string, { n: number; r5: number; c5: number; split: number }>();
   for (const q of queries) {
     const s = performance.now();
     const hits = search(q.query, depth);
     latencies.push(performance.now() - s);
+    if (!args.single) {
+      const w = index.search(q.query, 5).map((h) => h.name);
+      const acc = wholeOnly.get(categoryOf(q.id)) ?? { n: 0, r5: 0, c5: 0, split: 0 };
+      const got = q.relevant.filter((r) => w.includes(r)).length;
+      acc.n++;
+      acc.r5 += got / new Set(q.relevant).size;
+      acc.c5 += got === new Set(q.relevant).size ? 1 : 0;
+      acc.split += hits.map((h) => h.name).slice(0, 5).join() === w.join() ? 0 : 1;
+      wholeOnly.set(categoryOf(q.id), acc);
+    }
     const ranked = hits.map((h) => h.name);
     const relevant = new Set(q.relevant);
     const need = [...relevant];
@@ -277,6 +290,17 @@ function main(): void {
   console.log('\nminScore at k=5: mean candidates kept · complete@5 · share of queries left with none');
   for (const t of result.minScoreSweep) {
     console.log(`  ≥ ${t.minScore.toFixed(2)}: ${t.meanCandidatesAt5.toFixed(2)} · ${f(t.completeAt5)} · ${f(t.noCandidates)}`);
+  }
+  if (wholeOnly.size) {
+    console.log('\nmulti-intent vs whole request only (--single), at k=5: recall@5 · complete@5 · queries whose top 5 changed');
+    const lost: string[] = [];
+    for (const c of categories) {
+      const w = wholeOnly.get(c.name)!;
+      const [r5, c5] = [w.r5 / w.n, w.c5 / w.n];
+      if (c.recallAt5 < r5 - 1e-9 || c.completeAt5 < c5 - 1e-9) lost.push(c.name);
+      console.log(`  ${c.name}: ${f(c.recallAt5)} vs ${f(r5)} · ${f(c.completeAt5)} vs ${f(c5)} · ${w.split}`);
+    }
+    console.log(`  categories where splitting lost: ${lost.length ? lost.join(', ') : 'none'}`);
   }
   const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
