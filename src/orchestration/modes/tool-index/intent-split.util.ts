@@ -3,13 +3,12 @@
  * convert 20 euros to dollars and book a table" → three intents), so each can be retrieved on
  * its own (multi-intent-search.ts).
  *
- * The rules come from how people chain requests, not from any data set: sentence ends, list
- * items and lines, semicolons, and the sequencing connectives of English (then, also, after
- * that, finally, additionally, as well as, plus…) and Chinese (然后, 接着, 之后, 另外, 同时, 还要,
- * 最后, 以及…). A bare "and" is NOT a boundary ("the length and width of a rectangle" is one
- * intent); ", and" followed by a verb-led clause is, since that is how a second task is
- * usually appended ("…of 96 and 128, and the LCM of 15 and 25" stays one piece only because
- * "the" is not an action word).
+ * The rules come from how people chain requests, not from any data set (bench/README.md lists
+ * them): a sentence starts a new intent only when it opens like a further task (a connective,
+ * an ordinal, a list marker); inside a sentence the sequencing connectives of English (then,
+ * also, after that, finally, additionally, as well as…) and Chinese (然后, 接着, 之后, 另外,
+ * 同时, 还要, 最后, 以及…), inline enumerations, and "and" before an action verb separate
+ * intents. A bare "and" between nouns is NOT a boundary ("the length and width of a rectangle").
  */
 
 /** Sentence ends: western ones need a space and a capital/digit after them ("3.5", "e.g. x" and "file.txt" stay). */
