@@ -1,7 +1,8 @@
 /**
  * Tool-retrieval benchmark for the NarrowTopK index (bench/README.md "Tool retrieval").
  *
- *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json]
+ *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single]
+ *   npx tsx bench/tool-retrieval.ts --scale 1k,10k,50k   (synthetic-scale mode, tool-retrieval-scale.ts)
  *
  * Loads every tool into a ToolIndex (one `add` at a time, as the registry does), runs every
  * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
@@ -12,6 +13,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
+import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
+import { printScale, runScale } from './tool-retrieval-scale';
 
 const REPO_ROOT = resolve(__dirname, '..');
 const DEFAULT_DATA = resolve(REPO_ROOT, 'bench/data/tool-retrieval/bfcl-pooled');
@@ -21,6 +24,8 @@ interface Args {
   queries: string;
   k: number;
   json: boolean;
+  single: boolean;
+  scale: number[];
 }
 
 interface QueryRow {
@@ -62,7 +67,7 @@ interface Baseline {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), k: 5, json: false };
+  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), k: 5, json: false, single: false, scale: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -74,12 +79,15 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--queries') args.queries = resolve(value());
     else if (a === '--k') args.k = Number(value());
     else if (a === '--json') args.json = true;
+    else if (a === '--single') args.single = true;
+    else if (a === '--scale') args.scale = value().split(',').map((s) => Number(s.replace(/k$/i, '000')));
     else if (a === '--help' || a === '-h') {
-      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json]');
+      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
   if (!Number.isInteger(args.k) || args.k < 1) throw new Error('--k must be a positive integer');
+  if (args.scale.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--scale takes sizes such as 1k,10k,50k');
   return args;
 }
 
@@ -150,15 +158,23 @@ function main(): void {
   // a query without labels cannot be scored; it is counted and left out
   const queries = rows.filter((q) => typeof q.query === 'string' && Array.isArray(q.relevant) && q.relevant.length > 0);
 
+  const tools: IndexableTool[] = rawTools.map((t) => ({ name: t.name, description: t.description ?? '', parameters: t.parameters ?? {}, origin: 'mcp:bench' }));
+  if (args.scale.length > 0) {
+    // every 4th query: enough for a p99, and the floor's scans at 50k tools stay within a minute
+    const sample = queries.filter((_, i) => i % 4 === 0).map((q) => q.query);
+    const rows = runScale(tools, sample, args.scale, Math.max(10, args.k));
+    if (args.json) console.log(JSON.stringify({ scale: rows, queries: sample.length }));
+    else printScale(rows, sample.length);
+    return;
+  }
   const index = new ToolIndex();
   const t0 = performance.now();
-  for (const t of rawTools) {
-    const tool: IndexableTool = { name: t.name, description: t.description ?? '', parameters: t.parameters ?? {}, origin: 'mcp:bench' };
-    index.add(tool);
-  }
+  for (const tool of tools) index.add(tool);
   const buildMs = performance.now() - t0;
 
   const depth = Math.max(10, args.k);
+  // --single: the whole request only (the ranking before multi-intent retrieval), for comparison
+  const search = (q: string, k: number) => (args.single ? index.search(q, k) : searchMultiIntent(index, q, k).hits);
   const all = newAcc();
   const perCategory = new Map<string, Acc>();
   const latencies: number[] = [];
@@ -167,10 +183,23 @@ function main(): void {
   const sweep = thresholds.map((minScore) => ({ minScore, kept: 0, complete: 0, empty: 0 }));
   // one untimed warm-up so JIT compilation is not billed to the first query
   index.search(queries[0]?.query ?? 'warm up', depth);
+  // the same queries ranked on the whole request only (the ranking before multi-intent
+  // retrieval), per category: recall@5 and complete@5, to show what splitting changes
+  const wholeOnly = new Map<string, { n: number; r5: number; c5: number; split: number }>();
   for (const q of queries) {
     const s = performance.now();
-    const hits = index.search(q.query, depth);
+    const hits = search(q.query, depth);
     latencies.push(performance.now() - s);
+    if (!args.single) {
+      const w = index.search(q.query, 5).map((h) => h.name);
+      const acc = wholeOnly.get(categoryOf(q.id)) ?? { n: 0, r5: 0, c5: 0, split: 0 };
+      const got = q.relevant.filter((r) => w.includes(r)).length;
+      acc.n++;
+      acc.r5 += got / new Set(q.relevant).size;
+      acc.c5 += got === new Set(q.relevant).size ? 1 : 0;
+      acc.split += hits.map((h) => h.name).slice(0, 5).join() === w.join() ? 0 : 1;
+      wholeOnly.set(categoryOf(q.id), acc);
+    }
     const ranked = hits.map((h) => h.name);
     const relevant = new Set(q.relevant);
     const need = [...relevant];
@@ -202,7 +231,7 @@ function main(): void {
       let best = Infinity;
       for (let i = 0; i < 3; i++) {
         const s = performance.now();
-        index.search(q.query, depth);
+        search(q.query, depth);
         best = Math.min(best, performance.now() - s);
       }
       return best;
@@ -261,6 +290,17 @@ function main(): void {
   console.log('\nminScore at k=5: mean candidates kept · complete@5 · share of queries left with none');
   for (const t of result.minScoreSweep) {
     console.log(`  ≥ ${t.minScore.toFixed(2)}: ${t.meanCandidatesAt5.toFixed(2)} · ${f(t.completeAt5)} · ${f(t.noCandidates)}`);
+  }
+  if (wholeOnly.size) {
+    console.log('\nmulti-intent vs whole request only (--single), at k=5: recall@5 · complete@5 · queries whose top 5 changed');
+    const lost: string[] = [];
+    for (const c of categories) {
+      const w = wholeOnly.get(c.name)!;
+      const [r5, c5] = [w.r5 / w.n, w.c5 / w.n];
+      if (c.recallAt5 < r5 - 1e-9 || c.completeAt5 < c5 - 1e-9) lost.push(c.name);
+      console.log(`  ${c.name}: ${f(c.recallAt5)} vs ${f(r5)} · ${f(c.completeAt5)} vs ${f(c5)} · ${w.split}`);
+    }
+    console.log(`  categories where splitting lost: ${lost.length ? lost.join(', ') : 'none'}`);
   }
   const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);

@@ -146,6 +146,18 @@ export class EnvironmentVariables {
   @Transform(toBool) @IsBoolean()
   TOOL_INDEX_ENABLED = true;
 
+  /**
+   * Extension: chat turns (unified, two-stage) offer the model every tool while the project's
+   * catalog has at most this many; above it, the top TOOL_RETRIEVAL_TOP_K for the turn plus
+   * sticky and built-in tools (ToolSelectionService).
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(100_000)
+  TOOL_RETRIEVAL_THRESHOLD = 24;
+
+  /** Extension: how many retrieved tools a chat step is offered above the threshold (sticky ones come on top). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(200)
+  TOOL_RETRIEVAL_TOP_K = 8;
+
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
   LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
 }

@@ -4,6 +4,7 @@ import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { ClassicStrategy } from './modes/classic.strategy';
 import { NarrowTopKStrategy } from './modes/narrow-top-k.strategy';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
+import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
 import { OrchestrationController } from './orchestration.controller';
 import { OrchestrationService } from './orchestration.service';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
@@ -20,6 +21,7 @@ import { UnifiedStrategy } from './protocols/unified/unified.strategy';
     ClassicStrategy,
     NarrowTopKStrategy,
     ToolIndexService,
+    ToolSelectionService,
     {
       provide: PROTOCOL_STRATEGIES,
       useFactory: (...strategies: OrchestrationStrategy[]) => strategies,

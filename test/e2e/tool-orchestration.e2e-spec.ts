@@ -146,8 +146,9 @@ describe('POST /api/orchestration/execute', () => {
   });
 
   it('NarrowTopK: a threshold that leaves no candidate ends with no_candidates, without a model call', async () => {
-    // a request spanning two tools: the best one explains only part of it
-    const input = 'list the folder recursively and read a file';
+    // one task whose words span two tools, so the best one explains only part of it (a request
+    // split into two tasks would score each task on its own, and each can be fully explained)
+    const input = 'list the folder recursively for web search results';
     const [top] = await (await fetch(`${t.url}/api/orchestration/tool-index/search?q=${encodeURIComponent(input)}&k=1`)).json();
     expect(top.score).toBeLessThan(0.99);
     const { body } = await post({ userInput: input, mode: 'NarrowTopK', options: { minScoreThreshold: Math.min(1, top.score + 0.01) } });

@@ -5,6 +5,7 @@ import { summarizeParameters } from './tool-text.util';
 import { assertUnreachable } from '../../../common/util/assert-unreachable.util';
 import { ToolRegistryService, type ToolRegistryChange } from '../../../tools/tool-registry.service';
 import { ToolIndex, type ToolIndexHit } from './tool-index';
+import { searchMultiIntent } from './multi-intent-search';
 
 /**
  * The NarrowTopK tool index, kept in step with ToolRegistryService: it indexes every tool
@@ -61,10 +62,11 @@ export class ToolIndexService implements OnModuleDestroy {
   /**
    * The best `k` tools for `query`, best first, scores 0..1 (BM25 relative to the best hit,
    * scaled by how much of the query the best hit covers), none below `minScore`. `filter` (e.g. "available now") is applied before the top
-   * `k` is taken, so it does not shorten the list. See ToolIndex.search.
+   * `k` is taken, so it does not shorten the list. A request with several tasks is searched
+   * per task as well and the lists fused (searchMultiIntent); one task ranks as ToolIndex.search.
    */
   search(query: string, k: number, minScore = 0, filter?: (name: string) => boolean): ToolIndexHit[] {
-    return this.index.search(query, k, minScore, filter);
+    return searchMultiIntent(this.index, query, k, minScore, filter).hits;
   }
 
   /**
@@ -77,7 +79,7 @@ export class ToolIndexService implements OnModuleDestroy {
   async retrieve(query: string, k: number, minScore = 0, filter?: (name: string) => boolean, signal?: AbortSignal): Promise<ToolIndexHit[]> {
     if (!this.embedder || this.vectors.size === 0) return this.search(query, k, minScore, filter);
     const wide = Math.max(k * 4, 20);
-    const bm25 = this.index.search(query, wide, 0, filter);
+    const bm25 = this.search(query, wide, 0, filter);
     let q: number[] | undefined;
     try {
       const timeout = AbortSignal.timeout(ToolIndexService.EMBED_QUERY_TIMEOUT_MS);

@@ -1,6 +1,6 @@
-import MiniSearch from 'minisearch';
 import type { ToolDefinition, ToolOrigin } from '../../../tools/tool-definition';
 import { analyze, summarizeParameters, type AnalyzeOptions } from './tool-text.util';
+import { FieldedBm25 } from './fielded-bm25';
 
 /** What the index needs of a tool: what the model would see of it, plus its origin. */
 export type IndexableTool = Pick<ToolDefinition, 'name' | 'description' | 'parameters' | 'origin'>;
@@ -24,7 +24,7 @@ const FIELDS: readonly ToolIndexField[] = ['name', 'description', 'paramNames', 
 export interface ToolIndexOptions {
   /** per-field BM25 weight; 0 leaves a field out of the search */
   boost: Record<ToolIndexField, number>;
-  /** BM25+ parameters (MiniSearch's `k` = k1, `b`, and `d`, the BM25+ lower bound per matching term) */
+  /** BM25+ parameters (`k` = k1, `b`, and `d`, the BM25+ lower bound per matching term) */
   bm25: { k: number; b: number; d: number };
   /**
    * Coverage exponent p: a tool's summed BM25 score is multiplied by c^p, where c is the share
@@ -62,26 +62,19 @@ export const DEFAULT_TOOL_INDEX_OPTIONS: ToolIndexOptions = {
 };
 
 interface IndexedDoc {
-  id: string;
   origin: ToolOrigin;
-  name: string;
-  description: string;
-  paramNames: string;
-  paramText: string;
   /** distinct analyzed terms over all fields, for document frequencies */
   terms: string[];
 }
 
 /**
- * An in-process BM25 index over tools (MiniSearch underneath), built one tool at a time.
+ * An in-process BM25 index over tools (an inverted index, fielded-bm25.ts), built one tool at
+ * a time. Text goes through `analyze` (identifier splitting, lowercase, stop words, light
+ * stemming) on both sides.
  *
- * Text goes through `analyze` (identifier splitting, lowercase, stop words, light stemming)
- * before MiniSearch sees it; MiniSearch then only splits on the spaces `analyze` put in.
- *
- * Ranking: MiniSearch's BM25+ per field × field boost, summed over the distinct query terms,
+ * Ranking: BM25+ per field × field boost, summed over the distinct query terms,
  * times the tool's IDF-weighted coverage of the query squared (a tool that matches the rare
- * words of a request beats one that matches a common word many times). The coverage factor
- * replaces MiniSearch's own coordination factor (× number of terms matched).
+ * words of a request beats one that matches a common word many times).
  *
  * Long requests: query terms are used rarest first within a postings budget
  * (`maxQueryPostings`), which bounds search time whatever the request length.
@@ -92,8 +85,8 @@ interface IndexedDoc {
  */
 export class ToolIndex {
   private readonly options: ToolIndexOptions;
-  private readonly engine: MiniSearch<IndexedDoc>;
-  /** the exact document indexed per name: MiniSearch's synchronous `remove` needs it */
+  private readonly engine: FieldedBm25;
+  /** per indexed name: origin and distinct terms */
   private readonly docs = new Map<string, IndexedDoc>();
   /** document frequency per term over all fields, for the coverage factor */
   private readonly df = new Map<string, number>();
@@ -106,22 +99,10 @@ export class ToolIndex {
       bm25: { ...DEFAULT_TOOL_INDEX_OPTIONS.bm25, ...options.bm25 },
       analyzer: { ...DEFAULT_TOOL_INDEX_OPTIONS.analyzer, ...options.analyzer },
     };
-    this.engine = new MiniSearch<IndexedDoc>({
-      idField: 'id',
-      fields: [...FIELDS],
-      storeFields: [],
-      tokenize: (text) => text.split(' '),
-      processTerm: (term) => term || null,
-      searchOptions: {
-        // MiniSearch reads a boost of 0 as 1, so zero-weight fields are left out instead
-        fields: FIELDS.filter((f) => this.options.boost[f] > 0),
-        boost: { ...this.options.boost },
-        bm25: { ...this.options.bm25 },
-        combineWith: 'OR',
-      },
-      // documents leave through `remove` (exact and synchronous), so there is nothing to vacuum
-      autoVacuum: false,
-    });
+    this.engine = new FieldedBm25(
+      FIELDS.map((f) => this.options.boost[f]),
+      this.options.bm25,
+    );
   }
 
   /** Number of tools indexed. */
@@ -141,8 +122,8 @@ export class ToolIndex {
   /** Adds a tool, or replaces the indexed tool of the same name. */
   add(tool: IndexableTool): void {
     this.remove(tool.name);
-    const doc = this.toDoc(tool);
-    this.engine.add(doc);
+    const { doc, fields } = this.toDoc(tool);
+    this.engine.add(tool.name, fields);
     this.docs.set(tool.name, doc);
     for (const t of doc.terms) this.df.set(t, (this.df.get(t) ?? 0) + 1);
   }
@@ -157,7 +138,7 @@ export class ToolIndex {
     const name = typeof toolOrName === 'string' ? toolOrName : toolOrName.name;
     const doc = this.docs.get(name);
     if (!doc) return false;
-    this.engine.remove(doc);
+    this.engine.remove(name);
     this.docs.delete(name);
     for (const t of doc.terms) {
       const n = (this.df.get(t) ?? 1) - 1;
@@ -169,7 +150,7 @@ export class ToolIndex {
 
   /** Empties the index. */
   clear(): void {
-    this.engine.removeAll();
+    this.engine.clear();
     this.docs.clear();
     this.df.clear();
   }
@@ -189,31 +170,24 @@ export class ToolIndex {
     if (!(limit >= 1) || this.docs.size === 0 || typeof query !== 'string') return [];
     const terms = this.queryTerms(query);
     if (terms.length === 0) return [];
-    const raw = this.engine.search(terms.join(' '), filter ? { filter: (r) => filter(r.id as string) } : {});
+    const idf = terms.map((t) => this.idf(t));
+    const raw = this.engine.search(terms, idf, filter);
     if (raw.length === 0) return [];
 
-    const idf = new Map(terms.map((t) => [t, this.idf(t)]));
     let queryIdf = 0;
     // the scale counts only terms some tool has: "Paris" in "weather in Paris" is an argument
     // value, not evidence against get_weather
     let knownIdf = 0;
-    for (const [t, v] of idf) {
-      queryIdf += v;
-      if ((this.df.get(t) ?? 0) > 0) knownIdf += v;
-    }
-    const p = this.options.coverageExponent;
-    const ranked = raw.map((r) => {
-      const matched = r.queryTerms as string[];
-      let covered = 0;
-      for (const t of matched) covered += idf.get(t) ?? 0;
-      // undo MiniSearch's "× number of matched terms", then apply the IDF coverage instead
-      const bm25 = r.score / Math.max(1, matched.length);
-      return {
-        name: r.id as string,
-        raw: p > 0 && queryIdf > 0 ? bm25 * (covered / queryIdf) ** p : bm25,
-        coverage: knownIdf > 0 ? covered / knownIdf : 0,
-      };
+    terms.forEach((t, i) => {
+      queryIdf += idf[i];
+      if ((this.df.get(t) ?? 0) > 0) knownIdf += idf[i];
     });
+    const p = this.options.coverageExponent;
+    const ranked = raw.map((r) => ({
+      name: r.id,
+      raw: p > 0 && queryIdf > 0 ? r.score * (r.covered / queryIdf) ** p : r.score,
+      coverage: knownIdf > 0 ? r.covered / knownIdf : 0,
+    }));
     const best = topK(ranked, limit);
     const top = best[0]?.raw ?? 0;
     if (!(top > 0)) return [];
@@ -250,23 +224,15 @@ export class ToolIndex {
     return Math.log(1 + (n - df + 0.5) / (df + 0.5));
   }
 
-  private toDoc(tool: IndexableTool): IndexedDoc {
+  private toDoc(tool: IndexableTool): { doc: IndexedDoc; fields: string[][] } {
     const params = summarizeParameters(tool.parameters);
-    const fields = {
-      name: analyze(tool.name, this.options.analyzer),
-      description: analyze(tool.description ?? '', this.options.analyzer),
-      paramNames: analyze(`${params.names} ${params.enums}`, this.options.analyzer),
-      paramText: analyze(params.text, this.options.analyzer),
-    };
-    return {
-      id: tool.name,
-      origin: tool.origin,
-      name: fields.name.join(' '),
-      description: fields.description.join(' '),
-      paramNames: fields.paramNames.join(' '),
-      paramText: fields.paramText.join(' '),
-      terms: [...new Set(Object.values(fields).flat())],
-    };
+    const fields = [
+      analyze(tool.name, this.options.analyzer),
+      analyze(tool.description ?? '', this.options.analyzer),
+      analyze(`${params.names} ${params.enums}`, this.options.analyzer),
+      analyze(params.text, this.options.analyzer),
+    ];
+    return { doc: { origin: tool.origin, terms: [...new Set(fields.flat())] }, fields };
   }
 }
 

@@ -3,10 +3,10 @@
  * stop words and a light English stemmer. Tools and queries go through the same `analyze`,
  * so whatever a rule does to a word it does on both sides.
  *
- * No kept library covers this: MiniSearch only lowercases and splits on punctuation, and
- * none of the installed packages ships a stemmer or a stop-word list, so both are written
- * here and kept deliberately small and general (English API vocabulary, nothing tuned to
- * one tool catalogue).
+ * No kept library covers this: search libraries (MiniSearch, which the index used before)
+ * only lowercase and split on punctuation, and none of the installed packages ships a stemmer
+ * or a stop-word list, so both are written here and kept deliberately small and general
+ * (English API vocabulary, nothing tuned to one tool catalogue).
  */
 
 /** Letters and digits in any script; everything else separates words. */
