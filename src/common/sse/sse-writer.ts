@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { openStreams } from './open-streams';
 
 /** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
 export const KEEP_ALIVE_MS = 15_000;
@@ -27,7 +28,9 @@ export class SseWriter {
     res.setHeader('X-Accel-Buffering', 'no');
     res.flushHeaders();
     res.socket?.setNoDelay(true);
+    openStreams.opened();
     res.on('close', () => {
+      openStreams.closed();
       this.closed = true;
       this.stopKeepAlive();
       for (const l of this.closeListeners) l();

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { MetricsController } from './metrics.controller';
+import { MetricsService } from './metrics.service';
+import { ObservabilityWiring } from './observability.wiring';
+
+/**
+ * Prometheus metrics at /metrics and OpenTelemetry spans, both derived from the trace records
+ * of each turn (TraceWriterService.observe) plus what only the LLM adapters see (LlmEvents).
+ */
+@Module({
+  controllers: [MetricsController],
+  providers: [MetricsService, ObservabilityWiring],
+  exports: [MetricsService],
+})
+export class ObservabilityModule {}
