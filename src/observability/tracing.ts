@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
  * HTTP instrumentation sees every server and client request.
  */
 let sdk: NodeSDK | undefined;
+let instrumentations: HttpInstrumentation[] = [];
 
 /** Scrapes and probes arrive every few seconds; a span for each would bury the turns. */
 const UNTRACED = /^\/(metrics|api\/health)(\/|\?|$)/;
@@ -18,9 +19,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): boolean {
   if (sdk) return true;
   if (String(env.OTEL_SDK_DISABLED).toLowerCase() === 'true') return false;
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return false;
+  instrumentations = [new HttpInstrumentation({ ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED.test(req.url ?? '') })];
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'orion' }),
-    instrumentations: [new HttpInstrumentation({ ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED.test(req.url ?? '') })],
+    instrumentations,
   });
   sdk.start();
   return true;
@@ -38,8 +40,18 @@ export async function flushTracing(): Promise<void> {
   await (provider.getDelegate?.() ?? provider).forceFlush?.();
 }
 
+/**
+ * The started instrumentations. Jest replaces Node's module loader, so the instrumentations'
+ * require hook never sees `http` there; the tests apply these instrumentations' own patches to
+ * the loaded module instead (node dist/main.js needs nothing of the kind).
+ */
+export function startedInstrumentations(): readonly HttpInstrumentation[] {
+  return instrumentations;
+}
+
 export async function stopTracing(): Promise<void> {
   const s = sdk;
   sdk = undefined;
+  instrumentations = [];
   await s?.shutdown();
 }
