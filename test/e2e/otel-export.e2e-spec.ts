@@ -28,7 +28,9 @@ describe('OpenTelemetry export (OTLP/HTTP)', () => {
     expect(startTracing()).toBe(true);
     // Jest's module loader hides `http` from the require hook: apply the started instrumentation's patch
     for (const inst of startedInstrumentations()) for (const def of inst.getModuleDefinitions()) if (def.name === 'http') def.patch?.(nodeHttp, process.versions.node);
-    startApp = (await import('../support/app')).startApp;
+    // loaded now, as main.ts loads the app only after tracing started
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    startApp = (require('../support/app') as typeof import('../support/app')).startApp;
   });
   afterAll(async () => {
     await stopTracing();
