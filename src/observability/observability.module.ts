@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ToolsModule } from '../tools/tools.module';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 import { ObservabilityWiring } from './observability.wiring';
@@ -8,6 +9,7 @@ import { ObservabilityWiring } from './observability.wiring';
  * of each turn (TraceWriterService.observe) plus what only the LLM adapters see (LlmEvents).
  */
 @Module({
+  imports: [ToolsModule],
   controllers: [MetricsController],
   providers: [MetricsService, ObservabilityWiring],
   exports: [MetricsService],

@@ -4,6 +4,7 @@ import { AppConfigService, secretValues } from '../config/app-config.service';
 import { redactString } from '../common/util/redact.util';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
 import { LlmEvents } from '../llm/llm-events';
+import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { TraceWriterService } from '../trace/trace-writer.service';
 import type { TraceRecord } from '../trace/trace-sink.port';
 import { MetricsService } from './metrics.service';
@@ -22,6 +23,7 @@ export class ObservabilityWiring implements OnModuleInit, OnApplicationShutdown 
     private readonly metrics: MetricsService,
     private readonly config: AppConfigService,
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
+    @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
     @Optional() private readonly pino?: PinoLogger,
   ) {}
 
@@ -34,7 +36,7 @@ export class ObservabilityWiring implements OnModuleInit, OnApplicationShutdown 
     const secrets = secretValues(this.config);
     const captureContent = this.config.get('OTEL_CAPTURE_CONTENT');
     this.llmEvents.captureContent = captureContent;
-    const spans = new TurnSpansObserver({ ...model, captureContent, redact: (text) => redactString(text, secrets) });
+    const spans = new TurnSpansObserver({ ...model, captureContent, redact: (text) => redactString(text, secrets), redactToolArgs: (tool, args) => this.tools.redactArgs(tool, args) });
     this.unsubscribe.push(this.trace.observe((r, at) => spans.onRecord(r, at)), this.llmEvents.on((e) => spans.onLlmEvent(e)));
   }
 

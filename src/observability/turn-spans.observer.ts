@@ -19,6 +19,8 @@ export interface TurnSpansOptions {
   captureContent: boolean;
   /** masks configured secrets in captured content */
   redact: (text: string) => string;
+  /** masks a tool's `x-secret` arguments (the model's calls in the prompt carry them raw) */
+  redactToolArgs: (tool: string, args: unknown) => unknown;
 }
 
 const MAX_TRACKED = 10_000;
@@ -116,8 +118,17 @@ export class TurnSpansObserver {
     if (e.type !== 'content' || !this.o.captureContent || !e.requestId) return;
     const span = this.turns.get(e.requestId)?.model;
     if (!span) return;
-    span.setAttribute('gen_ai.input.messages', this.o.redact(JSON.stringify(e.messages)));
+    const messages = e.messages.map((m) => (m.toolCalls ? { ...m, toolCalls: m.toolCalls.map((c) => ({ ...c, arguments: this.maskedArguments(c.name, c.arguments) })) } : m));
+    span.setAttribute('gen_ai.input.messages', this.o.redact(JSON.stringify(messages)));
     span.setAttribute('gen_ai.output.messages', this.o.redact(JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: e.text }] }])));
+  }
+
+  private maskedArguments(tool: string, raw: string): string {
+    try {
+      return JSON.stringify(this.o.redactToolArgs(tool, JSON.parse(raw)));
+    } catch {
+      return '[unparsed arguments omitted]';
+    }
   }
 
   private startTurn(id: string, d: Record<string, unknown>, resumed: boolean, at: number): void {
