@@ -6,6 +6,8 @@
 export class LineDecoder {
   private readonly decoder = new TextDecoder('utf-8');
   private buffer = '';
+  /** how much of `buffer` is known to hold no line ending: a long line fed in small chunks is scanned once (linear) */
+  private scanned = 0;
 
   /** Lines completed by these bytes (without their line ending). */
   push(bytes: Uint8Array | string): string[] {
@@ -22,7 +24,8 @@ export class LineDecoder {
   private drain(final: boolean): string[] {
     const lines: string[] = [];
     let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
+    let i = this.scanned;
+    for (; i < this.buffer.length; i++) {
       const ch = this.buffer.charCodeAt(i);
       if (ch === 0x0a) {
         lines.push(this.buffer.slice(start, i));
@@ -36,9 +39,11 @@ export class LineDecoder {
       }
     }
     this.buffer = this.buffer.slice(start);
+    this.scanned = i - start;
     if (final && this.buffer.length > 0) {
       lines.push(this.buffer);
       this.buffer = '';
+      this.scanned = 0;
     }
     return lines;
   }

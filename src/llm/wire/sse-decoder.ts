@@ -1,4 +1,4 @@
-import { LineDecoder } from './line-decoder';
+import { createParser, type EventSourceParser } from 'eventsource-parser';
 
 /** One Server-Sent Events message: its `event:` name (if any) and its `data:` lines joined by `\n`. */
 export interface SseMessage {
@@ -7,52 +7,43 @@ export interface SseMessage {
 }
 
 /**
- * A Server-Sent Events decoder (the WHATWG rules that matter for LLM streams): `data:` lines are
- * joined, `event:` names the message, comment lines (`: keep-alive`, `: OPENROUTER PROCESSING`)
- * and `id:`/`retry:` are dropped, a blank line dispatches. A last message without its blank
- * line is still delivered at the end, because some servers close right after it.
+ * Server-Sent Events from a model's byte stream, parsed by eventsource-parser (the WHATWG rules:
+ * `data:` lines joined, `event:` names the message, comments such as `: keep-alive` and
+ * `id:`/`retry:` dropped, a blank line dispatches; any chunking, `\r\n` cut between chunks).
+ * What stays here: bytes to text (UTF-8 characters cut between chunks), and delivering a last
+ * message that lacks its blank line, because some servers close right after it.
  */
 export class SseDecoder {
-  private readonly lines = new LineDecoder();
-  private event: string | undefined;
-  private data: string[] = [];
+  private readonly text = new TextDecoder('utf-8');
+  private readonly parser: EventSourceParser;
+  private out: SseMessage[] = [];
+
+  constructor() {
+    this.parser = createParser({
+      onEvent: (m) => this.out.push({ event: m.event, data: m.data }),
+      // a line that is not a field (a bare JSON error body) is not a message: ignored, as before
+      onError: () => undefined,
+    });
+  }
 
   /** Messages completed by these bytes. */
   push(bytes: Uint8Array | string): SseMessage[] {
-    return this.consume(this.lines.push(bytes));
+    this.parser.feed(typeof bytes === 'string' ? bytes : this.text.decode(bytes, { stream: true }));
+    return this.take();
   }
 
   /** The stream ended: flushes a message that had no terminating blank line. */
   end(): SseMessage[] {
-    const out = this.consume(this.lines.end());
-    const last = this.dispatch();
-    if (last) out.push(last);
-    return out;
+    // end the last line and add the blank line that dispatches its message (a no-op when the
+    // stream already ended with one)
+    this.parser.feed(this.text.decode() + '\n\n');
+    this.parser.reset();
+    return this.take();
   }
 
-  private consume(lines: string[]): SseMessage[] {
-    const out: SseMessage[] = [];
-    for (const line of lines) {
-      if (line === '') {
-        const msg = this.dispatch();
-        if (msg) out.push(msg);
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon === -1 ? line : line.slice(0, colon);
-      let value = colon === -1 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') this.data.push(value);
-      else if (field === 'event') this.event = value;
-    }
+  private take(): SseMessage[] {
+    const out = this.out;
+    this.out = [];
     return out;
-  }
-
-  private dispatch(): SseMessage | undefined {
-    const msg = this.data.length > 0 ? { event: this.event, data: this.data.join('\n') } : undefined;
-    this.event = undefined;
-    this.data = [];
-    return msg;
   }
 }
