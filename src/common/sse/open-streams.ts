@@ -5,11 +5,12 @@
 let open = 0;
 
 export const openStreams = {
-  opened(): void {
+  /** counts the stream until its response closes */
+  track(res: { once(event: 'close', listener: () => void): unknown }): void {
     open++;
-  },
-  closed(): void {
-    open = Math.max(0, open - 1);
+    res.once('close', () => {
+      open--;
+    });
   },
   get count(): number {
     return open;

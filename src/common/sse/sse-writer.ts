@@ -28,9 +28,9 @@ export class SseWriter {
     res.setHeader('X-Accel-Buffering', 'no');
     res.flushHeaders();
     res.socket?.setNoDelay(true);
-    openStreams.opened();
+    // a response already closed never emits 'close' again: counting it would never end
+    if (!res.destroyed) openStreams.track(res);
     res.on('close', () => {
-      openStreams.closed();
       this.closed = true;
       this.stopKeepAlive();
       for (const l of this.closeListeners) l();
