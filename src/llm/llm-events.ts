@@ -53,9 +53,10 @@ export function reportFirstChunk(adapter: LlmAdapter, events: LlmEvents): LlmAda
     }
   }
   return new Proxy(adapter, {
-    get(target, prop, receiver) {
+    get(target, prop) {
       if (prop === 'stream') return stream;
-      const v = Reflect.get(target, prop, receiver);
+      // the adapter itself as `this`, so its getters and private fields work as without the proxy
+      const v = Reflect.get(target, prop, target);
       return typeof v === 'function' ? v.bind(target) : v;
     },
   });
