@@ -11,6 +11,8 @@ import { OrchestrationModule } from './orchestration/orchestration.module';
 import { ChatModule } from './chat/chat.module';
 import { HealthModule } from './health/health.module';
 import { WebModule } from './web/web.module';
+import { ObservabilityModule } from './observability/observability.module';
+import { LoggingModule } from './observability/logging';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
 
@@ -20,7 +22,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, WebModule],
+      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule],
       providers: [
     {
       provide: APP_PIPE,

@@ -1,6 +1,9 @@
+// first: tracing hooks http before anything loads it
+import './instrument';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfigService } from './config/app-config.service';
 import { readDotEnv } from './config/config.module';
@@ -9,11 +12,13 @@ import { configureApp } from './bootstrap';
 
 async function main(): Promise<void> {
   // the same validation the config module runs, before Nest logs anything of its own
-  validateEnv({ ...readDotEnv(), ...process.env });
-  const app = await NestFactory.create(AppModule.forRoot(), { bodyParser: false, logger: ['error', 'warn', 'log'] });
+  const env = validateEnv({ ...readDotEnv(), ...process.env });
+  const json = env.LOG_FORMAT === 'json';
+  // JSON: start-up lines wait for the pino logger instead of printing as plain text first
+  const app = await NestFactory.create(AppModule.forRoot(), { bodyParser: false, ...(json ? { bufferLogs: true } : { logger: ['error', 'warn', 'log'] }) });
   configureApp(app);
   const config = app.get(AppConfigService);
-  app.useLogger(logLevels(config.get('LOG_LEVEL')));
+  app.useLogger(json ? app.get(PinoNestLogger) : logLevels(config.get('LOG_LEVEL')));
   const port = config.get('PORT');
   await app.listen(port);
   new Logger('Orion').log(`listening on http://localhost:${port} (Swagger UI: /docs)`);

@@ -160,6 +160,14 @@ export class EnvironmentVariables {
 
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
   LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
+
+  /** Extension: `json` (one JSON object a line, for log shippers) or `pretty` (Nest's coloured lines). */
+  @IsIn(['json', 'pretty'])
+  LOG_FORMAT: 'json' | 'pretty' = 'json';
+
+  /** Extension: put prompts, completions and tool arguments/results on the exported OpenTelemetry spans. */
+  @Transform(toBool) @IsBoolean()
+  OTEL_CAPTURE_CONTENT = false;
 }
 
 export type EnvKey = keyof EnvironmentVariables;
@@ -171,6 +179,8 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   ORCHESTRATOR_ENABLED: 'true | false',
   LLM_TOOL_CALLING: 'true | false',
   TOOL_INDEX_ENABLED: 'true | false',
+  LOG_FORMAT: 'json | pretty',
+  OTEL_CAPTURE_CONTENT: 'true | false',
 };
 
 /** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */

@@ -1,5 +1,11 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { HealthController } from './health.controller';
+import { HealthProbesController } from './health-probes.controller';
 
-@Module({ controllers: [HealthController] })
+@Module({
+  // failures are answered as 503 bodies; a probe that fails every few seconds needs no log line each time
+  imports: [TerminusModule.forRoot({ logger: false })],
+  controllers: [HealthController, HealthProbesController],
+})
 export class HealthModule {}

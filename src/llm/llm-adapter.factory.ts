@@ -1,8 +1,9 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import type { LlmProviderName } from '../config/env.schema';
 import type { LlmAdapter } from './llm-adapter.port';
 import type { HttpAdapterOptions } from './adapters/http-adapter.options';
+import { LlmEvents, reportFirstChunk } from './llm-events';
 import { OllamaAdapter } from './adapters/ollama.adapter';
 import { OpenAiCompatibleAdapter } from './adapters/openai-compatible.adapter';
 import { ReplayAdapter } from './adapters/replay.adapter';
@@ -32,7 +33,10 @@ export class LlmAdapterFactory {
   private readonly logger = new Logger(LlmAdapterFactory.name);
   private readonly cache = new Map<string, LlmAdapter>();
 
-  constructor(private readonly config: AppConfigService) {}
+  constructor(
+    private readonly config: AppConfigService,
+    @Optional() private readonly events?: LlmEvents,
+  ) {}
 
   /** The adapter LLM_PROVIDER / LLM_BASE_URL / LLM_MODEL describe. */
   configured(): LlmAdapter {
@@ -46,6 +50,7 @@ export class LlmAdapterFactory {
     let adapter = this.cache.get(key);
     if (!adapter) {
       adapter = this.create(resolved);
+      if (this.events) adapter = reportFirstChunk(adapter, this.events);
       this.cache.set(key, adapter);
       // Never the key: only where requests go.
       this.logger.log(`LLM adapter: provider=${resolved.provider} baseUrl=${loggableUrl(resolved.baseUrl)} model=${resolved.model ?? '-'}`);
@@ -90,6 +95,7 @@ export class LlmAdapterFactory {
       maxLineLength: this.config.get('LLM_MAX_LINE_LENGTH'),
       toolCalling: this.config.get('LLM_TOOL_CALLING'),
       retry: s.retry,
+      onRetry: (info) => this.events?.emit({ type: 'retry', provider: s.provider, model: s.model!, code: info.code }),
     };
     switch (s.provider) {
       case 'openai':

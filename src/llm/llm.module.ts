@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { LLM_ADAPTER } from './llm-adapter.port';
 import { LlmAdapterFactory } from './llm-adapter.factory';
+import { LlmEvents } from './llm-events';
 
 /**
  * The LLM module: `LLM_ADAPTER` is the configured adapter (LLM_PROVIDER openai | ollama |
@@ -11,6 +12,7 @@ import { LlmAdapterFactory } from './llm-adapter.factory';
 @Global()
 @Module({
   providers: [
+    LlmEvents,
     LlmAdapterFactory,
     {
       provide: LLM_ADAPTER,
@@ -18,6 +20,6 @@ import { LlmAdapterFactory } from './llm-adapter.factory';
       inject: [LlmAdapterFactory],
     },
   ],
-  exports: [LlmAdapterFactory, LLM_ADAPTER],
+  exports: [LlmAdapterFactory, LLM_ADAPTER, LlmEvents],
 })
 export class LlmModule {}

@@ -57,4 +57,28 @@ describe('TraceWriterService', () => {
     expect((w as unknown as { queue: unknown[] }).queue.length).toBeLessThanOrEqual(TraceWriterService.MAX_QUEUE);
     void r;
   });
+
+  it('shows observers each record as made, redacted and timed; a failing observer breaks nothing; queue size is readable', async () => {
+    const r = repo();
+    const w = new TraceWriterService(r.repo, config);
+    const seen: Array<[TraceRecord, number]> = [];
+    w.observe(() => {
+      throw new Error('broken observer');
+    });
+    const stop = w.observe((rec, at) => seen.push([rec, at]));
+    const before = Date.now();
+    w.record({ requestId: 'r1', type: 'llm_error', details: { message: 'bad key sk-live-abcdef0123456789' } });
+    w.record({ requestId: 'r1', type: 'run_completed', details: { stopReason: 'final_answer' } });
+    expect(w.queued).toBe(2);
+    expect(seen.map(([rec]) => rec.type)).toEqual(['llm_error', 'run_completed']);
+    expect(JSON.stringify(seen)).not.toContain('sk-live-abcdef0123456789');
+    expect(seen[0][1]).toBeGreaterThanOrEqual(before - 1);
+    expect(seen[1][1]).toBeGreaterThanOrEqual(seen[0][1]);
+    stop();
+    w.record({ type: 'tool_call' });
+    expect(seen).toHaveLength(2);
+    await w.flush();
+    expect(w.queued).toBe(0);
+    expect(r.stored).toHaveLength(3);
+  });
 });

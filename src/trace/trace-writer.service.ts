@@ -4,6 +4,9 @@ import { redactSecrets } from '../common/util/redact.util';
 import { TraceEventRepository } from './trace-event.repository';
 import type { TraceRecord, TraceSink } from './trace-sink.port';
 
+/** Sees every record as it is made (already redacted), with the time it was made (epoch ms). */
+export type TraceObserver = (record: TraceRecord, atMs: number) => void;
+
 /**
  * Batched asynchronous trace writer. `record()` never blocks a turn: events queue in memory
  * and are inserted in batches of BATCH_SIZE or every FLUSH_INTERVAL_MS, whichever comes first.
@@ -25,6 +28,7 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
   private writing: Promise<void> = Promise.resolve();
   private dropped = 0;
   private readonly secrets: string[];
+  private readonly observers = new Set<TraceObserver>();
 
   constructor(
     private readonly repo: TraceEventRepository,
@@ -34,14 +38,47 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
   }
 
   record(event: TraceRecord): void {
+    const redacted = { ...event, details: redactSecrets(event.details ?? {}, this.secrets) };
+    if (this.observers.size > 0) this.notify(redacted);
     if (this.queue.length >= TraceWriterService.MAX_QUEUE) {
       this.dropped++;
       if (this.dropped === 1 || this.dropped % 1000 === 0) this.logger.warn(`trace queue full: ${this.dropped} events dropped`);
       return;
     }
-    this.queue.push({ ...event, details: redactSecrets(event.details ?? {}, this.secrets) });
+    this.queue.push(redacted);
     if (this.queue.length >= TraceWriterService.BATCH_SIZE) void this.flush();
     else if (!this.timer) this.timer = setTimeout(() => void this.flush(), TraceWriterService.FLUSH_INTERVAL_MS);
+  }
+
+  /**
+   * Metrics and OpenTelemetry spans are derived from the records as they are made, so the
+   * code that runs a turn needs no second set of hooks. Returns the unsubscribe function.
+   */
+  observe(observer: TraceObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  /** events waiting to be stored */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /** events dropped because the queue was full, since start */
+  get droppedEvents(): number {
+    return this.dropped;
+  }
+
+  private notify(record: TraceRecord): void {
+    const at = performance.timeOrigin + performance.now();
+    for (const o of this.observers) {
+      try {
+        o(record, at);
+      } catch (err) {
+        // an observer must never break the turn that records
+        this.logger.warn(`trace observer failed on ${record.type}: ${(err as Error).message}`);
+      }
+    }
   }
 
   flush(): Promise<void> {

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { AppModule } from '../../src/app.module';
 import { configureApp } from '../../src/bootstrap';
 import { createTestDatabase } from './db';
@@ -21,10 +21,18 @@ export interface TestApp {
  * PostgreSQL database on the PostgreSQL pass) and a temporary workspace. `env` overrides the
  * configuration; pass `databaseUrl` to share a database between two apps (two instances).
  */
-export async function startApp(env: Record<string, string | undefined> = {}, opts: { databaseUrl?: string } = {}): Promise<TestApp> {
+export interface StartAppOptions {
+  databaseUrl?: string;
+  /** replaces providers before the app is built */
+  override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  /** runs on the app before it listens (e.g. to install its JSON logger) */
+  setup?: (app: INestApplication) => void;
+}
+
+export async function startApp(env: Record<string, string | undefined> = {}, opts: StartAppOptions = {}): Promise<TestApp> {
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const workspace = env.WORKSPACE_ROOT ?? mkdtempSync(join(tmpdir(), 'orion-ws-'));
-  const moduleRef = await Test.createTestingModule({
+  const builder = Test.createTestingModule({
     imports: [
       AppModule.forRoot({
         DATABASE_URL: db.url,
@@ -35,9 +43,11 @@ export async function startApp(env: Record<string, string | undefined> = {}, opt
         ...env,
       }),
     ],
-  }).compile();
+  });
+  const moduleRef = await (opts.override ? opts.override(builder) : builder).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
   configureApp(app);
+  opts.setup?.(app);
   await app.listen(0, '127.0.0.1');
   const addr = app.getHttpServer().address() as { port: number };
   return {

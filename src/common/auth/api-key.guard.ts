@@ -3,11 +3,15 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { AppConfigService } from '../../config/app-config.service';
 
-/** Routes under /api that never need a key. */
-const PUBLIC_API = new Set(['/api/health']);
+/** Routes under /api that never need a key: the health checks orchestrators probe. */
+const PUBLIC_API = new Set(['/api/health', '/api/health/live', '/api/health/ready']);
+
+/** Outside /api but guarded like it: the metrics reveal tool names, models and load. */
+const GUARDED = new Set(['/metrics']);
 
 /**
- * When API_KEYS is set, every /api/* route but /api/health needs `Authorization: Bearer <key>`.
+ * When API_KEYS is set, every /api/* route but the health checks, and /metrics, need
+ * `Authorization: Bearer <key>`.
  * Keys are compared in constant time (hashes of equal length). The page, the debug panel and
  * Swagger stay public; they call the API with the key the user gives them.
  */
@@ -25,7 +29,7 @@ export class ApiKeyGuard implements CanActivate {
     // Express matches routes case-insensitively and tolerates repeated slashes: compare the
     // path the way the router sees it, or `/API/…` would skip the check
     const path = req.path.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/+$/, '');
-    if (!(path === '/api' || path.startsWith('/api/')) || PUBLIC_API.has(path)) return true;
+    if (!(path === '/api' || path.startsWith('/api/') || GUARDED.has(path)) || PUBLIC_API.has(path)) return true;
     const header = req.headers.authorization ?? '';
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());
     // EventSource cannot send headers: the reconnect route also accepts ?access_token=

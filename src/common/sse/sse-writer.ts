@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { openStreams } from './open-streams';
 
 /** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
 export const KEEP_ALIVE_MS = 15_000;
@@ -27,6 +28,8 @@ export class SseWriter {
     res.setHeader('X-Accel-Buffering', 'no');
     res.flushHeaders();
     res.socket?.setNoDelay(true);
+    // a response already closed never emits 'close' again: counting it would never end
+    if (!res.destroyed) openStreams.track(res);
     res.on('close', () => {
       this.closed = true;
       this.stopKeepAlive();

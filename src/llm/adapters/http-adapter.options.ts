@@ -1,3 +1,4 @@
+import type { LlmErrorInfo } from '../llm-adapter.port';
 import type { RetryPolicy } from '../retry-policy';
 
 /** What an HTTP adapter (OpenAI-compatible, Ollama) needs; the factory fills it from AppConfigService. */
@@ -19,4 +20,6 @@ export interface HttpAdapterOptions {
   toolCalling?: boolean;
   /** overrides of the pre-first-byte retry policy (tests shorten the back-off) */
   retry?: Partial<RetryPolicy>;
+  /** told of each retry (metrics) */
+  onRetry?: (failure: LlmErrorInfo) => void;
 }

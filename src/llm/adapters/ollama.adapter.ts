@@ -165,8 +165,10 @@ export class OllamaAdapter implements LlmAdapter {
       {
         policy: this.policy,
         signal: guard.signal,
-        onRetry: (failure, delayMs, retry) =>
-          this.logger.warn(`${this.model}: ${redactInfo(failure.info, [this.options.apiKey]).message}; retry ${retry} in ${delayMs} ms`),
+        onRetry: (failure, delayMs, retry) => {
+          this.logger.warn(`${this.model}: ${redactInfo(failure.info, [this.options.apiKey]).message}; retry ${retry} in ${delayMs} ms`);
+          this.options.onRetry?.(failure.info);
+        },
       },
     );
   }

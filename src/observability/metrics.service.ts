@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+import { openStreams } from '../common/sse/open-streams';
+import { TraceWriterService } from '../trace/trace-writer.service';
+
+/** Seconds: a turn spans one quick answer to minutes of chained tools and retries. */
+const TURN_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320];
+/** Seconds: one model call, or the wait for a stream's first chunk. */
+const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80];
+const TOOL_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** A pg Pool's counters (TypeORM's postgres driver keeps its pool as `driver.master`). */
+interface PoolCounters {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+/**
+ * Orion's Prometheus metrics, in a registry of this app (not prom-client's global one, so two
+ * apps in one process, as in the tests, do not share counters). The counters are moved by the
+ * trace observer; gauges are read when scraped.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  readonly turns = new Counter({ name: 'orion_turns_total', help: 'Turns ended, by protocol and stop reason', labelNames: ['protocol', 'stop_reason'], registers: [this.registry] });
+  readonly turnDuration = new Histogram({ name: 'orion_turn_duration_seconds', help: 'From a turn starting (or resuming) to its end', labelNames: ['protocol', 'stop_reason'], buckets: TURN_BUCKETS, registers: [this.registry] });
+  readonly modelCallDuration = new Histogram({ name: 'orion_model_call_duration_seconds', help: 'One model call, request to response or error', labelNames: ['provider', 'model', 'outcome'], buckets: MODEL_BUCKETS, registers: [this.registry] });
+  readonly timeToFirstChunk = new Histogram({ name: 'orion_time_to_first_chunk_seconds', help: "From a turn starting to the model's first streamed chunk", labelNames: ['protocol'], buckets: MODEL_BUCKETS, registers: [this.registry] });
+  readonly modelTokens = new Counter({ name: 'orion_model_tokens_total', help: 'Tokens the model reported, by kind', labelNames: ['provider', 'model', 'kind'], registers: [this.registry] });
+  readonly toolExecutions = new Counter({ name: 'orion_tool_executions_total', help: 'Tool executions by tool and outcome (tool_error: ran, reported an error)', labelNames: ['tool', 'outcome'], registers: [this.registry] });
+  readonly toolDuration = new Histogram({ name: 'orion_tool_duration_seconds', help: 'One tool execution', labelNames: ['tool'], buckets: TOOL_BUCKETS, registers: [this.registry] });
+  readonly toolRefusals = new Counter({ name: 'orion_tool_refusals_total', help: 'Tool calls not run: duplicates, invalid arguments, refused by a mode', labelNames: ['tool', 'reason'], registers: [this.registry] });
+  readonly forcedFinals = new Counter({ name: 'orion_forced_finals_total', help: 'Final model calls forced by a budget (no tools offered)', labelNames: ['reason'], registers: [this.registry] });
+  readonly llmRetries = new Counter({ name: 'orion_llm_retries_total', help: 'LLM requests retried before their first byte', labelNames: ['provider', 'reason'], registers: [this.registry] });
+
+  constructor(traceWriter: TraceWriterService, dataSource: DataSource) {
+    new Gauge({ name: 'orion_open_streams', help: 'Server-Sent Event streams open on this instance', registers: [this.registry], collect() { this.set(openStreams.count); } });
+    new Gauge({ name: 'orion_trace_queue_events', help: 'Trace events waiting to be stored', registers: [this.registry], collect() { this.set(traceWriter.queued); } });
+    let dropped = 0;
+    new Counter({
+      name: 'orion_trace_dropped_events_total',
+      help: 'Trace events dropped because the queue was full',
+      registers: [this.registry],
+      collect() {
+        this.inc(traceWriter.droppedEvents - dropped);
+        dropped = traceWriter.droppedEvents;
+      },
+    });
+    new Gauge({
+      name: 'orion_db_pool_connections',
+      help: 'Database pool connections by state (total, idle, waiting = queries waiting for a connection)',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        const pool = (dataSource.driver as unknown as { master?: Partial<PoolCounters> }).master;
+        if (!pool || typeof pool.totalCount !== 'number') return;
+        this.set({ state: 'total' }, pool.totalCount);
+        this.set({ state: 'idle' }, pool.idleCount ?? 0);
+        this.set({ state: 'waiting' }, pool.waitingCount ?? 0);
+      },
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+}

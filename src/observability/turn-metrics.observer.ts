@@ -1,0 +1,119 @@
+import type { LlmEvent } from '../llm/llm-events';
+import type { TraceRecord } from '../trace/trace-sink.port';
+import type { MetricsService } from './metrics.service';
+
+interface TurnState {
+  protocol: string;
+  startedAt: number;
+  firstChunkSeen: boolean;
+  modelCallAt?: number;
+}
+
+/** Turns this instance follows at once; past it the oldest is forgotten (its end is then counted without a duration). */
+const MAX_TRACKED = 10_000;
+
+const END_TYPES = new Set(['run_completed', 'run_failed', 'run_cancelled', 'run_paused']);
+
+/**
+ * Moves the Prometheus metrics from the trace records of a turn as they are made: the trace
+ * already says when a turn, a model call and a tool start and end, and how they ended.
+ */
+export class TurnMetricsObserver {
+  private readonly turns = new Map<string, TurnState>();
+
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly llm: { provider: string; model: string },
+  ) {}
+
+  onRecord(rec: TraceRecord, at: number): void {
+    const d = rec.details ?? {};
+    const id = rec.requestId ?? undefined;
+    switch (rec.type) {
+      case 'run_started':
+      case 'run_resumed':
+        if (!id) return;
+        if (this.turns.size >= MAX_TRACKED) this.turns.delete(this.turns.keys().next().value!);
+        // only two-stage runs pause, so a resumed run is a two-stage one
+        this.turns.set(id, { protocol: rec.type === 'run_resumed' ? 'two-stage' : str(d.protocol, 'unknown'), startedAt: at, firstChunkSeen: false });
+        return;
+      case 'llm_request':
+        if (typeof d.forced === 'string') this.metrics.forcedFinals.inc({ reason: d.forced });
+        this.modelCallStarted(id, at);
+        return;
+      case 'llm_response':
+      case 'llm_error':
+        return this.modelCallEnded(rec.type, id, d, at);
+      case 'tool_result': {
+        const tool = str(d.name, 'unknown');
+        const outcome = str(d.outcome, 'unknown');
+        this.metrics.toolExecutions.inc({ tool, outcome: outcome === 'success' && d.isError === true ? 'tool_error' : outcome });
+        if (typeof d.latencyMs === 'number') this.metrics.toolDuration.observe({ tool }, d.latencyMs / 1000);
+        return;
+      }
+      case 'duplicate_tool_call':
+        this.metrics.toolRefusals.inc({ tool: str(d.name, 'unknown'), reason: 'duplicate' });
+        return;
+      case 'tool_call_invalid':
+        this.metrics.toolRefusals.inc({ tool: str(d.name, 'unknown'), reason: 'invalid_arguments' });
+        return;
+      case 'tool_call_refused':
+        this.metrics.toolRefusals.inc({ tool: str(d.toolName, 'unknown'), reason: str(d.reason, 'refused') });
+        return;
+      default:
+        if (END_TYPES.has(rec.type)) this.turnEnded(rec.type, id, d, at);
+    }
+  }
+
+  onLlmEvent(e: LlmEvent): void {
+    if (e.type === 'retry') {
+      this.metrics.llmRetries.inc({ provider: e.provider, reason: e.code });
+      return;
+    }
+    if (e.type !== 'first_chunk') return;
+    const turn = e.requestId ? this.turns.get(e.requestId) : undefined;
+    if (!turn || turn.firstChunkSeen) return;
+    turn.firstChunkSeen = true;
+    this.metrics.timeToFirstChunk.observe({ protocol: turn.protocol }, Math.max(0, e.atMs - turn.startedAt) / 1000);
+  }
+
+  private modelCallEnded(type: string, id: string | undefined, d: Record<string, unknown>, at: number): void {
+    const labels = { provider: this.llm.provider, model: this.llm.model };
+    const turn = id ? this.turns.get(id) : undefined;
+    const started = turn ? turn.modelCallAt : id ? this.loose.get(id) : undefined;
+    if (id) this.loose.delete(id);
+    if (turn) turn.modelCallAt = undefined;
+    const outcome = type === 'llm_response' ? 'success' : str(d.code, 'error');
+    if (started !== undefined) this.metrics.modelCallDuration.observe({ ...labels, outcome }, Math.max(0, at - started) / 1000);
+    const usage = d.usage as { promptTokens?: unknown; completionTokens?: unknown } | null | undefined;
+    if (usage && typeof usage.promptTokens === 'number') this.metrics.modelTokens.inc({ ...labels, kind: 'prompt' }, usage.promptTokens);
+    if (usage && typeof usage.completionTokens === 'number') this.metrics.modelTokens.inc({ ...labels, kind: 'completion' }, usage.completionTokens);
+  }
+
+  private turnEnded(type: string, id: string | undefined, d: Record<string, unknown>, at: number): void {
+    const turn = id ? this.turns.get(id) : undefined;
+    if (id) this.turns.delete(id);
+    // a paused turn has not ended for the user: it is counted when its resumed run ends
+    if (type === 'run_paused') return;
+    const protocol = turn?.protocol ?? 'unknown';
+    const stopReason = str(d.stopReason, type === 'run_cancelled' ? 'cancelled' : 'error');
+    this.metrics.turns.inc({ protocol, stop_reason: stopReason });
+    if (turn) this.metrics.turnDuration.observe({ protocol, stop_reason: stopReason }, Math.max(0, at - turn.startedAt) / 1000);
+  }
+
+  /** model calls outside a chat turn (tool-only /execute), by requestId */
+  private readonly loose = new Map<string, number>();
+
+  private modelCallStarted(id: string | undefined, at: number): void {
+    const turn = id ? this.turns.get(id) : undefined;
+    if (turn) turn.modelCallAt = at;
+    else if (id) {
+      if (this.loose.size >= MAX_TRACKED) this.loose.delete(this.loose.keys().next().value!);
+      this.loose.set(id, at);
+    }
+  }
+}
+
+function str(v: unknown, fallback: string): string {
+  return typeof v === 'string' && v ? v : fallback;
+}
