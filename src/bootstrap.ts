@@ -44,7 +44,7 @@ export function configureApp(app: INestApplication): void {
     app,
     new DocumentBuilder()
       .setTitle('Orion')
-      .setDescription('Runs LLM tool-calling turns for chat products and keeps them under control. Contract: shared/API.md.')
+      .setDescription('Runs LLM tool-calling turns for chat products and keeps them under control. The contract in prose: docs/API.md in the repository.')
       .setVersion('0.1.0')
       .addBearerAuth()
       .build(),

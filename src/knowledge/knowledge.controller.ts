@@ -14,7 +14,7 @@ import { KnowledgeService } from './knowledge.service';
 
 const DEFAULT_PROJECT = 'default';
 
-/** The knowledge base over HTTP (../shared/API.md "Knowledge base"). */
+/** The knowledge base over HTTP (docs/API.md "Knowledge base"). */
 @ApiTags('knowledge')
 @Controller('api/knowledge')
 export class KnowledgeController {

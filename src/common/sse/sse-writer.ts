@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 
-/** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
+/** Comment lines keep proxies and browsers from timing out an idle stream (docs/API.md: every 15 s). */
 export const KEEP_ALIVE_MS = 15_000;
 
 /**

@@ -1,6 +1,6 @@
 import type { ChatMode } from '../protocol-strategy';
 
-/** Sampling temperature per mode (API.md: plan 0.7, act 0.3). */
+/** Sampling temperature per mode (docs/API.md: plan 0.7, act 0.3). */
 export function temperatureFor(mode: ChatMode): number {
   return mode === 'plan' ? 0.7 : 0.3;
 }
