@@ -5,7 +5,7 @@ export function temperatureFor(mode: ChatMode): number {
   return mode === 'plan' ? 0.7 : 0.3;
 }
 
-/** Upper bound of one response, as the seeds decided. */
+/** Upper bound of one response, as the contract sets it (docs/API.md). */
 export const MAX_RESPONSE_TOKENS = 8192;
 
 /**
