@@ -1,5 +1,5 @@
 // Nest 12 and PGlite are ESM-only or load ESM lazily; Jest 30 on Node 20 cannot require() ESM,
-// so they are transpiled by swc inside Jest (see ../shared/STACK.md, Q5).
+// so they are transpiled by swc inside Jest (Jest's ESM support is still experimental).
 const swc = ['@swc/jest', {
   jsc: {
     parser: { syntax: 'typescript', decorators: true },

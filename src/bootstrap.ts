@@ -1,7 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import { BadRequestException } from '@nestjs/common';
 import { json, type NextFunction, type Request, type Response } from 'express';
+import { buildOpenApiDocument } from './common/openapi/openapi-document';
 
 /** Deeper JSON than any route accepts; deeper bodies are refused before validation recurses into them. */
 export const MAX_BODY_DEPTH = 64;
@@ -40,14 +41,5 @@ export function configureApp(app: INestApplication): void {
     next();
   });
   app.enableShutdownHooks();
-  const doc = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Orion')
-      .setDescription('Runs LLM tool-calling turns for chat products and keeps them under control. Contract: shared/API.md.')
-      .setVersion('0.1.0')
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, doc, { jsonDocumentUrl: 'docs-json' });
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
 }

@@ -1,5 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
+import { RUN_EVENTS } from './dto/run-event.dto';
 import type { Response } from 'express';
 import { ChatService } from './chat.service';
 import { ConversationsService } from './conversations.service';
@@ -20,9 +22,8 @@ export class ChatController {
 
   @Post('messages')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Send a message (unified agentic route); streams the turn as SSE' })
-  @ApiProduces('text/event-stream')
-  @ApiOkResponse({ description: SSE_DESCRIPTION })
+  @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
   async send(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
@@ -32,9 +33,8 @@ export class ChatController {
   @Post('messages_two_stage')
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
-  @ApiOperation({ summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
-  @ApiProduces('text/event-stream')
-  @ApiOkResponse({ description: SSE_DESCRIPTION })
+  @ApiOperation({ operationId: 'sendMessageTwoStage', summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
   async sendTwoStage(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
@@ -44,9 +44,8 @@ export class ChatController {
   @Post('messages_two_stage/resume')
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
-  @ApiOperation({ summary: 'Continue a paused two-stage run from the checkpoint of a phase, on any instance (SSE; seq continues)' })
-  @ApiProduces('text/event-stream')
-  @ApiOkResponse({ description: SSE_DESCRIPTION })
+  @ApiOperation({ operationId: 'resumeTwoStageRun', summary: 'Continue a paused two-stage run from the checkpoint of a phase, on any instance (SSE; seq continues)' })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiNotFoundResponse({ description: 'unknown run, or no checkpoint at that phase' })
   @ApiConflictResponse({ description: 'the run is cancelled, completed or failed, is running, or another resume won' })
   async resume(@Body() dto: ResumeRunDto, @Res() res: Response): Promise<void> {
@@ -54,14 +53,14 @@ export class ChatController {
   }
 
   @Get('conversations')
-  @ApiOperation({ summary: 'Conversations of a project, newest first' })
+  @ApiOperation({ operationId: 'listConversations', summary: 'Conversations of a project, newest first' })
   @ApiOkResponse({ type: [ConversationDto] })
   list(@Query() q: ListConversationsQueryDto): Promise<ConversationDto[]> {
     return this.conversations.list(q.projectId ?? 'default');
   }
 
   @Get('conversations/:id/messages')
-  @ApiOperation({ summary: 'Messages of a conversation, oldest first' })
+  @ApiOperation({ operationId: 'listConversationMessages', summary: 'Messages of a conversation, oldest first' })
   @ApiOkResponse({ type: [ChatMessageDto] })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
   messages(@Param('id', new ParseUUIDPipe()) id: string): Promise<ChatMessageDto[]> {
@@ -69,7 +68,7 @@ export class ChatController {
   }
 
   @Patch('conversations/:id/settings')
-  @ApiOperation({ summary: 'Per-conversation settings (orchestratorEnabled overrides ORCHESTRATOR_ENABLED)' })
+  @ApiOperation({ operationId: 'updateConversationSettings', summary: 'Per-conversation settings (orchestratorEnabled overrides ORCHESTRATOR_ENABLED)' })
   @ApiOkResponse({ type: ConversationDto })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
   settings(@Param('id', new ParseUUIDPipe()) id: string, @Body() dto: ConversationSettingsDto): Promise<ConversationDto> {

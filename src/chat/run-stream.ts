@@ -18,7 +18,7 @@ export interface EnvelopeState {
 }
 
 /**
- * Numbers a run's events (`seq` = SSE id: 1, 2, 3… with no gaps), wraps them in API.md's
+ * Numbers a run's events (`seq` = SSE id: 1, 2, 3… with no gaps), wraps them in the SSE
  * envelope, stores them in run_events BEFORE anyone sees them, then hands them to the sinks
  * (the SSE writer, the in-process bus).
  *

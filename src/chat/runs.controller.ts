@@ -3,7 +3,9 @@ import type { Response } from 'express';
 import { SseWriter } from '../common/sse/sse-writer';
 import { RunEventsQueryDto } from './dto/send-message.dto';
 import { RunEventsService } from './run-events.service';
-import { ApiAcceptedResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
+import { RUN_EVENTS } from './dto/run-event.dto';
 import { RunDto } from './dto/chat-response.dto';
 import { RunsService } from './runs.service';
 
@@ -16,7 +18,7 @@ export class RunsController {
   ) {}
 
   @Get(':requestId')
-  @ApiOperation({ summary: 'Status, protocol, counters and checkpoints of a run' })
+  @ApiOperation({ operationId: 'getRun', summary: 'Status, protocol, counters and checkpoints of a run' })
   @ApiOkResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
   get(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<RunDto> {
@@ -24,10 +26,10 @@ export class RunsController {
   }
 
   @Get(':requestId/events')
-  @ApiOperation({ summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
-  @ApiProduces('text/event-stream')
+  @ApiOperation({ operationId: 'streamRunEvents', summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the last seq the client received' })
-  @ApiOkResponse({ description: 'the run\'s events, exactly as they were first sent' })
+  @ApiSseResponse({ description: 'the run\'s events, exactly as they were first sent (same ids), then its live events', events: RUN_EVENTS })
+  @ApiBadRequestResponse({ description: 'Last-Event-ID is not a non-negative integer' })
   @ApiNotFoundResponse({ description: 'unknown run' })
   async events(
     @Param('requestId', new ParseUUIDPipe()) requestId: string,
@@ -43,7 +45,7 @@ export class RunsController {
 
   @Post(':requestId/cancel')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Cancel a run: its stream ends with done{stopReason:"cancelled"}, the model request is aborted' })
+  @ApiOperation({ operationId: 'cancelRun', summary: 'Cancel a run: its stream ends with done{stopReason:"cancelled"}, the model request is aborted' })
   @ApiAcceptedResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
   @ApiConflictResponse({ description: 'the run already ended' })
@@ -53,7 +55,7 @@ export class RunsController {
 
   @Post(':requestId/pause')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Pause a run at its next natural pause point (right after a tool result is traced); its stream ends with paused' })
+  @ApiOperation({ operationId: 'pauseRun', summary: 'Pause a run at its next natural pause point (right after a tool result is traced); its stream ends with paused' })
   @ApiAcceptedResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
   @ApiConflictResponse({ description: 'the run is not running' })

@@ -33,8 +33,7 @@ export const LLM_PROVIDERS = ['openai', 'ollama', 'replay'] as const;
 export type LlmProviderName = (typeof LLM_PROVIDERS)[number];
 
 /**
- * Every environment variable Orion reads (../shared/API.md "Configuration", plus the
- * extensions documented in the README). Defaults are property initializers; `validateEnv`
+ * Every environment variable Orion reads (docs/API.md "Configuration"). Defaults are property initializers; `validateEnv`
  * stops start-up with `NAME=value` and the allowed values when anything is off.
  */
 export class EnvironmentVariables {

@@ -33,7 +33,7 @@ export class HealthController {
   ) {}
 
   @Get('health')
-  @ApiOperation({ summary: 'Liveness and dependencies (never needs an API key)' })
+  @ApiOperation({ operationId: 'getHealth', summary: 'Liveness and dependencies (never needs an API key)' })
   @ApiOkResponse({ type: HealthDto })
   async health(): Promise<HealthDto> {
     let db: HealthDto['db'];
@@ -48,7 +48,7 @@ export class HealthController {
   }
 
   @Get('config/capabilities')
-  @ApiOperation({ summary: 'What the configured model and switches allow' })
+  @ApiOperation({ operationId: 'getCapabilities', summary: 'What the configured model and switches allow' })
   @ApiOkResponse({ type: CapabilitiesDto })
   async capabilities(): Promise<CapabilitiesDto> {
     const caps = await this.llm.capabilities();

@@ -50,7 +50,7 @@ export interface IngestSummary {
 export const SKIPPED_LIST_MAX = 200;
 
 /**
- * Indexes the documents of a project folder into the knowledge base (../shared/API.md
+ * Indexes the documents of a project folder into the knowledge base (docs/API.md
  * "Knowledge base"). Unchanged files (same bytes, chunker version, module and embedding model)
  * are skipped; a changed file's chunks are replaced in one transaction; files gone from the
  * ingested path are removed. Ingests of one project run one at a time in this instance (and

@@ -14,7 +14,7 @@ import { KnowledgeService } from './knowledge.service';
 
 const DEFAULT_PROJECT = 'default';
 
-/** The knowledge base over HTTP (../shared/API.md "Knowledge base"). */
+/** The knowledge base over HTTP (docs/API.md "Knowledge base"). */
 @ApiTags('knowledge')
 @Controller('api/knowledge')
 export class KnowledgeController {
@@ -26,6 +26,7 @@ export class KnowledgeController {
   @Post('ingest')
   @HttpCode(200)
   @ApiOperation({
+    operationId: 'ingestKnowledge',
     summary: 'Index the Markdown and text documents under WORKSPACE_ROOT/<projectId>/<path>',
     description:
       'Indexes .md/.markdown/.mdx, .txt/.text, .rst and .adoc/.asciidoc files (up to 1 MiB, no binaries, no dotfiles, no node_modules, ' +
@@ -40,7 +41,7 @@ export class KnowledgeController {
   }
 
   @Get('modules')
-  @ApiOperation({ summary: "The project's knowledge modules (one per top-level folder unless named at ingest) with chunk counts" })
+  @ApiOperation({ operationId: 'listKnowledgeModules', summary: "The project's knowledge modules (one per top-level folder unless named at ingest) with chunk counts" })
   @ApiOkResponse({ type: [KnowledgeModuleDto] })
   @ApiBadRequestResponse({ description: 'projectId does not match [A-Za-z0-9_-]{1,64}' })
   async modules(@Query() query: KnowledgeModulesQueryDto): Promise<KnowledgeModuleDto[]> {
@@ -48,7 +49,7 @@ export class KnowledgeController {
   }
 
   @Get('search')
-  @ApiOperation({ summary: 'What rag_query returns for a question: ranked chunks with snippets, scores, confidence and metrics' })
+  @ApiOperation({ operationId: 'searchKnowledge', summary: 'What rag_query returns for a question: ranked chunks with snippets, scores, confidence and metrics' })
   @ApiOkResponse({ type: RetrievalResultDto })
   @ApiBadRequestResponse({ description: 'missing q, topK outside 1..20, or an invalid projectId' })
   async search(@Query() query: KnowledgeSearchQueryDto): Promise<RetrievalResultDto> {

@@ -1,7 +1,7 @@
 import type { LlmMessage } from '../llm/llm-adapter.port';
 
 /**
- * The context window split of the seeds (ARCHITECTURE.md): 12% system prompt, 18% history,
+ * The context window split (docs/ARCHITECTURE.md "Context budget"): 12% system prompt, 18% history,
  * 18% user prompt, 50% response (2% slack). Token counts are estimated at 4 characters per
  * token, which over-counts code and under-counts CJK text; good enough to keep requests
  * inside the window without a tokenizer per provider.

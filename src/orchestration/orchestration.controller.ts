@@ -1,6 +1,8 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Query, Req, Res } from '@nestjs/common';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
-import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
+import { ExecuteProgressEventDto } from './modes/dto/execute-stream-event.dto';
 import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { SseWriter } from '../common/sse/sse-writer';
@@ -20,7 +22,7 @@ export class OrchestrationController {
 
   @Post('execute')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
+  @ApiOperation({ operationId: 'executeTools', summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
   @ApiOkResponse({ type: ToolCallsResultDto })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode' })
   execute(@Body() dto: ExecuteToolsDto, @Req() req: Request): Promise<ToolCallsResult> {
@@ -32,9 +34,9 @@ export class OrchestrationController {
 
   @Post('execute/stream')
   @HttpCode(200)
-  @ApiOperation({ summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
-  @ApiProduces('text/event-stream')
-  @ApiOkResponse({ description: 'event: progress {stage, …} … then event: result (a ToolCallsResult)' })
+  @ApiOperation({ operationId: 'executeToolsStream', summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
+  @ApiSseResponse({ description: 'progress events, one per stage, then one result event (a ToolCallsResult)', events: { progress: ExecuteProgressEventDto, result: ToolCallsResultDto } })
+  @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode (before the stream starts)' })
   async executeStream(@Body() dto: ExecuteToolsDto, @Res() res: Response): Promise<void> {
     this.orchestration.mode(dto.mode); // an unknown mode is a 400 before the stream
     const req = toRequest(dto);
@@ -53,7 +55,7 @@ export class OrchestrationController {
   }
 
   @Get('tool-index/search')
-  @ApiOperation({ summary: 'The NarrowTopK candidates for a query, with normalized scores (available tools only, as NarrowTopK sees them)' })
+  @ApiOperation({ operationId: 'searchToolIndex', summary: 'The NarrowTopK candidates for a query, with normalized scores (available tools only, as NarrowTopK sees them)' })
   @ApiOkResponse({ type: [ToolIndexHitDto] })
   async search(@Query() q: ToolIndexSearchQueryDto): Promise<ToolIndexHitDto[]> {
     const available = new Set((await this.tools.specs()).map((s) => s.name));

@@ -1,6 +1,6 @@
 import type { LlmUsage } from '../llm/llm-adapter.port';
 
-/** The three phases of API.md's envelope. */
+/** The three phases of the SSE envelope (docs/API.md). */
 export type PhaseName = 'action_phase' | 'tool_phase' | 'complete';
 
 /** Why a turn ended (`done.stopReason`). */

@@ -1,7 +1,7 @@
 import { canonicalJson } from '../common/util/canonical-json.util';
 
 /**
- * Tool-call arguments and canonical signatures (../shared/API.md "Built-in tools").
+ * Tool-call arguments and canonical signatures (docs/API.md "Built-in tools").
  *
  * The signature of a call is the canonical JSON array `[name, action, args, projectId]` where
  * `args` has its keys sorted recursively and the schema's defaults applied, with no whitespace.

@@ -14,7 +14,7 @@ export class ToolsController {
    * test module or app that forgot the global ValidationPipe.
    */
   @Get()
-  @ApiOperation({ summary: 'Registered tools (built-ins and MCP) with their schemas and whether each can run now' })
+  @ApiOperation({ operationId: 'listTools', summary: 'Registered tools (built-ins and MCP) with their schemas and whether each can run now' })
   @ApiOkResponse({ type: [ToolSummaryDto] })
   @ApiBadRequestResponse({ description: 'projectId does not match [A-Za-z0-9_-]{1,64}' })
   async list(@Query(new ValidationPipe({ transform: true })) _query: ToolsQueryDto): Promise<ToolSummaryDto[]> {

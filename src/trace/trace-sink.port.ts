@@ -1,4 +1,4 @@
-/** Trace event types written by Orion (API.md "Tools, trace"); free-form strings are allowed too. */
+/** Trace event types written by Orion (docs/API.md "Tools, trace, config, health"); free-form strings are allowed too. */
 export type TraceType =
   | 'tool_registration'
   | 'tool_unregistered'

@@ -9,7 +9,7 @@ export class TraceController {
   constructor(private readonly trace: TraceService) {}
 
   @Get()
-  @ApiOperation({ summary: 'Trace events in order (filters combine)' })
+  @ApiOperation({ operationId: 'listTraceEvents', summary: 'Trace events in order (filters combine)' })
   @ApiOkResponse({ type: [TraceEventDto] })
   list(@Query() q: TraceQueryDto): Promise<TraceEventDto[]> {
     return this.trace.query(q);

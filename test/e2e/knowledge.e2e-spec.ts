@@ -183,6 +183,14 @@ describe('knowledge base over HTTP', () => {
     expect(bad.outcome).toBe('validation_error');
   });
 
+  it("the README's example: a file holding only a heading is indexed and found", async () => {
+    write('readme-example/docs/roadmap.md', '# Roadmap\n');
+    const res = await post({ projectId: 'readme-example' });
+    expect(res.body).toMatchObject({ files: 1, added: 1, chunks: 1 });
+    const found = await get('/api/knowledge/search?projectId=readme-example&q=what%20is%20on%20the%20roadmap');
+    expect(found.body.sources).toEqual([expect.objectContaining({ type: 'rag', path: 'docs/roadmap.md', snippet: expect.stringContaining('Roadmap') })]);
+  });
+
   it('the routes are in the OpenAPI document', async () => {
     const doc = (await get('/docs-json')).body;
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/knowledge/ingest', '/api/knowledge/modules', '/api/knowledge/search']));

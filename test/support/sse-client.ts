@@ -114,7 +114,7 @@ const num = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
 const bool = (v: unknown) => typeof v === 'boolean';
 
 /**
- * API.md's event table as checks: the fields each event type must carry. Orion may add fields
+ * docs/API.md's event table as checks: the fields each event type must carry. Orion may add fields
  * (the contract says add, never rename or drop), so only presence and types are checked.
  */
 const EVENT_FIELDS: Record<string, (d: Record<string, unknown>) => string | null> = {
@@ -135,7 +135,7 @@ const EVENT_FIELDS: Record<string, (d: Record<string, unknown>) => string | null
     str(d.fullContent) && 'messageId' in d && STOP_REASONS.includes(d.stopReason as string) && typeof d.usage === 'object' && d.usage !== null ? null : 'fullContent, messageId, stopReason, usage',
 };
 
-/** Asserts API.md's envelope invariants and each event type's fields. */
+/** Asserts docs/API.md's envelope invariants and each event type's fields. */
 export function checkEnvelope(events: SseEvent[]): void {
   events.forEach((e, i) => {
     const d = e.data;

@@ -4,9 +4,9 @@ import type { Response } from 'express';
 import { SseWriter } from './sse-writer';
 
 /** A real HTTP exchange: the writer on the server side, a raw reader on the client side. */
-async function exchange(onRequest: (w: SseWriter) => Promise<void>): Promise<string> {
+async function exchange(onRequest: (w: SseWriter) => Promise<void>, keepAliveMs = 100): Promise<string> {
   const server: Server = createServer((_req, res) => {
-    const w = new SseWriter(Object.assign(res, { status: (c: number) => ((res.statusCode = c), res) }) as unknown as Response, 100);
+    const w = new SseWriter(Object.assign(res, { status: (c: number) => ((res.statusCode = c), res) }) as unknown as Response, keepAliveMs);
     void onRequest(w);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -36,14 +36,15 @@ describe('SseWriter', () => {
   });
 
   it('sends keep-alive comments while nothing else is sent, and none while events flow', async () => {
+    // margins wide enough for a loaded machine: a busy gap is 10 ms against a 300 ms keep-alive
     const body = await exchange(async (w) => {
-      await new Promise((r) => setTimeout(r, 350)); // idle: ~3 keep-alives at 100 ms
+      await new Promise((r) => setTimeout(r, 1000)); // idle: ~3 keep-alives at 300 ms
       for (let i = 0; i < 5; i++) {
         await w.send(i + 1, 'chunk', { i });
-        await new Promise((r) => setTimeout(r, 40)); // busy: none
+        await new Promise((r) => setTimeout(r, 10)); // busy: none
       }
       w.end();
-    });
+    }, 300);
     const [idle, busy] = [body.slice(0, body.indexOf('id: 1')), body.slice(body.indexOf('id: 1'))];
     expect(idle.match(/^: keep-alive$/gm)?.length).toBeGreaterThanOrEqual(2);
     expect(busy).not.toContain(': keep-alive');

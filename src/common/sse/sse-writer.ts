@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { openStreams } from './open-streams';
 
-/** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
+/** Comment lines keep proxies and browsers from timing out an idle stream (docs/API.md: every 15 s). */
 export const KEEP_ALIVE_MS = 15_000;
 
 /**

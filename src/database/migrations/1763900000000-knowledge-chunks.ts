@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The knowledge base behind `rag_query` (../shared/API.md "Knowledge base"):
+ * The knowledge base behind `rag_query` (docs/API.md "Knowledge base"):
  *
  * - `knowledge_files`: one row per ingested file (content hash, module, doc type, chunk count, the
  *   embedding model its chunks were embedded with), so re-ingesting skips unchanged files,

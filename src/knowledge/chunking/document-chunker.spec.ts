@@ -75,6 +75,12 @@ describe('chunkDocument', () => {
     expect(chunks[0].content).toBe('First line.');
   });
 
+  it('a document of headings only is one chunk of its headings, so it can still be found', () => {
+    expect(chunkDocument('# Roadmap\n', 'md', 'roadmap.md')).toEqual([{ index: 0, title: 'roadmap.md', content: 'Roadmap' }]);
+    expect(chunkDocument('# Plan\n## Q1\n## Q2\n', 'md', 'plan.md').map((c) => c.content)).toEqual(['Plan\nQ1\nQ2']);
+    expect(chunkDocument('', 'md', 'empty.md')).toEqual([]);
+  });
+
   it('plain text files are titled by their file name; CRLF and a BOM are normalized', () => {
     expect(chunkDocument('\uFEFFline one\r\nline two\r\n', 'txt', 'notes.txt')).toEqual([{ index: 0, title: 'notes.txt', content: 'line one\nline two' }]);
   });

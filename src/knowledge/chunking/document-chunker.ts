@@ -29,7 +29,7 @@ export const CHUNK_OVERLAP_CHARS = 200;
 /** Longest title kept; longer heading trails lose their outer headings. */
 export const TITLE_MAX_CHARS = 200;
 /** Changes whenever chunking changes, so re-ingesting re-chunks files whose bytes did not change. */
-export const CHUNKER_VERSION = 1;
+export const CHUNKER_VERSION = 2;
 
 /** Places to cut, best first: paragraphs, lines, sentences, words. */
 const SEPARATORS = [/\n[ \t]*\n/g, /\n/g, /(?<=[.!?])[ \t]+/g, /[ \t]+/g];
@@ -38,7 +38,9 @@ const SEPARATORS = [/\n[ \t]*\n/g, /\n/g, /(?<=[.!?])[ \t]+/g, /[ \t]+/g];
  * Splits a document into chunks: first into sections at its headings (see splitSections), then
  * each section longer than `maxChars` into pieces at the best available boundary, each piece
  * after the first starting with up to `overlapChars` of the text before it. A section that is a
- * heading alone adds its heading to the trail of what follows and is no chunk of its own.
+ * heading alone adds its heading to the trail of what follows and is no chunk of its own, unless
+ * the document holds nothing but headings: then its headings are its one chunk, so a new
+ * document that is only an outline can still be found.
  *
  * Markdown front matter (`---` … `---` at the top) is dropped; its `title:` names the document.
  */
@@ -56,8 +58,13 @@ export function chunkDocument(text: string, docType: DocType, fileName: string, 
     }
   }
 
+  const sections = splitSections(body, docType);
+  if (sections.length > 0 && !sections.some((s) => s.hasBody)) {
+    const headings = sections.map((s) => s.trail[s.trail.length - 1] ?? s.text.trim()).join('\n');
+    return splitWithOverlap(headings, maxChars, overlap).map((content, index) => ({ index, title: fitTitle([docTitle]), content }));
+  }
   const chunks: DocumentChunk[] = [];
-  for (const section of splitSections(body, docType)) {
+  for (const section of sections) {
     if (!section.hasBody) continue;
     const title = fitTitle(section.trail.length > 0 ? section.trail : [docTitle]);
     for (const piece of splitWithOverlap(section.text.trim(), maxChars, overlap)) {

@@ -6,7 +6,7 @@ import { OllamaAdapter } from './ollama.adapter';
 import { OpenAiCompatibleAdapter } from './openai-compatible.adapter';
 
 /**
- * Every shared recording, served over real HTTP by the replay server and read through the
+ * Every recording in test/fixtures/llm-streams, served over real HTTP by the replay server and read through the
  * adapter of its wire protocol (OpenAI-compatible for SSE, Ollama for NDJSON).
  */
 

@@ -5,7 +5,7 @@ export const TOOL_MODES = ['Classic', 'NarrowTopK'] as const;
 export type ToolMode = (typeof TOOL_MODES)[number];
 
 /**
- * API.md's codes, plus Orion's additions: `execution_failed` (a decided call ran but failed:
+ * The contract's codes (docs/API.md), plus Orion's additions: `execution_failed` (a decided call ran but failed:
  * timeout, unavailable, rate limited, exception, or the tool reported an error) and
  * `internal_error` (the mode itself failed unexpectedly).
  */
@@ -40,7 +40,7 @@ export interface ToolCandidate {
 }
 
 /**
- * What a tool-only orchestration returns (API.md "Tool-only orchestration"). `isSuccess` is true
+ * What a tool-only orchestration returns (docs/API.md "Tool-only orchestration"). `isSuccess` is true
  * when the model decided at least one call and every execution succeeded. Orion adds
  * `requestId`, `errorMessage` and, for NarrowTopK, the `candidates` it retrieved.
  */

@@ -1,11 +1,11 @@
 import type { ChatMode } from '../protocol-strategy';
 
-/** Sampling temperature per mode (API.md: plan 0.7, act 0.3). */
+/** Sampling temperature per mode (docs/API.md: plan 0.7, act 0.3). */
 export function temperatureFor(mode: ChatMode): number {
   return mode === 'plan' ? 0.7 : 0.3;
 }
 
-/** Upper bound of one response, as the seeds decided. */
+/** Upper bound of one response, as the contract sets it (docs/API.md). */
 export const MAX_RESPONSE_TOKENS = 8192;
 
 /**

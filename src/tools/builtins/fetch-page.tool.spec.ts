@@ -90,7 +90,7 @@ describe('fetch_page and fetch_pages_batch (local servers, allow-listed)', () =>
   });
   beforeEach(() => (progress.length = 0));
 
-  it('publishes ajv-strict schemas that match API.md', () => {
+  it('publishes ajv-strict schemas that match docs/API.md', () => {
     const ajv = new Ajv({ strict: true, useDefaults: true });
     const one = ajv.compile(page.parameters);
     expect(one({ url: 'https://example.com', maxChars: 500 })).toBe(true);

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import type { ToolSummary } from '../tool-registry.service';
 
-/** One tool as `GET /api/tools` lists it (../shared/API.md "Tools, trace, config, health"). */
+/** One tool as `GET /api/tools` lists it (docs/API.md "Tools, trace, config, health"). */
 export class ToolSummaryDto {
   @ApiProperty({ example: 'read_file' })
   name: string;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { ToolIndex, type IndexableTool } from './tool-index';
 
-/** The built-ins (API.md) plus a weather and an MCP-style maths tool, with realistic schemas. */
+/** The built-ins (docs/API.md) plus a weather and an MCP-style maths tool, with realistic schemas. */
 const TOOLS: IndexableTool[] = [
   {
     name: 'list_files',

@@ -46,7 +46,7 @@ export interface ToolIndexOptions {
 const MIN_QUERY_TERMS = 8;
 
 /**
- * Where the numbers come from: sweeps on the bfcl-pooled developer set
+ * Where the numbers come from: sweeps on the bfcl-pooled set
  * (`npm run bench:tool-retrieval`, bench/README.md "Tool retrieval"), keeping round values in
  * the middle of a plateau rather than the best point. On that set name boost 1–3, k1 0.9–1.6,
  * b 0.5–0.9 and d 0–0.5 all land within ±0.003 recall@5. What matters (recall@5 lost when

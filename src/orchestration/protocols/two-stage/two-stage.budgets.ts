@@ -1,6 +1,6 @@
 /**
  * The two-stage protocol's budgets as named predicates over what the turn recorded
- * (the seeds' decisions: one tool per tool phase, MAX_PHASE_CYCLES_PER_TURN executed tools,
+ * (as docs/API.md describes them: one tool per tool phase, MAX_PHASE_CYCLES_PER_TURN executed tools,
  * MAX_DUPLICATE_ATTEMPTS refused duplicates, then one forced final answer).
  */
 export interface TwoStageCounters {

@@ -17,7 +17,7 @@ import { MAX_RESPONSE_TOKENS, temperatureFor } from '../prompts';
 import { forcedFinal, NOTICES, type ForcedReason, type TwoStageCounters } from './two-stage.budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction, invalidArgumentsMessage, refusalMessage, toolResultMessage } from './two-stage.messages';
 
-/** How one iteration of the loop ended (the seeds' typed outcomes). */
+/** How one iteration of the loop ended (typed outcomes: every case is handled). */
 type StepOutcome =
   | { kind: 'run_again' }
   | { kind: 'refused_duplicate' }

@@ -3,7 +3,7 @@ import { CHARS_PER_TOKEN, contextBudget, estimateTokens, trimHistory, type Conte
 import { MAX_RESPONSE_TOKENS } from '../prompts';
 
 /**
- * The unified route's context budget (issue #5, item 2), over the seeds' split in
+ * The unified route's context budget (issue #5, item 2), over the split in
  * `context-budget.ts`: 12% system prompt, 18% history, 18% user prompt, 50% response.
  *
  * - the system prompt is built to fit its share (only its optional lists shrink, see

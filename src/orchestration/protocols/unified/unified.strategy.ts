@@ -16,7 +16,7 @@ export const MODULES_TIMEOUT_MS = 2_000;
 /** Excerpts the direct path retrieves for the user prompt (issue #5, item 6). */
 export const DIRECT_RETRIEVAL_TOP_K = 5;
 
-/** How one model step ended (the seeds' typed outcomes, STYLE.md point 9). */
+/** How one model step ended (a typed outcome, so every caller handles each case). */
 type StepOutcome = { kind: 'run_tools' } | { kind: 'final'; stopReason: StopReason; error?: LlmErrorInfo };
 
 /** Mutable state of one turn. */
@@ -61,7 +61,7 @@ interface TurnSetup {
  * phase opens, as in two-stage.
  *
  * **Numbering.** phaseIndex 1, 2, 3… one per phase; cycleIndex is the tool step in progress
- * (API.md): 0 until the first tool phase, k in tool phase k and in the action phase after it
+ * (docs/API.md): 0 until the first tool phase, k in tool phase k and in the action phase after it
  * — that is, in an action phase, the number of completed tool steps.
  *
  * **Direct path.** One action phase: retrieval (`ctx.knowledge.retrieve(projectId, prompt,

@@ -1,0 +1,122 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+/**
+ * The `data` of each SSE event of a chat run, for the OpenAPI document (docs/API.md "Events"
+ * says the same in prose). The wire is produced by RunStream from ProtocolEvent; these classes
+ * only describe it. Fields may be added to an event, never renamed or dropped.
+ */
+export class RunEventEnvelopeDto {
+  @ApiProperty({ format: 'uuid' }) requestId: string;
+  @ApiProperty({ example: 'default' }) projectId: string;
+  @ApiProperty({ format: 'uuid' }) conversationId: string;
+  @ApiProperty({ description: '1, 2, 3… per run with no gaps; equal to the SSE id' }) seq: number;
+  @ApiProperty({ enum: ['action_phase', 'tool_phase', 'complete'] }) phase: string;
+  @ApiProperty({ description: '1, 2, 3… one per phase; 0 before the first phase' }) phaseIndex: number;
+  @ApiProperty({ description: 'the tool step in progress: 0 until the first tool phase' }) cycleIndex: number;
+}
+
+export class StartEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ enum: ['two-stage', 'unified', 'command'] }) protocol: string;
+  @ApiProperty({ nullable: true, type: String, description: 'the stored user message' }) userMessageId: string | null;
+  @ApiPropertyOptional({ description: 'true on a resumed stream' }) resumed?: boolean;
+  @ApiPropertyOptional({ description: 'a resumed stream: the checkpoint it continues from' }) resumeFromPhaseIndex?: number;
+}
+
+export class PhaseEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ enum: ['start', 'end'] }) status: string;
+  @ApiPropertyOptional({ description: 'why a phase ended: an action phase tool_call, final_answer, invalid_tool_call, cycle_budget, duplicate_limit, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …)' }) reason?: string;
+}
+
+export class ChunkEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: 'answer text to append' }) content: string;
+}
+
+export class ToolCallViewDto {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ description: 'the arguments as a JSON string; secret arguments masked' }) arguments: string;
+}
+
+export class ToolCallsEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ type: [ToolCallViewDto] }) calls: ToolCallViewDto[];
+}
+
+export class ToolProgressEventDto extends RunEventEnvelopeDto {
+  @ApiProperty() tool: string;
+  @ApiProperty() callId: string;
+  @ApiProperty({ enum: ['calling', 'completed', 'failed', 'refused'] }) action: string;
+  @ApiProperty({ type: Object, description: 'the validated arguments, secrets masked' }) params: Record<string, unknown>;
+  @ApiProperty() isError: boolean;
+  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'duplicate'] }) outcome?: string;
+  @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
+}
+
+export class ToolPhaseEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ example: 'rag_query' }) toolId: string;
+  @ApiProperty({ example: 'searching', description: 'searching, ranking, fetching, mcp_progress, …' }) stage: string;
+  @ApiProperty({ example: 'Searching the knowledge base…' }) message: string;
+  @ApiPropertyOptional({ type: Object }) metadata?: Record<string, unknown>;
+}
+
+export class SourceDto {
+  @ApiProperty({ enum: ['rag', 'web'] }) type: string;
+  @ApiProperty() title: string;
+  @ApiPropertyOptional() url?: string;
+  @ApiPropertyOptional({ description: 'a knowledge-base document, relative to the project folder' }) path?: string;
+  @ApiPropertyOptional() snippet?: string;
+  @ApiPropertyOptional() score?: number;
+  @ApiPropertyOptional({ enum: ['high', 'medium', 'low'] }) confidence?: string;
+}
+
+export class SourcesEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ type: [SourceDto] }) data: SourceDto[];
+  @ApiProperty({ type: [String], example: ['rag'] }) sourceTypes: string[];
+  @ApiProperty() ragCount: number;
+  @ApiProperty() webCount: number;
+  @ApiProperty({ enum: ['high', 'medium', 'low', 'none'] }) confidence: string;
+  @ApiPropertyOptional({ type: Object, description: 'the last retrieval\'s metrics' }) metrics?: Record<string, unknown>;
+}
+
+export class NoticeEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments'] }) code: string;
+  @ApiProperty() message: string;
+}
+
+export class ErrorEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ example: 'llm_timeout' }) code: string;
+  @ApiProperty() message: string;
+  @ApiProperty({ description: 'whether sending the same message again may succeed' }) retryable: boolean;
+}
+
+export class PausedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: 'pass it to POST /api/chat/messages_two_stage/resume' }) resumeFromPhaseIndex: number;
+}
+
+export class TurnUsageDto {
+  @ApiProperty() promptTokens: number;
+  @ApiProperty() completionTokens: number;
+  @ApiProperty() totalTokens: number;
+  @ApiProperty({ description: 'model calls of the turn' }) llmCalls: number;
+}
+
+export class DoneEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: 'the whole answer as stored' }) fullContent: string;
+  @ApiProperty({ nullable: true, type: String, description: 'the stored assistant message' }) messageId: string | null;
+  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'cancelled', 'error'] }) stopReason: string;
+  @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
+}
+
+/** Every event a chat run may send, by SSE event name. */
+export const RUN_EVENTS = {
+  start: StartEventDto,
+  phase: PhaseEventDto,
+  chunk: ChunkEventDto,
+  tool_calls: ToolCallsEventDto,
+  tool_progress: ToolProgressEventDto,
+  tool_phase: ToolPhaseEventDto,
+  sources: SourcesEventDto,
+  notice: NoticeEventDto,
+  error: ErrorEventDto,
+  paused: PausedEventDto,
+  done: DoneEventDto,
+};
