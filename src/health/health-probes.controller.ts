@@ -24,14 +24,14 @@ export class HealthProbesController {
 
   @Get('live')
   @HealthCheck()
-  @ApiOperation({ summary: 'Liveness: the process answers HTTP (restart it when this fails)' })
+  @ApiOperation({ operationId: 'getLiveness', summary: 'Liveness: the process answers HTTP (restart it when this fails)' })
   live() {
     return this.health.check([]);
   }
 
   @Get('ready')
   @HealthCheck()
-  @ApiOperation({ summary: 'Readiness: database reachable, migrations applied, LLM configured (send traffic only when 200)' })
+  @ApiOperation({ operationId: 'getReadiness', summary: 'Readiness: database reachable, migrations applied, LLM configured (send traffic only when 200)' })
   ready() {
     return this.health.check([
       () => this.db.pingCheck('database', { connection: this.ds }).withTimeout(DB_PING_TIMEOUT_MS),

@@ -10,7 +10,7 @@ export class MetricsController {
   @Get('metrics')
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   @Header('Cache-Control', 'no-store')
-  @ApiOperation({ summary: 'Prometheus metrics (needs a key when API_KEYS is set)' })
+  @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics (needs a key when API_KEYS is set)' })
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text exposition format' })
   metricsText(): Promise<string> {

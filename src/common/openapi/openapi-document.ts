@@ -6,7 +6,7 @@ import { ErrorResponseDto } from '../errors/error-response.dto';
 export const BEARER_SCHEME = 'bearer';
 
 /** Routes under /api that never need a key (the ApiKeyGuard's list). */
-const PUBLIC_PATHS = new Set(['/api/health']);
+const PUBLIC_PATHS = new Set(['/api/health', '/api/health/live', '/api/health/ready']);
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
@@ -23,7 +23,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription(
       'Runs LLM tool-calling turns for chat products and keeps them under control. ' +
         'The contract in prose, with every SSE event and the run-control rules: docs/API.md in the repository. ' +
-        'When the service runs with API_KEYS set, every /api route but /api/health needs `Authorization: Bearer <key>` (use Authorize).',
+        'When the service runs with API_KEYS set, every /api route but the health probes needs `Authorization: Bearer <key>` (use Authorize).',
     )
     .setVersion('0.1.0')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'one of the keys in API_KEYS' }, BEARER_SCHEME)
