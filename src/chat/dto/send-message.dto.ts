@@ -75,13 +75,3 @@ export class ResumeRunDto {
   @IsInt({ message: 'resumeFromPhaseIndex must be an integer' }) @Min(1)
   resumeFromPhaseIndex: number;
 }
-
-export class RunEventsQueryDto {
-  @ApiPropertyOptional({ description: 'replay events with seq greater than this (the Last-Event-ID header wins)' })
-  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'lastEventId must be a non-negative integer' })
-  lastEventId?: string;
-
-  @ApiPropertyOptional({ description: 'API key for EventSource clients, which cannot send headers' })
-  @IsOptional() @IsString()
-  access_token?: string;
-}

@@ -38,9 +38,10 @@ type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & { usage: TurnUsage 
 @Injectable()
 export class TwoStageStrategy implements ProtocolStrategy {
   readonly name = 'two-stage';
+  readonly capabilities = { pausePoints: true, resume: true, tools: true };
 
-  canHandle(ctx: ProtocolExecutionContext): boolean {
-    return ctx.messages.length > 0;
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[] } {
+    return parseTwoStageCheckpoint(state);
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {

@@ -80,10 +80,8 @@ interface TurnSetup {
 @Injectable()
 export class UnifiedStrategy implements ProtocolStrategy {
   readonly name = 'unified';
-
-  canHandle(): boolean {
-    return true;
-  }
+  // no checkpoint: pause requests are not honoured (see above)
+  readonly capabilities = { pausePoints: false, resume: false, tools: true };
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
     const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), sources: new SourcesCollector() };
