@@ -87,6 +87,13 @@ describe('TwoStageStrategy', () => {
     expect(() => new OrchestrationService([strategy], ...NO_PORTS).protocol('nope')).toThrow(/Unknown protocol/);
   });
 
+  it('turns an adapter that throws into an llm error turn, like unified (one model-step helper)', async () => {
+    const { ctx } = setup([]); // ScriptedLlm throws on the unexpected call
+    const events = await collect(strategy.execute(ctx));
+    expect(ofType(events, 'error')[0]).toMatchObject({ code: 'llm_provider_error', message: expect.stringContaining('unexpected model call') });
+    expect(events.at(-1)).toMatchObject({ type: 'done', stopReason: 'error' });
+  });
+
   it('answers without tools in one action phase', async () => {
     const { ctx, llm, executions } = setup([answer('Hello there.')]);
     const events = await collect(strategy.execute(ctx));

@@ -51,17 +51,9 @@ export class TwoStageStrategy implements ProtocolStrategy {
 
     while (true) {
       if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
-      // the action phase's text streams straight from the model to the consumer (the hot path)
+      // the action phase's text streams from the model to the consumer (the hot path)
       const stream = yield* this.startAction(ctx, state, specs, forced);
-      try {
-        for await (const ev of stream.events) {
-          const text = stream.accept(ev);
-          if (text !== undefined) yield { type: 'chunk', content: text };
-          if (stream.stopped) break; // the first complete call ends the action phase
-        }
-      } finally {
-        stream.close();
-      }
+      yield* stream.step();
       const outcome: StepOutcome = yield* this.endAction(ctx, state, specs, forced, stream);
       switch (outcome.kind) {
         case 'final':
