@@ -129,20 +129,22 @@ class ModelStep implements AsyncIterableIterator<ChunkEvent, ModelStreamResult, 
     return this;
   }
 
-  async next(): Promise<IteratorResult<ChunkEvent, ModelStreamResult>> {
-    try {
-      while (!this.stream.stopped) {
-        const r = await this.events.next();
-        if (r.done) return { done: true, value: this.stream.close() };
-        const text = this.stream.accept(r.value);
-        if (text !== undefined) return { done: false, value: { type: 'chunk', content: text } };
-      }
-      return await this.return();
-    } catch (err) {
-      this.stream.fail(err);
-      return { done: true, value: this.stream.close() };
-    }
+  // .then() rather than an async function: one promise per delta, no extra frame (hot path)
+  next(): Promise<IteratorResult<ChunkEvent, ModelStreamResult>> {
+    if (this.stream.stopped) return this.return();
+    return this.events.next().then(this.onEvent, this.onError);
   }
+
+  private readonly onEvent = (r: IteratorResult<LlmStreamEvent>): IteratorResult<ChunkEvent, ModelStreamResult> | Promise<IteratorResult<ChunkEvent, ModelStreamResult>> => {
+    if (r.done) return { done: true, value: this.stream.close() };
+    const text = this.stream.accept(r.value);
+    return text !== undefined ? { done: false, value: { type: 'chunk', content: text } } : this.next();
+  };
+
+  private readonly onError = (err: unknown): IteratorResult<ChunkEvent, ModelStreamResult> => {
+    this.stream.fail(err);
+    return { done: true, value: this.stream.close() };
+  };
 
   /** Releases the model request (the consumer stopped early, or the first complete call came). */
   async return(): Promise<IteratorResult<ChunkEvent, ModelStreamResult>> {
