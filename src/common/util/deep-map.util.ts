@@ -26,14 +26,18 @@ export interface DeepMapRules {
  * assigned, so a `__proto__` key stays data.
  */
 export function deepMap(value: unknown, r: DeepMapRules): unknown {
+  // only walks that look for repeats pay for tracking them (storageSafe runs on every run event)
+  const track = r.repeats !== undefined;
   const ancestors = new Set<object>();
   const seen = new WeakSet<object>();
   const walk = (v: unknown, depth: number): unknown => {
     if (v === null || typeof v !== 'object') return r.leaf ? r.leaf(v) : v;
     if (r.repeats && (r.repeats.of === 'any' ? seen.has(v) : ancestors.has(v))) return r.repeats.becomes;
     if (depth > r.maxDepth) return r.tooDeep ? r.tooDeep(v) : v;
-    seen.add(v);
-    ancestors.add(v);
+    if (track) {
+      seen.add(v);
+      ancestors.add(v);
+    }
     try {
       const replaced = r.object ? r.object(v) : WALK;
       if (replaced !== WALK) return walk(replaced, depth + 1);
@@ -54,11 +58,15 @@ export function deepMap(value: unknown, r: DeepMapRules): unknown {
           if (!('unreadable' in r)) throw err;
           y = r.unreadable;
         }
-        if (y !== undefined || !('arrayUndefined' in r)) Object.defineProperty(out, r.key ? r.key(k) : k, { value: y, enumerable: true, writable: true, configurable: true });
+        if (y === undefined && 'arrayUndefined' in r) continue;
+        const key = r.key ? r.key(k) : k;
+        // assignment is the fast path; only `__proto__` would set the prototype instead
+        if (key === '__proto__') Object.defineProperty(out, key, { value: y, enumerable: true, writable: true, configurable: true });
+        else out[key] = y;
       }
       return out;
     } finally {
-      ancestors.delete(v);
+      if (track) ancestors.delete(v);
     }
   };
   return walk(value, 0);
