@@ -14,57 +14,22 @@
  */
 import { spawnSync } from 'node:child_process';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
-import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmRequest, LlmStreamEvent, LlmToolSpec } from '../src/llm/llm-adapter.port';
+import type { LlmAdapter, LlmToolSpec } from '../src/llm/llm-adapter.port';
 import type { ToolCallRequest, ToolRunner } from '../src/tools/tool-runner.port';
 import type { ToolRunResult } from '../src/tools/tool-definition';
 import type { TraceSink } from '../src/trace/trace-sink.port';
 import type { ProtocolEvent } from '../src/orchestration/protocol-event';
 import type { ProtocolExecutionContext } from '../src/orchestration/protocol-strategy';
 import { TwoStageStrategy } from '../src/orchestration/protocols/two-stage/two-stage.strategy';
+import { ScriptedAdapter, TEXT_DELTAS } from './support/scripted-model';
 
 if (!process.execArgv.some((a) => a.startsWith('--max-semi-space-size'))) {
   const r = spawnSync(process.execPath, ['--max-semi-space-size=128', '--min-semi-space-size=128', '--expose-gc', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
 
-const TEXT_DELTAS = 240;
 const TURNS = Number(process.env.BENCH_TURNS ?? 2000);
 const WARMUP = 300;
-
-// ---- the scripted model: 3 responses per turn (call, call, answer with 240 deltas) ----
-function toolResponse(name: string, args: string): LlmStreamEvent[] {
-  const out: LlmStreamEvent[] = [{ type: 'text-delta', text: 'Checking. ' }, { type: 'tool-call-delta', index: 0, id: `call_${name}`, name, argumentsFragment: '' }];
-  for (let i = 0; i < args.length; i += 4) out.push({ type: 'tool-call-delta', index: 0, argumentsFragment: args.slice(i, i + 4) });
-  out.push({ type: 'finish', reason: 'tool_calls', usage: { promptTokens: 100, completionTokens: 20, totalTokens: 120 } });
-  return out;
-}
-const RESPONSES: LlmStreamEvent[][] = [
-  toolResponse('list_files', '{"path":"docs","recursive":false}'),
-  toolResponse('read_file', '{"path":"docs/roadmap.md","maxBytes":4096}'),
-  [
-    ...Array.from({ length: TEXT_DELTAS }, (_, i): LlmStreamEvent => ({ type: 'text-delta', text: `word${i % 10} ` })),
-    { type: 'finish', reason: 'stop', usage: { promptTokens: 300, completionTokens: 240, totalTokens: 540 } },
-  ],
-];
-
-class ScriptedAdapter implements LlmAdapter {
-  readonly provider = 'bench';
-  readonly model = 'bench';
-  private n = 0;
-  async *stream(_req: LlmRequest, signal?: AbortSignal): AsyncIterable<LlmStreamEvent> {
-    const events = RESPONSES[this.n++ % RESPONSES.length];
-    for (const ev of events) {
-      if (signal?.aborted) return;
-      yield ev;
-    }
-  }
-  async complete(): Promise<LlmCompletion> {
-    throw new Error('not used');
-  }
-  async capabilities(): Promise<LlmCapabilities> {
-    return { provider: 'bench', model: 'bench', toolCalling: true, contextWindow: 32768, replay: false };
-  }
-}
 
 const SPECS: LlmToolSpec[] = [
   { name: 'list_files', description: 'list', parameters: { type: 'object', properties: { path: { type: 'string' } } } },

@@ -1,8 +1,12 @@
-import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Post, Query, Res, Sse, SseSignal, UseGuards } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
-import { RUN_EVENTS } from './dto/run-event.dto';
+import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
+import { map, type Observable } from 'rxjs';
+import { responseFlow } from '../common/sse/client-flow';
+import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
+import type { SentEvent } from '../runs/run-event-bus.service';
 import { ChatService } from './chat.service';
 import { ConversationsService } from './conversations.service';
 import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
@@ -21,35 +25,38 @@ export class ChatController {
   ) {}
 
   @Post('messages')
+  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
-  async send(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
-    await this.chat.send('unified', dto, res);
+  async send(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
+    return sse(await this.chat.send('unified', dto, responseFlow(res), signal));
   }
 
   @Post('messages_two_stage')
+  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiOperation({ operationId: 'sendMessageTwoStage', summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
-  async sendTwoStage(@Body() dto: SendMessageDto, @Res() res: Response): Promise<void> {
-    await this.chat.send('two-stage', dto, res);
+  async sendTwoStage(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
+    return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal));
   }
 
   @Post('messages_two_stage/resume')
+  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiOperation({ operationId: 'resumeTwoStageRun', summary: 'Continue a paused two-stage run from the checkpoint of a phase, on any instance (SSE; seq continues)' })
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiNotFoundResponse({ description: 'unknown run, or no checkpoint at that phase' })
   @ApiConflictResponse({ description: 'the run is cancelled, completed or failed, is running, or another resume won' })
-  async resume(@Body() dto: ResumeRunDto, @Res() res: Response): Promise<void> {
-    await this.chat.resume(dto, res);
+  async resume(@Body() dto: ResumeRunDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
+    return sse(await this.chat.resume(dto, responseFlow(res), signal));
   }
 
   @Get('conversations')
@@ -74,4 +81,9 @@ export class ChatController {
   settings(@Param('id', new ParseUUIDPipe()) id: string, @Body() dto: ConversationSettingsDto): Promise<ConversationDto> {
     return this.conversations.updateSettings(id, dto);
   }
+}
+
+/** A run's events as SSE messages: id = seq, event = type, data = the enveloped JSON. */
+function sse(events: Observable<SentEvent>): Observable<MessageEvent> {
+  return toMessageEvents(events.pipe(map((e) => ({ id: e.seq, type: e.type, data: e.data }))));
 }

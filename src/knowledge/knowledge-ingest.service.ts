@@ -2,8 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { AppConfigService } from '../config/app-config.service';
-import { ToolFailure } from '../tools/tool-definition';
-import { resolveWorkspacePath, type WorkspaceTarget } from '../tools/builtins/workspace-path.util';
+import { resolveWorkspacePath, WorkspacePathError, type WorkspaceTarget } from '../common/workspace/workspace-path.util';
 import { CHUNKER_VERSION, chunkDocument, type DocumentChunk } from './chunking/document-chunker';
 import { KNOWLEDGE_EMBEDDING_PROVIDER, type EmbeddingProvider } from './embedding/embedding-provider.port';
 import { findDocuments, readDocument, type SkippedFile } from './ingest/workspace-documents';
@@ -157,7 +156,7 @@ export class KnowledgeIngestService {
     try {
       target = await resolveWorkspacePath(this.config.get('WORKSPACE_ROOT'), projectId, requested);
     } catch (err) {
-      if (err instanceof ToolFailure) throw new KnowledgeException(KnowledgeExceptionCode.INVALID_PATH, err.message);
+      if (err instanceof WorkspacePathError) throw new KnowledgeException(KnowledgeExceptionCode.INVALID_PATH, err.message);
       throw err;
     }
     if (!target.rootExists) {

@@ -1,11 +1,12 @@
-import { Body, Controller, Get, HttpCode, Inject, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, type MessageEvent, Post, Query, Req, Sse, SseSignal } from '@nestjs/common';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { ExecuteProgressEventDto } from './modes/dto/execute-stream-event.dto';
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import { randomUUID } from 'node:crypto';
-import { SseWriter } from '../common/sse/sse-writer';
+import { Observable } from 'rxjs';
+import { toMessageEvents, type WireMessage } from '../common/sse/message-events';
 import { ExecuteToolsDto, ToolCallsResultDto, ToolIndexHitDto, ToolIndexSearchQueryDto } from './modes/dto/execute-tools.dto';
 import type { ToolCallsResult } from './modes/tool-calls-result';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
@@ -33,25 +34,29 @@ export class OrchestrationController {
   }
 
   @Post('execute/stream')
+  @Sse()
   @HttpCode(200)
   @ApiOperation({ operationId: 'executeToolsStream', summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
   @ApiSseResponse({ description: 'progress events, one per stage, then one result event (a ToolCallsResult)', events: { progress: ExecuteProgressEventDto, result: ToolCallsResultDto } })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode (before the stream starts)' })
-  async executeStream(@Body() dto: ExecuteToolsDto, @Res() res: Response): Promise<void> {
+  executeStream(@Body() dto: ExecuteToolsDto, @SseSignal() signal: AbortSignal): Observable<MessageEvent> {
     this.orchestration.mode(dto.mode); // an unknown mode is a 400 before the stream
     const req = toRequest(dto);
-    const abort = new AbortController();
-    const sse = new SseWriter(res);
-    sse.onClose(() => abort.abort());
-    const gen = this.orchestration.executeModeStream({ ...req, signal: abort.signal });
-    let seq = 0;
-    let step = await gen.next();
-    while (!step.done) {
-      await sse.send(++seq, 'progress', { requestId: req.requestId, seq, ...step.value });
-      step = await gen.next();
-    }
-    await sse.send(++seq, 'result', step.value);
-    sse.end();
+    // a caller that hangs up stops the model call and the tools it would have run
+    const gen = this.orchestration.executeModeStream({ ...req, signal });
+    const events = new Observable<WireMessage>((subscriber) => {
+      void (async () => {
+        let seq = 0;
+        let step = await gen.next();
+        while (!step.done) {
+          subscriber.next({ id: ++seq, type: 'progress', data: { requestId: req.requestId, seq, ...step.value } });
+          step = await gen.next();
+        }
+        subscriber.next({ id: ++seq, type: 'result', data: step.value });
+        subscriber.complete();
+      })().catch((err) => subscriber.error(err));
+    });
+    return toMessageEvents(events);
   }
 
   @Get('tool-index/search')

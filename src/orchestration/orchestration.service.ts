@@ -1,8 +1,14 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { AppConfigService } from '../config/app-config.service';
+import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
+import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
+import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
+import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
+import type { Turn, TurnRequest } from './turn';
 import { OrchestrationException, OrchestrationExceptionCode } from './orchestration.exception';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
-import type { ProtocolStrategy } from './protocol-strategy';
+import type { ProtocolStrategy, TurnBudgets } from './protocol-strategy';
 import type { ToolCallsResult, ToolMode, ToolModeOptions, ToolModeProgress, ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
 
@@ -20,6 +26,9 @@ export interface ExecuteModeRequest {
  * Resolves strategies by name: chat protocols (`two-stage`, `unified`) and tool-only modes
  * (`Classic`, `NarrowTopK`). Two strategies with one name stop the boot. A tool-only run uses
  * exactly the mode it was given; a mode that throws becomes `isSuccess: false` with a code.
+ *
+ * Builds chat turns: the protocol context with the ports a protocol uses (model, tools, trace,
+ * knowledge). Callers above (chat, runs) never hold those ports.
  */
 @Injectable()
 export class OrchestrationService {
@@ -27,7 +36,14 @@ export class OrchestrationService {
   private readonly protocols = new Map<string, ProtocolStrategy>();
   private readonly modes = new Map<string, ToolModeStrategy>();
 
-  constructor(@Inject(PROTOCOL_STRATEGIES) strategies: OrchestrationStrategy[]) {
+  constructor(
+    @Inject(PROTOCOL_STRATEGIES) strategies: OrchestrationStrategy[],
+    private readonly config: AppConfigService,
+    @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
+    @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
+    @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    @Optional() @Inject(KNOWLEDGE_RETRIEVER) private readonly knowledge?: KnowledgeRetriever,
+  ) {
     for (const s of strategies) {
       const map: Map<string, OrchestrationStrategy> = s.kind === 'tool-mode' ? this.modes : this.protocols;
       if (map.has(s.name)) throw new Error(`Duplicate ${s.kind === 'tool-mode' ? 'tool mode' : 'protocol strategy'} name: ${s.name}`);
@@ -39,6 +55,47 @@ export class OrchestrationService {
     const s = this.protocols.get(name);
     if (!s) throw new OrchestrationException(OrchestrationExceptionCode.UNKNOWN_PROTOCOL, `Unknown protocol: ${name}`);
     return s;
+  }
+
+  /** A turn ready for the run engine: the protocol and its context factory. */
+  buildTurn(req: TurnRequest): Turn {
+    const protocol = typeof req.protocol === 'string' ? this.protocol(req.protocol) : req.protocol;
+    return {
+      protocol,
+      context: (signal, control) => ({
+        requestId: req.requestId,
+        projectId: req.projectId,
+        conversationId: req.conversationId,
+        messages: req.messages,
+        mode: req.mode,
+        llm: this.llm,
+        tools: this.tools,
+        trace: this.trace,
+        budgets: req.budgets,
+        debugShowToolResults: req.debugShowToolResults,
+        signal,
+        control,
+        resumeFrom: req.resumeFrom,
+        systemContext: req.systemContext,
+        flags: { orchestratorEnabled: req.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
+        knowledge: this.knowledge,
+        contextWindow: req.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
+      }),
+    };
+  }
+
+  /** The window the model really has (Ollama reports it), never more than configured. */
+  async contextWindow(): Promise<number> {
+    return (await this.llm.capabilities().catch(() => undefined))?.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW');
+  }
+
+  /** Budgets from the configuration, each overridable per request. */
+  budgets(overrides: Partial<TurnBudgets> = {}): TurnBudgets {
+    return {
+      maxPhaseCycles: overrides.maxPhaseCycles ?? this.config.get('MAX_PHASE_CYCLES_PER_TURN'),
+      maxDuplicateAttempts: overrides.maxDuplicateAttempts ?? this.config.get('MAX_DUPLICATE_ATTEMPTS'),
+      maxIterations: overrides.maxIterations ?? this.config.get('MAX_ITERATIONS'),
+    };
   }
 
   protocolNames(): string[] {

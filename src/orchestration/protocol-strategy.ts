@@ -50,10 +50,25 @@ export interface ProtocolExecutionContext {
   contextWindow?: number;
 }
 
+/** What a protocol supports; callers (pause, resume) ask this instead of testing its name. */
+export interface ProtocolCapabilities {
+  /** stops at natural pause points when `control.pauseRequested()` says so */
+  pausePoints: boolean;
+  /** continues from a stored checkpoint (`resumeFrom`); `readCheckpoint` is then defined */
+  resume: boolean;
+  /** offers tools to the model */
+  tools: boolean;
+}
+
 /** A turn protocol: two-stage, unified, … collected under PROTOCOL_STRATEGIES. */
 export interface ProtocolStrategy {
   readonly kind?: 'protocol';
   readonly name: string;
-  canHandle(ctx: ProtocolExecutionContext): boolean;
+  readonly capabilities: ProtocolCapabilities;
   execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined>;
+  /**
+   * Reads a stored checkpoint (resume-capable protocols): the conversation it continues; throws
+   * CheckpointFormatError when the checkpoint cannot be read.
+   */
+  readCheckpoint?(state: unknown): { baseMessages: LlmMessage[] };
 }

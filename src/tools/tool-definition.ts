@@ -1,3 +1,4 @@
+import { WorkspacePathError } from '../common/workspace/workspace-path.util';
 /**
  * What a tool is, for every protocol: a name the model sees, a JSON-Schema for its
  * arguments, where it came from, whether it can run now, and how to run it.
@@ -91,4 +92,10 @@ export class ToolFailure extends Error {
     super(message);
     this.name = 'ToolFailure';
   }
+}
+
+/** A path the workspace refused is a tool's `validation_error` (rethrows anything else). */
+export function asToolFailure(err: unknown): never {
+  if (err instanceof WorkspacePathError) throw new ToolFailure('validation_error', err.message);
+  throw err;
 }

@@ -1,3 +1,4 @@
+import { deepMap, WALK } from '../common/util/deep-map.util';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfigService, secretValues } from '../config/app-config.service';
@@ -362,14 +363,15 @@ function redactRawArguments(raw: string, secretKeys: ReadonlySet<string>): strin
 function collectSecretValues(args: Record<string, unknown>, keys: ReadonlySet<string>): string[] {
   if (keys.size === 0) return [];
   const out: string[] = [];
-  const walk = (v: unknown, depth: number) => {
-    if (!v || typeof v !== 'object' || depth > 20) return;
-    for (const [k, x] of Object.entries(v)) {
-      if (keys.has(k) && typeof x === 'string' && x.length >= 4) out.push(x);
-      else walk(x, depth + 1);
-    }
-  };
-  walk(args, 0);
+  deepMap(args, {
+    maxDepth: 20,
+    tooDeep: () => undefined,
+    member: (k, x) => {
+      if (!keys.has(k) || typeof x !== 'string' || x.length < 4) return WALK;
+      out.push(x);
+      return x;
+    },
+  });
   return out;
 }
 
@@ -395,34 +397,18 @@ export function toJsonText(value: unknown): { text: string; output: unknown } {
 }
 
 function toJsonSafe(value: unknown): unknown {
-  const stack = new Set<object>();
-  const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'bigint') return v.toString();
-    if (typeof v === 'number') return Number.isFinite(v) ? v : null;
-    if (v === null || typeof v !== 'object') return typeof v === 'function' || typeof v === 'symbol' ? undefined : v;
-    if (stack.has(v)) return '[Circular]';
-    if (depth > 100) return '[…]';
-    stack.add(v);
-    try {
-      const maybeJson = (v as { toJSON?: unknown }).toJSON;
-      if (typeof maybeJson === 'function') return walk(maybeJson.call(v), depth + 1);
-      if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1) ?? null);
-      const out: Record<string, unknown> = {};
-      for (const key of Object.keys(v)) {
-        let x: unknown;
-        try {
-          x = walk((v as Record<string, unknown>)[key], depth + 1);
-        } catch {
-          x = '[Unreadable]';
-        }
-        if (x !== undefined) Object.defineProperty(out, key, { value: x, enumerable: true, writable: true, configurable: true });
-      }
-      return out;
-    } finally {
-      stack.delete(v);
-    }
-  };
-  return walk(value, 0);
+  return deepMap(value, {
+    maxDepth: 100,
+    tooDeep: () => '[…]',
+    repeats: { of: 'cycle', becomes: '[Circular]' },
+    leaf: (v) => (typeof v === 'bigint' ? v.toString() : typeof v === 'number' ? (Number.isFinite(v) ? v : null) : typeof v === 'function' || typeof v === 'symbol' ? undefined : v),
+    object: (v) => {
+      const toJSON = (v as { toJSON?: unknown }).toJSON;
+      return typeof toJSON === 'function' ? toJSON.call(v) : WALK;
+    },
+    arrayUndefined: null,
+    unreadable: '[Unreadable]',
+  });
 }
 
 export interface CappedJson {

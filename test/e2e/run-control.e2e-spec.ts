@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { RunSweeperService } from '../../src/chat/run-sweeper.service';
+import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
@@ -224,6 +224,10 @@ describe('run control on one instance', () => {
     // ?lastEventId= works too, and a finished run replays and ends
     const tail = await sse(`${t.url}/api/chat/runs/${requestId}/events?lastEventId=${Number(done.id) - 1}`);
     expect(tail.events.map((e) => e.event)).toEqual(['done']);
+    // an ended run with nothing after Last-Event-ID: 204, so an EventSource stops reconnecting
+    const nothing = await fetch(`${t.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': String(done.id) } });
+    expect(nothing.status).toBe(204);
+    expect(await nothing.text()).toBe('');
   });
 
   it('answers unknown runs and bad Last-Event-IDs before streaming', async () => {

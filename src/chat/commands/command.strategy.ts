@@ -35,9 +35,7 @@ export class CommandStrategy implements ProtocolStrategy {
     { name: 'search', usage: '/search <query>', description: 'search the web (no model involved)', run: (a, c) => this.toolCommand('web_search', a, c, (q) => ({ query: q })) },
   ];
 
-  canHandle(ctx: ProtocolExecutionContext): boolean {
-    return isCommand(String(ctx.messages.at(-1)?.content ?? ''));
-  }
+  readonly capabilities = { pausePoints: false, resume: false, tools: false };
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
     const m = COMMAND.exec(String(ctx.messages.at(-1)?.content ?? '').trim());

@@ -2,8 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 
-export const PROJECT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-export const PROJECT_ID_MESSAGE = 'projectId must be 1-64 characters of A-Z, a-z, 0-9, _ or -';
+import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../common/workspace/project-id';
 
 export class SendMessageOptionsDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 3, description: 'two-stage: tool executions per turn' })
@@ -75,14 +74,4 @@ export class ResumeRunDto {
   @ApiProperty({ minimum: 1, description: 'the phase whose checkpoint the run continues from (the paused event says which)' })
   @IsInt({ message: 'resumeFromPhaseIndex must be an integer' }) @Min(1)
   resumeFromPhaseIndex: number;
-}
-
-export class RunEventsQueryDto {
-  @ApiPropertyOptional({ description: 'replay events with seq greater than this (the Last-Event-ID header wins)' })
-  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'lastEventId must be a non-negative integer' })
-  lastEventId?: string;
-
-  @ApiPropertyOptional({ description: 'API key for EventSource clients, which cannot send headers' })
-  @IsOptional() @IsString()
-  access_token?: string;
 }

@@ -1,3 +1,4 @@
+import type { AnswerMetadata } from '../../runs/answer-store.port';
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 export type ChatRole = 'user' | 'assistant';
@@ -29,7 +30,8 @@ export class ChatMessageEntity {
   requestId: string | null;
 
   @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
-  metadata: Record<string, unknown>;
+  /** an assistant message's AnswerMetadata; `{}` for user messages */
+  metadata: AnswerMetadata | Record<string, never>;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;

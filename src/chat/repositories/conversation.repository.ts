@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-message.entity';
 import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
+import type { AnswerMetadata } from '../../runs/answer-store.port';
 import { storageSafe, stripNul } from '../../common/util/text-safety.util';
 
 /** Conversations and their messages. */
@@ -49,7 +50,7 @@ export class ConversationRepository {
     requestId: string,
     content: string,
     status: ChatMessageStatus,
-    metadata: Record<string, unknown>,
+    metadata: AnswerMetadata,
   ): Promise<{ message: ChatMessageEntity; created: boolean }> {
     const inserted: Array<{ id: string }> = await this.messages.query(
       `INSERT INTO chat_messages (conversation_id, role, content, status, request_id, metadata)

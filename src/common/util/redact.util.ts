@@ -1,3 +1,5 @@
+import { deepMap, WALK } from './deep-map.util';
+
 /**
  * Secret redaction for traces, logs and streams. Keys that name a secret are masked wherever
  * they occur, bearer tokens and known secret values (LLM_API_KEY, API_KEYS) are masked inside
@@ -23,21 +25,15 @@ export function redactString(s: string, knownSecrets: readonly string[] = []): s
   return out;
 }
 
-/** Deep copy with secrets masked; cycles and depth beyond 20 are cut. */
+/** Deep copy with secrets masked; cycles, repeats and depth beyond 20 are cut. */
 export function redactSecrets<T>(value: T, knownSecrets: readonly string[] = [], extraKeys: ReadonlySet<string> = new Set()): T {
-  const seen = new WeakSet<object>();
-  const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'string') return redactString(v, knownSecrets);
-    if (v === null || typeof v !== 'object') return v;
-    if (depth > 20 || seen.has(v)) return '[…]';
-    seen.add(v);
-    if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
-    if (v instanceof Date) return v.toISOString();
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-      out[k.replace(/\u0000/g, '\uFFFD')] = isSecretKey(k) || extraKeys.has(k) ? (x == null ? x : REDACTED) : walk(x, depth + 1);
-    }
-    return out;
-  };
-  return walk(value, 0) as T;
+  return deepMap(value, {
+    maxDepth: 20,
+    tooDeep: () => '[…]',
+    repeats: { of: 'any', becomes: '[…]' },
+    leaf: (v) => (typeof v === 'string' ? redactString(v, knownSecrets) : v),
+    object: (v) => (v instanceof Date ? v.toISOString() : WALK),
+    key: (k) => k.replace(/\u0000/g, '\uFFFD'),
+    member: (k, x) => (isSecretKey(k) || extraKeys.has(k) ? (x == null ? x : REDACTED) : WALK),
+  }) as T;
 }

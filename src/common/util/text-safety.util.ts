@@ -1,3 +1,4 @@
+import { deepMap } from './deep-map.util';
 import { redactString } from './redact.util';
 
 /**
@@ -17,13 +18,5 @@ export function stripNul(s: string): string {
  * string (keys included). Depth-limited; values that need no change are returned as they are.
  */
 export function storageSafe<T>(value: T, secrets: readonly string[] = []): T {
-  const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'string') return redactString(stripNul(v), secrets);
-    if (v === null || typeof v !== 'object' || depth > 64) return v;
-    if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[stripNul(k)] = walk(x, depth + 1);
-    return out;
-  };
-  return walk(value, 0) as T;
+  return deepMap(value, { maxDepth: 64, leaf: (v) => (typeof v === 'string' ? redactString(stripNul(v), secrets) : v), key: stripNul }) as T;
 }

@@ -1,10 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
-import { MAX_PATH_CHARS, PROJECT_ID_PATTERN } from '../../tools/builtins/workspace-path.util';
+import { MAX_PATH_CHARS } from '../../common/workspace/workspace-path.util';
+import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../common/workspace/project-id';
 import { RETRIEVAL_MAX_TOP_K } from '../knowledge.service';
 
-const PROJECT_ID_MESSAGE = 'projectId must be 1-64 characters of A-Z, a-z, 0-9, _ or -';
 /** Module names given explicitly: a letter or digit, then letters, digits, spaces, `_`, `.` or `-`. */
 export const MODULE_NAME_PATTERN = /^[\p{L}\p{N}][\p{L}\p{N} _.-]{0,63}$/u;
 

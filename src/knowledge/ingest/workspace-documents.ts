@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { SAFE_OPEN_FLAGS, assertOpenedInside, isInside, type WorkspaceTarget } from '../../tools/builtins/workspace-path.util';
+import { SAFE_OPEN_FLAGS, assertOpenedInside, isInside, type WorkspaceTarget } from '../../common/workspace/workspace-path.util';
 import { docTypeOf, type DocType } from '../chunking/doc-type';
 
 /** A file the knowledge base can index. */

@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { OrchestrationService } from '../orchestration.service';
 import type { ToolCallsResult, ToolModeInput, ToolModeStrategy } from './tool-calls-result';
 
+/** these tests dispatch by name only; the turn ports are not used */
+const NO_PORTS = [{}, {}, {}, {}] as unknown as [never, never, never, never];
+
 /**
  * Issue #6: a caller always gets the mode it asked for. These checks keep the modes' folder
  * free of automatic switching — no mode reaches another, nothing in the folder dispatches.
@@ -54,12 +57,12 @@ describe('tool-only modes never switch', () => {
         return { mode: name, exposedTools: [], decidedCalls: [], executions: [], isSuccess: false, error: 'narrow_topk_unavailable', totalLatencyMs: 0, requestId: input.requestId };
       },
     });
-    const svc = new OrchestrationService([mode('Classic', false), mode('NarrowTopK', true)]);
+    const svc = new OrchestrationService([mode('Classic', false), mode('NarrowTopK', true)], ...NO_PORTS);
     const req = { userInput: 'x', participantIds: [], projectId: 'p', options: { maxCalls: 1, narrowTopK: 5, minScoreThreshold: 0, locale: 'en' } };
     const r = await svc.execute({ ...req, mode: 'NarrowTopK' });
     expect(calls).toEqual(['NarrowTopK']);
     expect(r).toMatchObject({ mode: 'NarrowTopK', isSuccess: false, error: 'internal_error', errorMessage: 'index exploded' });
     expect(() => svc.mode('Hybrid')).toThrow(/Unknown mode: Hybrid/);
-    expect(() => new OrchestrationService([mode('Classic', false), mode('Classic', false)])).toThrow(/Duplicate tool mode name: Classic/);
+    expect(() => new OrchestrationService([mode('Classic', false), mode('Classic', false)], ...NO_PORTS)).toThrow(/Duplicate tool mode name: Classic/);
   });
 });

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AppConfigService } from '../../config/app-config.service';
-import { ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
-import { isInside, notFound, resolveWorkspacePath } from './workspace-path.util';
+import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
+import { isInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
 
 export type ListedEntryType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -63,13 +63,13 @@ export class ListFilesTool implements ToolDefinition {
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
     const recursive = args.recursive === true;
-    const target = await resolveWorkspacePath(this.config.get('WORKSPACE_ROOT'), ctx.projectId, args.path ?? '.');
+    const target = await resolveWorkspacePath(this.config.get('WORKSPACE_ROOT'), ctx.projectId, args.path ?? '.').catch(asToolFailure);
     if (!target.rootExists) {
-      if (target.relative !== '.') throw notFound(target.relative);
+      if (target.relative !== '.') asToolFailure(notFound(target.relative));
       const output: ListFilesOutput = { path: '.', recursive, entries: [], truncated: false, note: 'The project folder does not exist yet, so it has no files.' };
       return { output };
     }
-    if (!target.exists) throw notFound(target.relative);
+    if (!target.exists) asToolFailure(notFound(target.relative));
     const st = await fs.stat(target.absolute);
     if (!st.isDirectory()) throw new ToolFailure('validation_error', `"${target.relative}" is a file, not a folder; use read_file to read it`);
     return { output: await listTree(target.root, target.absolute, target.relative, recursive, ctx.signal) };

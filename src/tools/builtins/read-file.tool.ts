@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { promises as fs } from 'node:fs';
 import { AppConfigService } from '../../config/app-config.service';
-import { ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
-import { SAFE_OPEN_FLAGS, assertOpenedInside, notFound, resolveWorkspacePath } from './workspace-path.util';
+import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
+import { SAFE_OPEN_FLAGS, assertOpenedInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
 
 export interface ReadFileOutput {
   path: string;
@@ -60,8 +60,8 @@ export class ReadFileTool implements ToolDefinition {
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
     const maxBytes = typeof args.maxBytes === 'number' ? args.maxBytes : READ_DEFAULT_MAX_BYTES;
-    const target = await resolveWorkspacePath(this.config.get('WORKSPACE_ROOT'), ctx.projectId, args.path);
-    if (!target.exists) throw notFound(target.relative);
+    const target = await resolveWorkspacePath(this.config.get('WORKSPACE_ROOT'), ctx.projectId, args.path).catch(asToolFailure);
+    if (!target.exists) asToolFailure(notFound(target.relative));
     ctx.signal.throwIfAborted();
 
     let handle: fs.FileHandle;
@@ -74,7 +74,7 @@ export class ReadFileTool implements ToolDefinition {
       const st = await handle.stat();
       if (st.isDirectory()) throw new ToolFailure('validation_error', `"${target.relative}" is a folder; use list_files to see what it contains`);
       if (!st.isFile()) throw new ToolFailure('validation_error', `"${target.relative}" is not a regular file (a device, socket or pipe); only text files can be read`);
-      await assertOpenedInside(handle.fd, st, target);
+      await assertOpenedInside(handle.fd, st, target).catch(asToolFailure);
 
       // read one byte beyond maxBytes to know whether there is more, and at least enough to sniff for binary
       const want = Math.max(maxBytes + 1, BINARY_SNIFF_BYTES);
@@ -125,7 +125,7 @@ function openFailure(err: unknown, relative: string): unknown {
   switch ((err as NodeJS.ErrnoException)?.code) {
     case 'ENOENT':
     case 'ENOTDIR':
-      return notFound(relative);
+      return new ToolFailure('validation_error', notFound(relative).message);
     case 'ELOOP':
     case 'EMLINK':
       return new ToolFailure('validation_error', `"${relative}" changed into a symlink while it was being opened; refusing to read it`);

@@ -10,7 +10,7 @@ import { ToolRegistryService } from '../tool-registry.service';
 import { ToolRunnerService } from '../tool-runner.service';
 import { ListFilesTool } from './list-files.tool';
 import { ReadFileTool } from './read-file.tool';
-import { isInside } from './workspace-path.util';
+import { isInside } from '../../common/workspace/workspace-path.util';
 
 /**
  * Path-traversal suite of list_files and read_file, run through the ToolRunner exactly as a

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
-import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../../chat/dto/send-message.dto';
+import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../../common/workspace/project-id';
 import { TOOL_MODES, type ToolMode } from '../tool-calls-result';
 import { SUPPORTED_LOCALE } from '../tool-mode.prompts';
 

@@ -10,6 +10,9 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { TwoStageStrategy } from './two-stage.strategy';
 
+/** these tests dispatch by name only; the turn ports are not used */
+const NO_PORTS = [{}, {}, {}, {}] as unknown as [never, never, never, never];
+
 const fakeConfig = {
   get: (k: string) => ({ TOOL_TIMEOUT_MS: 5000, TOOL_RESULT_MAX_BYTES: 65536 } as Record<string, unknown>)[k],
   list: () => [],
@@ -79,9 +82,16 @@ describe('TwoStageStrategy', () => {
 
   it('is registered as "two-stage" and a duplicate name stops the boot', () => {
     expect(strategy.name).toBe('two-stage');
-    expect(new OrchestrationService([strategy]).protocol('two-stage')).toBe(strategy);
-    expect(() => new OrchestrationService([strategy, new TwoStageStrategy()])).toThrow(/Duplicate protocol strategy name: two-stage/);
-    expect(() => new OrchestrationService([strategy]).protocol('nope')).toThrow(/Unknown protocol/);
+    expect(new OrchestrationService([strategy], ...NO_PORTS).protocol('two-stage')).toBe(strategy);
+    expect(() => new OrchestrationService([strategy, new TwoStageStrategy()], ...NO_PORTS)).toThrow(/Duplicate protocol strategy name: two-stage/);
+    expect(() => new OrchestrationService([strategy], ...NO_PORTS).protocol('nope')).toThrow(/Unknown protocol/);
+  });
+
+  it('turns an adapter that throws into an llm error turn, like unified (one model-step helper)', async () => {
+    const { ctx } = setup([]); // ScriptedLlm throws on the unexpected call
+    const events = await collect(strategy.execute(ctx));
+    expect(ofType(events, 'error')[0]).toMatchObject({ code: 'llm_provider_error', message: expect.stringContaining('unexpected model call') });
+    expect(events.at(-1)).toMatchObject({ type: 'done', stopReason: 'error' });
   });
 
   it('answers without tools in one action phase', async () => {

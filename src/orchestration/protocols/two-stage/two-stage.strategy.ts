@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
+import { invalidName, ToolCallGuard } from '../../tool-call-guard';
 import { phaseEdge, shownArguments, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
 import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
@@ -38,9 +38,10 @@ type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & { usage: TurnUsage 
 @Injectable()
 export class TwoStageStrategy implements ProtocolStrategy {
   readonly name = 'two-stage';
+  readonly capabilities = { pausePoints: true, resume: true, tools: true };
 
-  canHandle(ctx: ProtocolExecutionContext): boolean {
-    return ctx.messages.length > 0;
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[] } {
+    return parseTwoStageCheckpoint(state);
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
@@ -50,17 +51,9 @@ export class TwoStageStrategy implements ProtocolStrategy {
 
     while (true) {
       if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
-      // the action phase's text streams straight from the model to the consumer (the hot path)
+      // the action phase's text streams from the model to the consumer (the hot path)
       const stream = yield* this.startAction(ctx, state, specs, forced);
-      try {
-        for await (const ev of stream.events) {
-          const text = stream.accept(ev);
-          if (text !== undefined) yield { type: 'chunk', content: text };
-          if (stream.stopped) break; // the first complete call ends the action phase
-        }
-      } finally {
-        stream.close();
-      }
+      yield* stream.step();
       const outcome: StepOutcome = yield* this.endAction(ctx, state, specs, forced, stream);
       switch (outcome.kind) {
         case 'final':
@@ -163,8 +156,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
 
     // stored as a digest: checkpoints keep no argument values (secrets included)
-    const canonical = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
-    const signature = canonical === null ? null : createHash('sha256').update(canonical).digest('hex');
+    const signature = new ToolCallGuard(ctx).signature(call)?.digest ?? null;
     const earlier = signature ? s.executed.find((e) => e.signature === signature) : undefined;
     if (earlier) {
       yield* this.refuseDuplicate(ctx, s, call, earlier);
@@ -226,20 +218,13 @@ export class TwoStageStrategy implements ProtocolStrategy {
     call: CompletedToolCall,
     earlier: ExecutedToolRecord,
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
-    s.duplicateStrikes += 1;
-    traceStep(ctx, 'duplicate_tool_call', {
-      name: call.name,
-      callId: call.id,
-      arguments: ctx.tools.redactArgs(call.name, call.args),
-      signature: earlier.signature,
-      firstPhaseIndex: earlier.phaseIndex,
-      strikes: s.duplicateStrikes,
-      limit: ctx.budgets.maxDuplicateAttempts,
-    });
-    yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
+    const guard = new ToolCallGuard(ctx);
+    const spent = guard.strike(s);
+    guard.traceDuplicate(call, earlier.signature, { firstPhaseIndex: earlier.phaseIndex, strikes: s.duplicateStrikes, limit: ctx.budgets.maxDuplicateAttempts });
+    yield guard.refused(call);
     yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
     s.injected.push({ role: 'system', content: refusalMessage(call.name, shownArguments(ctx, call), earlier, s.executed.indexOf(earlier) + 1) });
-    if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
+    if (spent) {
       yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
     }
   }
@@ -251,21 +236,22 @@ export class TwoStageStrategy implements ProtocolStrategy {
     bad: InvalidToolCall,
     specs: LlmToolSpec[],
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
-    const name = bad.name ?? '(unnamed)';
+    const guard = new ToolCallGuard(ctx);
+    const name = invalidName(bad);
     // told once per turn: any later unusable call, whatever tool it names, is a strike, so a
     // model inventing new names cannot loop without bound
     const repeat = s.toldInvalid.length > 0;
-    traceStep(ctx, 'tool_call_invalid', { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error, repeat });
-    yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 500)), isError: true };
+    guard.traceInvalid(bad, { repeat });
+    yield guard.refused(bad);
     yield { type: 'notice', code: 'invalid_tool_arguments', message: NOTICES.invalidArguments(name) };
     if (!repeat) {
       s.toldInvalid.push(name);
       s.injected.push({ role: 'system', content: invalidArgumentsMessage(name, bad.error, specs.find((t) => t.name === name)?.parameters) });
       return;
     }
-    s.duplicateStrikes += 1;
+    const spent = guard.strike(s);
     yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: another tool call (${name}) whose arguments are not a JSON object.` };
-    if (s.duplicateStrikes >= ctx.budgets.maxDuplicateAttempts) {
+    if (spent) {
       yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
     }
   }

@@ -13,6 +13,9 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { UnifiedStrategy } from './unified.strategy';
 
+/** these tests dispatch by name only; the turn ports are not used */
+const NO_PORTS = [{}, {}, {}, {}] as unknown as [never, never, never, never];
+
 const fakeConfig = {
   get: (k: string) => ({ TOOL_TIMEOUT_MS: 5000, TOOL_RESULT_MAX_BYTES: 65536 } as Record<string, unknown>)[k],
   list: () => [],
@@ -146,7 +149,7 @@ describe('UnifiedStrategy', () => {
 
   it('is registered as "unified" next to other protocols', () => {
     expect(strategy.name).toBe('unified');
-    expect(new OrchestrationService([strategy]).protocol('unified')).toBe(strategy);
+    expect(new OrchestrationService([strategy], ...NO_PORTS).protocol('unified')).toBe(strategy);
   });
 
   describe('agentic loop', () => {

@@ -80,10 +80,8 @@ interface TurnSetup {
 @Injectable()
 export class UnifiedStrategy implements ProtocolStrategy {
   readonly name = 'unified';
-
-  canHandle(): boolean {
-    return true;
-  }
+  // no checkpoint: pause requests are not honoured (see above)
+  readonly capabilities = { pausePoints: false, resume: false, tools: true };
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
     const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), sources: new SourcesCollector() };
@@ -114,20 +112,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
       if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
       // the model's text streams straight from here to the consumer: one generator level (hot path)
       const stream = yield* this.startStep(ctx, s, setup);
-      let failure: LlmErrorInfo | undefined;
-      try {
-        for await (const ev of stream.events) {
-          const text = stream.accept(ev);
-          if (text !== undefined) yield { type: 'chunk', content: text };
-        }
-      } catch (err) {
-        // adapters report failures as events; an adapter that throws still ends the turn cleanly
-        failure = { code: 'provider_error', message: err instanceof Error ? err.message : String(err), retryable: false };
-      } finally {
-        stream.close();
-      }
-      const res = stream.close();
-      const outcome = yield* this.endStep(ctx, s, res, failure);
+      const res = yield* stream.step();
+      const outcome = yield* this.endStep(ctx, s, res);
       if (outcome.kind === 'final') return yield* this.finish(ctx, s, outcome.stopReason, outcome.error);
 
       yield* this.toolPhase(ctx, s, res, specs);
@@ -169,14 +155,14 @@ export class UnifiedStrategy implements ProtocolStrategy {
   }
 
   /** Closes a model step's action phase and decides: run its calls, or end the turn. */
-  private *endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, thrown?: LlmErrorInfo): Generator<ProtocolEvent, StepOutcome, undefined> {
+  private *endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult): Generator<ProtocolEvent, StepOutcome, undefined> {
     addUsage(s.usage, res.usage);
     const end = (reason: string) => phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
     if (ctx.signal.aborted) {
       yield* end('cancelled');
       return { kind: 'final', stopReason: 'cancelled' };
     }
-    const error = thrown ?? res.error;
+    const error = res.error;
     if (error) {
       traceStep(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...error });
       yield* end('error');
@@ -259,18 +245,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
       ctx.signal,
       { ignoreToolCalls: true },
     );
-    let failure: LlmErrorInfo | undefined;
-    try {
-      for await (const ev of stream.events) {
-        const text = stream.accept(ev);
-        if (text !== undefined) yield { type: 'chunk', content: text };
-      }
-    } catch (err) {
-      failure = { code: 'provider_error', message: err instanceof Error ? err.message : String(err), retryable: false };
-    } finally {
-      stream.close();
-    }
-    const outcome = yield* this.endStep(ctx, s, stream.close(), failure);
+    const outcome = yield* this.endStep(ctx, s, yield* stream.step());
     const stopReason = outcome.kind === 'final' ? outcome.stopReason : 'final_answer';
     if (outcome.kind === 'final' && outcome.error) yield this.errorEvent(outcome.error);
     yield this.done(s, stopReason);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { LlmMessage, LlmToolCall, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolRunResult } from '../../../tools/tool-definition';
@@ -6,6 +5,7 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
 import { toolFinishedEvent } from '../../protocol-steps.util';
+import { invalidName, ToolCallGuard } from '../../tool-call-guard';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessageContent } from './unified.messages';
 
@@ -37,7 +37,7 @@ export interface CallOutcome {
 
 type Planned =
   | { kind: 'run'; index: number; call: CompletedToolCall; entry: ExecutedCall; settle: (r: ToolRunResult) => void }
-  | { kind: 'duplicate'; index: number; call: CompletedToolCall; earlier: ExecutedCall }
+  | { kind: 'duplicate'; index: number; call: CompletedToolCall; digest: string; earlier: ExecutedCall }
   | { kind: 'invalid'; index: number; bad: InvalidToolCall };
 
 /**
@@ -64,12 +64,13 @@ export async function* runToolStep(
   specs: LlmToolSpec[],
 ): AsyncGenerator<ProtocolEvent, CallOutcome[], undefined> {
   const queue = new AsyncEventQueue<ProtocolEvent>();
-  const planned = plan(ctx, step, calls, invalid, executed);
+  const guard = new ToolCallGuard(ctx);
+  const planned = plan(guard, step, calls, invalid, executed);
 
   // refusals are known at once: shown before anything runs
   for (const p of planned) {
-    if (p.kind === 'duplicate') yield* refuseDuplicate(ctx, p.call, p.earlier, step);
-    if (p.kind === 'invalid') yield* refuseInvalid(ctx, p.bad);
+    if (p.kind === 'duplicate') yield* refuseDuplicate(guard, p.call, p.digest, p.earlier, step);
+    if (p.kind === 'invalid') yield* refuseInvalid(guard, p.bad);
   }
 
   const runs = planned.filter((p): p is Extract<Planned, { kind: 'run' }> => p.kind === 'run');
@@ -124,13 +125,14 @@ export function stepMessages(text: string, calls: CompletedToolCall[], invalid: 
   };
 }
 
-function plan(ctx: ProtocolExecutionContext, step: number, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
+function plan(guard: ToolCallGuard, step: number, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
   const out: Planned[] = [];
   for (const call of calls) {
-    const signature = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId);
+    const sig = guard.signature(call);
+    const signature = sig?.canonical ?? null;
     const earlier = signature === null ? undefined : executed.get(signature);
     if (earlier) {
-      out.push({ kind: 'duplicate', index: call.index, call, earlier });
+      out.push({ kind: 'duplicate', index: call.index, call, digest: sig!.digest, earlier });
       continue;
     }
     let settle!: (r: ToolRunResult) => void;
@@ -165,41 +167,20 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
   return result;
 }
 
-function* refuseDuplicate(ctx: ProtocolExecutionContext, call: CompletedToolCall, earlier: ExecutedCall, step: number): Generator<ProtocolEvent, void, undefined> {
-  const canonical = ctx.tools.signature({ name: call.name, arguments: call.args }, ctx.projectId) ?? '';
-  ctx.trace.record({
-    requestId: ctx.requestId,
-    projectId: ctx.projectId,
-    type: 'duplicate_tool_call',
-    details: {
-      name: call.name,
-      callId: call.id,
-      arguments: ctx.tools.redactArgs(call.name, call.args),
-      // a digest: the canonical signature may hold secret argument values
-      signature: createHash('sha256').update(canonical).digest('hex'),
-      firstCallId: earlier.callId,
-      firstStep: earlier.step,
-      step,
-      answeredFromEarlierResult: true,
-    },
-  });
+function* refuseDuplicate(guard: ToolCallGuard, call: CompletedToolCall, digest: string, earlier: ExecutedCall, step: number): Generator<ProtocolEvent, void, undefined> {
+  guard.traceDuplicate(call, digest, { firstCallId: earlier.callId, firstStep: earlier.step, step, answeredFromEarlierResult: true });
   yield {
     type: 'notice',
     code: 'duplicate_tool_call',
     message: `Duplicate tool call detected: ${call.name} with the same arguments already ran in this turn (call ${earlier.callId}); its result was reused.`,
   };
-  yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
+  yield guard.refused(call);
 }
 
-function* refuseInvalid(ctx: ProtocolExecutionContext, bad: InvalidToolCall): Generator<ProtocolEvent, void, undefined> {
-  const name = bad.name ?? '(unnamed)';
-  ctx.trace.record({
-    requestId: ctx.requestId,
-    projectId: ctx.projectId,
-    type: 'tool_call_invalid',
-    details: { name, callId: bad.id, rawArguments: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error },
-  });
-  yield { type: 'tool_progress', tool: name, callId: bad.id, action: 'refused', params: ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 500)), isError: true };
+function* refuseInvalid(guard: ToolCallGuard, bad: InvalidToolCall): Generator<ProtocolEvent, void, undefined> {
+  const name = invalidName(bad);
+  guard.traceInvalid(bad);
+  yield guard.refused(bad);
   yield { type: 'notice', code: 'invalid_tool_arguments', message: `The arguments of ${name} were not a JSON object (${bad.error}); the call was not run and the model was told the schema.` };
 }
 

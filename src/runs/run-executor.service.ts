@@ -2,14 +2,12 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShu
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { assertUnreachable } from '../common/util/assert-unreachable.util';
-import type { SseWriter } from '../common/sse/sse-writer';
 import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestration/protocol-event';
-import type { ProtocolExecutionContext, ProtocolStrategy } from '../orchestration/protocol-strategy';
+import type { Turn } from '../orchestration/turn';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService, secretValues } from '../config/app-config.service';
-import type { ChatMessageStatus } from './entities/chat-message.entity';
+import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
-import { ConversationRepository } from './repositories/conversation.repository';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
@@ -20,14 +18,20 @@ import { storageSafe } from '../common/util/text-safety.util';
 /** Version of the checkpoint format stored on runs (see run-state/run-checkpoint.ts). */
 export const CHECKPOINT_SCHEMA_VERSION = 1;
 
+/** Who watches a run as it happens: gets its events in order, and can slow it down. */
+export interface RunClient {
+  /** resolves once the client can take more (a slow client slows the run, not memory) */
+  deliver(events: SentEvent[]): Promise<void>;
+}
+
 export interface ExecuteRunParams {
   requestId: string;
   projectId: string;
   conversationId: string;
-  protocol: ProtocolStrategy;
-  /** builds the protocol context around the run's signal and control */
-  context: (signal: AbortSignal, control: ProtocolExecutionContext['control']) => ProtocolExecutionContext;
-  sse: SseWriter | null;
+  /** the protocol and its context, built by orchestration */
+  turn: Turn;
+  /** null: nobody watches (the client left before the run started) */
+  client: RunClient | null;
   detach: boolean;
   /** first event(s) of this stream (`start`) */
   opening: WireEvent[];
@@ -55,7 +59,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private readonly secrets: string[];
 
   constructor(
-    private readonly conversations: ConversationRepository,
+    @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
     private readonly runs: RunRepository,
     private readonly events: RunEventRepository,
     private readonly bus: RunEventBus,
@@ -75,35 +79,34 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
   private async run(p: ExecuteRunParams): Promise<void> {
     const live = this.control.attach(p.requestId);
-    const { sse } = p;
-    let finished = false;
-    const unClose = sse?.onClose(() => {
-      if (!p.detach && !finished) this.control.cancelLocal(p.requestId, 'client_disconnected');
-    });
+    const { client } = p;
+    // nobody watches from the start: like a disconnect, this cancels unless detached
+    if (!client && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
     const leaseMs = this.config.get('RUN_LEASE_MS');
     const lease = setInterval(() => void this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => undefined), Math.max(500, leaseMs / 3));
     lease.unref?.();
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
-    if (sse) sinks.unshift(async (e) => { for (const ev of e) await sse.send(ev.seq, ev.type, ev.data); });
+    if (client) sinks.unshift((e) => client.deliver(e));
     const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
     let content = p.priorContent;
     let ended: 'done' | 'paused' | null = null;
-    const ctx = p.context(live.abort.signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
+    const protocol = p.turn.protocol;
+    const ctx = p.turn.context(live.abort.signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
 
     try {
       for (const ev of p.opening) await stream.emit(ev);
-      for await (const ev of p.protocol.execute(ctx)) {
+      for await (const ev of protocol.execute(ctx)) {
         if (ended) {
-          this.logger.error(`${p.protocol.name} yielded ${ev.type} after ${ended}; ignored (run ${p.requestId})`);
+          this.logger.error(`${protocol.name} yielded ${ev.type} after ${ended}; ignored (run ${p.requestId})`);
           continue;
         }
         ended = await this.handle(p, stream, ev, () => content, (c) => (content += c));
         if (stream.error) throw stream.error;
       }
       if (!ended) {
-        this.logger.error(`${p.protocol.name} ended without done; closing run ${p.requestId}`);
+        this.logger.error(`${protocol.name} ended without done; closing run ${p.requestId}`);
         await this.finishWithError(p, stream, content, 'protocol_error', 'The protocol ended without an answer', live.abort.signal);
         ended = 'done';
       }
@@ -122,13 +125,10 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         ended = 'done';
       }
     } finally {
-      finished = true;
       clearInterval(lease);
-      unClose?.();
       await stream.flush().catch(() => undefined);
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
-      sse?.end();
       void this.trace.flush();
     }
   }
@@ -180,12 +180,12 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
   /** Stores the assistant message once, then sends `done` with its id and closes the run. */
   private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>): Promise<void> {
-    const status: ChatMessageStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
+    const status: AnswerStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
     const runStatus: Exclude<RunStatus, 'running' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
     await stream.flush();
     const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {
       stopReason: done.stopReason,
-      protocol: p.protocol.name,
+      protocol: p.turn.protocol.name,
       usage: done.usage,
     });
     await stream.emit({ ...done, messageId: message.id } as WireEvent);
@@ -218,7 +218,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     if (stream.error) {
       // the event store is down: the client still hears why, the message is stored if possible
       const seq = stream.lastSeq + 1;
-      await p.sse?.send(seq, 'error', { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true });
+      await p.client?.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true } }]);
       let messageId: string | null = null;
       try {
         messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code })).message.id;
@@ -226,7 +226,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       } catch (e) {
         this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
       }
-      await p.sse?.send(seq + 1, 'done', { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq: seq + 1, phase: 'complete', phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, fullContent: content, messageId, stopReason, usage: emptyUsage() });
+      await p.client?.deliver([{ seq: seq + 1, type: 'done', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq: seq + 1, phase: 'complete', phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, fullContent: content, messageId, stopReason, usage: emptyUsage() } }]);
       return;
     }
     if (stopReason === 'error') await stream.emit({ type: 'error', code, message, retryable: false });

@@ -1,12 +1,14 @@
-import { BadRequestException, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Res, Sse, SseSignal } from '@nestjs/common';
 import type { Response } from 'express';
-import { SseWriter } from '../common/sse/sse-writer';
-import { RunEventsQueryDto } from './dto/send-message.dto';
+import { EMPTY, map, type Observable } from 'rxjs';
+import { responseFlow } from '../common/sse/client-flow';
+import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
+import { RunEventsQueryDto } from './dto/run.dto';
 import { RunEventsService } from './run-events.service';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from './dto/run-event.dto';
-import { RunDto } from './dto/chat-response.dto';
+import { RunDto } from './dto/run.dto';
 import { RunsService } from './runs.service';
 
 @ApiTags('runs')
@@ -25,22 +27,29 @@ export class RunsController {
     return this.runs.get(requestId);
   }
 
-  @Get(':requestId/events')
+  @Sse(':requestId/events', { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @ApiOperation({ operationId: 'streamRunEvents', summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the last seq the client received' })
   @ApiSseResponse({ description: 'the run\'s events, exactly as they were first sent (same ids), then its live events', events: RUN_EVENTS })
+  @ApiNoContentResponse({ description: 'the run has ended and has nothing after Last-Event-ID (an EventSource stops reconnecting)' })
   @ApiBadRequestResponse({ description: 'Last-Event-ID is not a non-negative integer' })
   @ApiNotFoundResponse({ description: 'unknown run' })
   async events(
     @Param('requestId', new ParseUUIDPipe()) requestId: string,
     @Query() q: RunEventsQueryDto,
     @Headers('last-event-id') lastEventIdHeader: string | undefined,
-    @Res() res: Response,
-  ): Promise<void> {
+    @Res({ passthrough: true }) res: Response,
+    @SseSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
     const raw = lastEventIdHeader ?? q.lastEventId ?? '0';
     if (!/^\d{1,9}$/.test(raw.trim())) throw new BadRequestException('Last-Event-ID must be a non-negative integer');
-    await this.runEvents.requireRun(requestId);
-    await this.runEvents.follow(requestId, Number(raw.trim()), new SseWriter(res));
+    const afterSeq = Number(raw.trim());
+    if (!(await this.runEvents.hasMore(requestId, afterSeq))) {
+      res.status(204);
+      return EMPTY;
+    }
+    const events = this.runEvents.follow(requestId, afterSeq, responseFlow(res), signal);
+    return toMessageEvents(events.pipe(map((e) => ({ id: e.seq, type: e.type, data: e.data }))));
   }
 
   @Post(':requestId/cancel')

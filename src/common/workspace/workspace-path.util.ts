@@ -1,11 +1,12 @@
 import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
 import * as path from 'node:path';
-import { ToolFailure } from '../tool-definition';
+import { PROJECT_ID_PATTERN } from './project-id';
 
 /**
  * Containment of the file tools: project P sees only `WORKSPACE_ROOT/P`, nothing else.
  *
- * Order of checks (each failure is a ToolFailure('validation_error')):
+ * Order of checks (each failure is a WorkspacePathError, which the tool runner reports as a
+ * `validation_error` and the knowledge routes as a 400):
  * 1. lexical: a string without NUL, not absolute in POSIX or Windows form (`/x`, `C:\x`, `C:x`,
  *    `\\server\share`), not starting with `~`; `\` is read as a separator; `.`/`..` segments are
  *    resolved lexically and may never climb above the project folder;
@@ -17,7 +18,15 @@ import { ToolFailure } from '../tool-definition';
  * file names inside the project (usually "not found"), never a way out.
  */
 
-export const PROJECT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** A requested path that is not usable inside the project folder; the message says why. */
+export class WorkspacePathError extends Error {
+  readonly outcome = 'validation_error' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'WorkspacePathError';
+  }
+}
+
 /** Longest path a tool accepts; PATH_MAX is 4096 on Linux, real project paths are far shorter. */
 export const MAX_PATH_CHARS = 1024;
 
@@ -36,21 +45,21 @@ export interface WorkspaceTarget {
 /** `WORKSPACE_ROOT/<projectId>` after checking the id (it becomes a path segment). */
 export function projectFolder(workspaceRoot: string, projectId: string): string {
   if (typeof projectId !== 'string' || !PROJECT_ID_PATTERN.test(projectId)) {
-    throw new ToolFailure('validation_error', 'invalid projectId: it must match [A-Za-z0-9_-]{1,64}');
+    throw new WorkspacePathError('invalid projectId: it must match [A-Za-z0-9_-]{1,64}');
   }
   return path.join(path.resolve(workspaceRoot), projectId);
 }
 
-/** Step 1: the requested path as normalized segments under the project folder, or a ToolFailure. */
+/** Step 1: the requested path as normalized segments under the project folder, or a WorkspacePathError. */
 export function lexicalSegments(requested: unknown): string[] {
-  if (typeof requested !== 'string') throw new ToolFailure('validation_error', 'path must be a string');
-  if (requested.includes('\0')) throw new ToolFailure('validation_error', 'path must not contain NUL characters');
-  if (requested.length > MAX_PATH_CHARS) throw new ToolFailure('validation_error', `path is longer than ${MAX_PATH_CHARS} characters`);
+  if (typeof requested !== 'string') throw new WorkspacePathError('path must be a string');
+  if (requested.includes('\0')) throw new WorkspacePathError('path must not contain NUL characters');
+  if (requested.length > MAX_PATH_CHARS) throw new WorkspacePathError(`path is longer than ${MAX_PATH_CHARS} characters`);
   if (path.posix.isAbsolute(requested) || path.win32.isAbsolute(requested) || /^[A-Za-z]:/.test(requested)) {
-    throw new ToolFailure('validation_error', `path "${requested}" is absolute; give a path relative to the project folder (e.g. "docs/readme.md")`);
+    throw new WorkspacePathError(`path "${requested}" is absolute; give a path relative to the project folder (e.g. "docs/readme.md")`);
   }
   if (requested.startsWith('~')) {
-    throw new ToolFailure('validation_error', `path "${requested}" starts with "~"; home folders are not reachable, give a path relative to the project folder`);
+    throw new WorkspacePathError(`path "${requested}" starts with "~"; home folders are not reachable, give a path relative to the project folder`);
   }
   const segments: string[] = [];
   for (const seg of requested.replace(/\\/g, '/').split('/')) {
@@ -87,7 +96,7 @@ export async function resolveWorkspacePath(workspaceRoot: string, projectId: str
     if (!isInside(root, real)) throw escapeFailure(requested as string);
     return { root, rootExists: true, absolute: real, relative, exists: true };
   } catch (err) {
-    if (err instanceof ToolFailure) throw err;
+    if (err instanceof WorkspacePathError) throw err;
     if (code(err) !== 'ENOENT' && code(err) !== 'ENOTDIR') throw unresolvable(requested);
   }
   // missing target: its nearest existing parent must still be inside (a dangling `link/x` with link -> /etc is an escape)
@@ -148,20 +157,20 @@ export async function assertOpenedInside(fd: number, opened: Stats, target: Work
  */
 export const SAFE_OPEN_FLAGS = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
 
-export function notFound(relative: string): ToolFailure {
-  return new ToolFailure('validation_error', `not found: "${relative}" does not exist in the project folder (list_files shows what exists)`);
+export function notFound(relative: string): WorkspacePathError {
+  return new WorkspacePathError(`not found: "${relative}" does not exist in the project folder (list_files shows what exists)`);
 }
 
-function escapeFailure(requested: string): ToolFailure {
-  return new ToolFailure('validation_error', `path "${requested}" leads outside the project folder; only files inside it can be used`);
+function escapeFailure(requested: string): WorkspacePathError {
+  return new WorkspacePathError(`path "${requested}" leads outside the project folder; only files inside it can be used`);
 }
 
-function unresolvable(requested: unknown): ToolFailure {
-  return new ToolFailure('validation_error', `path "${String(requested)}" could not be resolved safely inside the project folder`);
+function unresolvable(requested: unknown): WorkspacePathError {
+  return new WorkspacePathError(`path "${String(requested)}" could not be resolved safely inside the project folder`);
 }
 
-function changedFailure(relative: string): ToolFailure {
-  return new ToolFailure('validation_error', `"${relative}" changed while it was being opened; refusing to read it`);
+function changedFailure(relative: string): WorkspacePathError {
+  return new WorkspacePathError(`"${relative}" changed while it was being opened; refusing to read it`);
 }
 
 function code(err: unknown): string | undefined {

@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import type { SseWriter } from '../common/sse/sse-writer';
-import { ChatException, ChatExceptionCode } from './chat.exception';
+import { from, type Observable } from 'rxjs';
+import type { ClientFlow } from '../common/sse/client-flow';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
-import { RunEventBus } from './run-event-bus.service';
+import { RunEventBus, type SentEvent } from './run-event-bus.service';
+import { RunsException, RunsExceptionCode } from './runs.exception';
 
 /** Fallback poll while following a run, for wake-ups that never arrive (a lost NOTIFY). */
 const FOLLOW_POLL_MS = 1000;
@@ -22,12 +23,23 @@ export class RunEventsService {
     private readonly bus: RunEventBus,
   ) {}
 
-  /** 404 before any stream starts when the run does not exist. */
-  async requireRun(requestId: string): Promise<void> {
-    if (!(await this.runs.findById(requestId))) throw new ChatException(ChatExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+  /**
+   * 404 before any stream starts when the run does not exist; false when the run has ended and
+   * has nothing after `afterSeq` (there is nothing to stream: the edge answers 204).
+   */
+  async hasMore(requestId: string, afterSeq: number): Promise<boolean> {
+    const run = await this.runs.findById(requestId);
+    if (!run) throw new RunsException(RunsExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+    if (run.status === 'running') return true;
+    return (await this.events.listAfter(requestId, afterSeq, 1)).length > 0;
   }
 
-  async follow(requestId: string, afterSeq: number, sse: SseWriter): Promise<void> {
+  /** The run's events after `afterSeq`, then its live events until it ends or `stop` fires. */
+  follow(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): Observable<SentEvent> {
+    return from(this.pages(requestId, afterSeq, flow, stop));
+  }
+
+  private async *pages(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): AsyncGenerator<SentEvent> {
     let last = afterSeq;
     let wake: (() => void) | null = null;
     let signalled = false;
@@ -35,19 +47,20 @@ export class RunEventsService {
       signalled = true;
       wake?.();
     };
-    const stop = await this.bus.watch(requestId, onWake);
-    const unClose = sse.onClose(onWake);
+    const unwatch = await this.bus.watch(requestId, onWake);
+    stop.addEventListener('abort', onWake, { once: true });
     try {
-      while (!sse.isClosed) {
+      while (!stop.aborted) {
         signalled = false;
         const rows = await this.events.listAfter(requestId, last, PAGE);
         let ended = false;
         for (const r of rows) {
-          await sse.send(r.seq, r.type, r.data);
+          yield { seq: r.seq, type: r.type, data: r.data };
           last = r.seq;
           if (r.type === 'done' || r.type === 'paused') ended = true;
         }
         if (ended) break;
+        await flow.ready();
         if (rows.length === PAGE) continue;
         if (rows.length === 0) {
           const run = await this.runs.findById(requestId);
@@ -70,9 +83,8 @@ export class RunEventsService {
         }
       }
     } finally {
-      stop();
-      unClose();
-      sse.end();
+      stop.removeEventListener('abort', onWake);
+      unwatch();
     }
   }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { AppConfigService } from '../config/app-config.service';
 import { emptyUsage } from '../orchestration/protocol-event';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
-import { ConversationRepository } from './repositories/conversation.repository';
+import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus } from './run-event-bus.service';
@@ -22,7 +22,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
   constructor(
     private readonly runs: RunRepository,
     private readonly events: RunEventRepository,
-    private readonly conversations: ConversationRepository,
+    @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
     private readonly bus: RunEventBus,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,

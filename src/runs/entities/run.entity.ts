@@ -1,8 +1,23 @@
+import type { ChatMode, TurnBudgets } from '../../orchestration/protocol-strategy';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 export type RunStatus = 'running' | 'paused' | 'completed' | 'cancelled' | 'failed';
 /** A control request stored on the run row and delivered by LISTEN/NOTIFY. */
 export type RunControl = 'cancel' | 'pause' | null;
+
+/** The `options` column: how the run was asked for (read back on resume). */
+export interface RunOptions {
+  mode?: ChatMode;
+  budgets?: TurnBudgets;
+  debugShowToolResults?: boolean;
+  detach?: boolean;
+}
+
+/** The `checkpoint` column: the protocol's checkpoint state per phase (the protocol parses each). */
+export interface RunCheckpoints {
+  schemaVersion: number;
+  byPhase: Record<string, Record<string, unknown>>;
+}
 
 /** One turn of one protocol: its state, counters, checkpoint and lease. */
 @Entity({ name: 'runs' })
@@ -41,10 +56,10 @@ export class RunEntity {
   stopReason: string | null;
 
   @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
-  options: Record<string, unknown>;
+  options: RunOptions;
 
   @Column({ type: 'jsonb', nullable: true })
-  checkpoint: Record<string, unknown> | null;
+  checkpoint: RunCheckpoints | null;
 
   @Column({ name: 'lease_owner', type: 'varchar', length: 64, nullable: true })
   leaseOwner: string | null;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { RunEntity, type RunControl, type RunStatus } from '../entities/run.entity';
+import { RunEntity, type RunControl, type RunOptions, type RunStatus } from '../entities/run.entity';
 import { storageSafe } from '../../common/util/text-safety.util';
 
 export interface NewRun {
@@ -10,7 +10,7 @@ export interface NewRun {
   projectId: string;
   userMessageId: string | null;
   protocol: string;
-  options: Record<string, unknown>;
+  options: RunOptions;
   leaseOwner: string;
   leaseMs: number;
 }

@@ -1,0 +1,113 @@
+/**
+ * npm run bench:protocol (second part; needs `nest build`)
+ *
+ * CPU per two-cycle turn through the whole service in one process: HTTP request, validation,
+ * conversation and run rows, the two-stage generator, the real file tools on a temporary
+ * workspace, events stored in run_events before they are sent, SSE through Nest's @Sse, the
+ * assistant message and the trace. The model is the protocol benchmark's scripted model (same
+ * 3 responses, 240 text deltas, no delays), put in place of LLM_ADAPTER. The client reads the
+ * raw stream without parsing it. Compared with the same turn through the bare generator (its
+ * floor here): how much the service around the protocol costs.
+ *
+ * Embedded PGlite in memory unless DATABASE_URL is set.
+ */
+import { request } from 'node:http';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { Test } from '@nestjs/testing';
+import { ScriptedAdapter, TEXT_DELTAS } from './support/scripted-model';
+
+// runtime from dist (Nest's DI needs the decorator metadata tsc emits), types from src
+/* eslint-disable @typescript-eslint/no-require-imports */
+const { AppModule } = require('../dist/app.module') as typeof import('../src/app.module');
+const { configureApp } = require('../dist/bootstrap') as typeof import('../src/bootstrap');
+const { LLM_ADAPTER } = require('../dist/llm/llm-adapter.port') as typeof import('../src/llm/llm-adapter.port');
+const { TwoStageStrategy } = require('../dist/orchestration/protocols/two-stage/two-stage.strategy') as typeof import('../src/orchestration/protocols/two-stage/two-stage.strategy');
+
+const TURNS = Number(process.env.BENCH_SERVICE_TURNS ?? 200);
+const WARMUP = 30;
+
+/** One turn over HTTP; resolves with the bytes of the SSE response once it ends. */
+function turn(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/api/chat/messages_two_stage', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`HTTP ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end('{"content":"Summarize docs/roadmap.md"}');
+  });
+}
+
+/** CPU (user + system) and wall time per call of `fn`, after a warm-up. */
+async function cpuPer(fn: () => Promise<unknown>, n: number): Promise<{ cpuMs: number; wallMs: number }> {
+  for (let i = 0; i < WARMUP; i++) await fn();
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await fn();
+  const c = process.cpuUsage(c0);
+  return { cpuMs: (c.user + c.system) / 1000 / n, wallMs: (performance.now() - t0) / n };
+}
+
+async function main() {
+  const workspace = mkdtempSync(join(tmpdir(), 'orion-bench-'));
+  mkdirSync(join(workspace, 'default', 'docs'), { recursive: true });
+  writeFileSync(join(workspace, 'default', 'docs', 'roadmap.md'), '# Roadmap\n\nShip the runs module.\n');
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      AppModule.forRoot({
+        DATABASE_URL: process.env.DATABASE_URL ?? 'memory://',
+        WORKSPACE_ROOT: workspace,
+        TWO_STAGE_ENABLED: 'true',
+        MCP_CONFIG: '',
+        LOG_LEVEL: 'error',
+      }),
+    ],
+  })
+    .overrideProvider(LLM_ADAPTER)
+    .useValue(new ScriptedAdapter())
+    .compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  configureApp(app);
+  await app.listen(0, '127.0.0.1');
+  const port = (app.getHttpServer().address() as AddressInfo).port;
+  try {
+    const bytes = await turn(port);
+    const service = await cpuPer(() => turn(port), TURNS);
+
+    // the floor: the same turn through the bare generator, in-memory tools, nothing stored or sent
+    const strategy = new TwoStageStrategy();
+    const tools = {
+      run: async (call: { name: string; arguments: unknown }) => ({ toolName: call.name, args: {}, outcome: 'success' as const, output: {}, outputText: '{}', truncated: false, isError: false, latencyMs: 0, sources: [], signature: null }),
+      signature: (call: { name: string; arguments: unknown }) => `${call.name}:${String(call.arguments)}`,
+      specs: async () => [
+        { name: 'list_files', description: 'list', parameters: { type: 'object' } },
+        { name: 'read_file', description: 'read', parameters: { type: 'object' } },
+      ],
+      redactArgs: (_n: string, a: unknown) => a,
+    };
+    const bare = async () => {
+      for await (const _ of strategy.execute({
+        requestId: 'r', projectId: 'p', conversationId: 'c', messages: [{ role: 'user', content: 'Summarize docs/roadmap.md' }], mode: 'act',
+        llm: new ScriptedAdapter(), tools, trace: { record() {}, flush: async () => undefined },
+        budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, maxIterations: 10 }, debugShowToolResults: false,
+        signal: new AbortController().signal, control: { pauseRequested: () => false },
+      })) void _;
+    };
+    const floor = await cpuPer(bare, TURNS * 10);
+
+    console.log(`\nwhole service, one process (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite in memory'}): two-stage turn, 2 tool cycles, ${TEXT_DELTAS} text deltas, ${bytes} bytes of SSE, ${TURNS} turns`);
+    console.log(`  CPU per turn: ${service.cpuMs.toFixed(2)} ms (wall ${service.wallMs.toFixed(2)} ms)`);
+    console.log(`  bare generator: ${floor.cpuMs.toFixed(3)} ms CPU per turn -> the service around it costs ${(service.cpuMs / floor.cpuMs).toFixed(0)}× the protocol`);
+  } finally {
+    await app.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

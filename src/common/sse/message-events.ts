@@ -1,0 +1,42 @@
+import type { MessageEvent } from '@nestjs/common';
+import { connect, endWith, ignoreElements, interval, map, merge, type Observable, startWith, switchMap, takeUntil } from 'rxjs';
+
+/** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
+export const KEEP_ALIVE_MS = 15_000;
+
+/** An event as it goes on the wire: SSE id, event name, JSON data. */
+export interface WireMessage {
+  id?: number | string;
+  type: string;
+  data: unknown;
+}
+
+/**
+ * Characters of events that may wait for a client that does not read (`@Sse` option). Producers
+ * wait for the socket (ClientFlow), so only about one batch waits; past this bound the client is
+ * dropped, which cancels its run unless it is detached.
+ */
+export const SSE_MAX_PENDING_CHARS = 1 << 20;
+
+const KEEP_ALIVE: MessageEvent = { comment: 'keep-alive' };
+
+/**
+ * The stream an `@Sse()` handler returns: each event with its id, name and one JSON data line,
+ * plus a `: keep-alive` comment after every `keepAliveMs` without an event.
+ */
+export function toMessageEvents(events: Observable<WireMessage>, keepAliveMs = KEEP_ALIVE_MS): Observable<MessageEvent> {
+  return events.pipe(
+    map((e): MessageEvent => ({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: JSON.stringify(e.data) })),
+    connect((shared) =>
+      merge(
+        shared,
+        // the idle timer restarts at every event and stops with the stream
+        shared.pipe(
+          startWith(null),
+          switchMap(() => interval(keepAliveMs).pipe(map(() => KEEP_ALIVE))),
+          takeUntil(shared.pipe(ignoreElements(), endWith(true))),
+        ),
+      ),
+    ),
+  );
+}

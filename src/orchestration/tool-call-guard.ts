@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import type { CompletedToolCall, InvalidToolCall } from '../llm/tool-call-accumulator';
+import type { ProtocolEvent } from './protocol-event';
+import type { ProtocolExecutionContext } from './protocol-strategy';
+
+/** A call's identity for duplicate detection: the canonical signature and its digest. */
+export interface CallSignature {
+  /** canonical `name + arguments + project`; may hold secret values, never stored or traced */
+  canonical: string;
+  /** sha256 of `canonical`: what checkpoints and traces keep */
+  digest: string;
+}
+
+/**
+ * The one tool-call guard both protocols use: signatures for duplicate detection, the
+ * refusal events and traces of duplicate and unusable calls, and duplicate strikes against
+ * the turn's budget. Each protocol decides what a duplicate gets (two-stage refuses it,
+ * unified answers it from the earlier result); the guard says it the same way in both.
+ */
+export class ToolCallGuard {
+  constructor(private readonly ctx: ProtocolExecutionContext) {}
+
+  /** null when the arguments are not a JSON object (such a call is never a duplicate). */
+  signature(call: CompletedToolCall): CallSignature | null {
+    const canonical = this.ctx.tools.signature({ name: call.name, arguments: call.args }, this.ctx.projectId);
+    return canonical === null ? null : { canonical, digest: createHash('sha256').update(canonical).digest('hex') };
+  }
+
+  /** Traces a repeated call (arguments redacted, the signature as a digest) with what the protocol did. */
+  traceDuplicate(call: CompletedToolCall, digest: string, details: Record<string, unknown>): void {
+    this.ctx.trace.record({
+      requestId: this.ctx.requestId,
+      projectId: this.ctx.projectId,
+      type: 'duplicate_tool_call',
+      details: { name: call.name, callId: call.id, arguments: this.ctx.tools.redactArgs(call.name, call.args), signature: digest, ...details },
+    });
+  }
+
+  /** Traces a call whose arguments never became a JSON object (or that had no name). */
+  traceInvalid(bad: InvalidToolCall, details: Record<string, unknown> = {}): void {
+    const name = invalidName(bad);
+    this.ctx.trace.record({
+      requestId: this.ctx.requestId,
+      projectId: this.ctx.projectId,
+      type: 'tool_call_invalid',
+      details: { name, callId: bad.id, rawArguments: this.ctx.tools.redactArgs(name, bad.rawArguments.slice(0, 2000)), error: bad.error, ...details },
+    });
+  }
+
+  /** The `tool_progress` event of a call that was not run. */
+  refused(call: CompletedToolCall | InvalidToolCall): ProtocolEvent {
+    if ('rawArguments' in call) {
+      const name = invalidName(call);
+      return { type: 'tool_progress', tool: name, callId: call.id, action: 'refused', params: this.ctx.tools.redactArgs(name, call.rawArguments.slice(0, 500)), isError: true };
+    }
+    return { type: 'tool_progress', tool: call.name, callId: call.id, action: 'refused', params: this.ctx.tools.redactArgs(call.name, call.args), isError: false };
+  }
+
+  /** Counts a strike; true once the turn's duplicate budget is spent. */
+  strike(state: { duplicateStrikes: number }): boolean {
+    state.duplicateStrikes += 1;
+    return state.duplicateStrikes >= this.ctx.budgets.maxDuplicateAttempts;
+  }
+}
+
+export function invalidName(bad: InvalidToolCall): string {
+  return bad.name ?? '(unnamed)';
+}

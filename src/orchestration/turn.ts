@@ -1,0 +1,27 @@
+import type { LlmMessage } from '../llm/llm-adapter.port';
+import type { ChatMode, ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
+
+/** What a caller knows about a turn; OrchestrationService adds the ports (model, tools, trace, knowledge). */
+export interface TurnRequest {
+  /** a protocol name, or a strategy the caller owns (chat commands) */
+  protocol: string | ProtocolStrategy;
+  requestId: string;
+  projectId: string;
+  conversationId: string;
+  messages: LlmMessage[];
+  mode: ChatMode;
+  budgets: TurnBudgets;
+  debugShowToolResults: boolean;
+  /** conversation custom instructions */
+  systemContext?: string;
+  /** the conversation's override of ORCHESTRATOR_ENABLED */
+  orchestratorEnabled?: boolean;
+  resumeFrom?: ProtocolExecutionContext['resumeFrom'];
+  contextWindow?: number;
+}
+
+/** A turn ready to run: its protocol, and its context around the run's signal and control. */
+export interface Turn {
+  protocol: ProtocolStrategy;
+  context(signal: AbortSignal, control: ProtocolExecutionContext['control']): ProtocolExecutionContext;
+}

@@ -1,0 +1,43 @@
+import { type DynamicModule, Module, type ModuleMetadata, type Type } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { OrchestrationModule } from '../orchestration/orchestration.module';
+import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
+import { RunEventEntity } from './entities/run-event.entity';
+import { RunEntity } from './entities/run.entity';
+import { RunEventRepository } from './repositories/run-event.repository';
+import { RunRepository } from './repositories/run.repository';
+import { RunControlService } from './run-control.service';
+import { RunEventBus } from './run-event-bus.service';
+import { RunEventsService } from './run-events.service';
+import { RunExecutorService } from './run-executor.service';
+import { RunSweeperService } from './run-sweeper.service';
+import { RunsController } from './runs.controller';
+import { RunsService } from './runs.service';
+
+/**
+ * The run engine: runs and their events, stored before they are sent; cancel and pause flags
+ * across instances; leases and the sweeper; reconnect. The module above it (chat) registers it
+ * with the store of the answers (its conversations), so nothing here imports chat.
+ */
+@Module({})
+export class RunsModule {
+  static register(answers: { imports?: ModuleMetadata['imports']; store: Type<AnswerStore> }): DynamicModule {
+    return {
+      module: RunsModule,
+      imports: [TypeOrmModule.forFeature([RunEntity, RunEventEntity]), OrchestrationModule, ...(answers.imports ?? [])],
+      controllers: [RunsController],
+      providers: [
+        { provide: ANSWER_STORE, useClass: answers.store },
+        RunRepository,
+        RunEventRepository,
+        RunEventBus,
+        RunControlService,
+        RunExecutorService,
+        RunSweeperService,
+        RunsService,
+        RunEventsService,
+      ],
+      exports: [RunsService],
+    };
+  }
+}

@@ -1,0 +1,190 @@
+import { Injectable } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import type { ClientFlow } from '../common/sse/client-flow';
+import { AppConfigService } from '../config/app-config.service';
+import type { PhaseName } from '../orchestration/protocol-event';
+import type { ProtocolStrategy } from '../orchestration/protocol-strategy';
+import { OrchestrationService } from '../orchestration/orchestration.service';
+import { CheckpointFormatError } from '../orchestration/run-state/run-checkpoint';
+import type { LlmMessage } from '../llm/llm-adapter.port';
+import { mapRun, type RunDto } from './dto/run.dto';
+import type { RunEntity, RunOptions } from './entities/run.entity';
+import { RunEventRepository } from './repositories/run-event.repository';
+import { RunRepository } from './repositories/run.repository';
+import { RunControlService } from './run-control.service';
+import type { SentEvent } from './run-event-bus.service';
+import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
+import { RunSweeperService } from './run-sweeper.service';
+import { RunsException, RunsExceptionCode } from './runs.exception';
+
+export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
+
+/** A paused run that may be resumed from `phaseIndex` (checked, not yet claimed). */
+export interface ResumePlan {
+  run: RunEntity;
+  phaseIndex: number;
+  /** the checkpoint as stored, and the conversation it continues */
+  state: Record<string, unknown>;
+  baseMessages: LlmMessage[];
+}
+
+/** Where a claimed resume continues: seq, envelope and the text already streamed. */
+export interface ResumePoint {
+  lastSeq: number;
+  envelope?: ExecuteRunParams['envelope'];
+  priorContent: string;
+}
+
+/**
+ * The run engine's front: opens runs, starts them as streams of stored-then-sent events, and
+ * handles status, cancel, pause and resume claims. Knows nothing of HTTP: the edge turns the
+ * returned Observable into SSE and says when the client can take more (ClientFlow) and when it
+ * left (the AbortSignal).
+ */
+@Injectable()
+export class RunsService {
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly events: RunEventRepository,
+    private readonly executor: RunExecutorService,
+    private readonly control: RunControlService,
+    private readonly closer: RunSweeperService,
+    private readonly orchestration: OrchestrationService,
+    private readonly config: AppConfigService,
+  ) {}
+
+  /** Stores a new run, leased to this instance. */
+  async open(r: { requestId: string; conversationId: string; projectId: string; userMessageId: string | null; protocol: string; options: RunOptions }): Promise<void> {
+    await this.runs.create({ ...r, leaseOwner: INSTANCE_ID, leaseMs: this.config.get('RUN_LEASE_MS') });
+  }
+
+  /**
+   * Runs the turn; its events (stored before they are emitted, `seq` = SSE id) come out of the
+   * returned Observable, which completes after `done` or `paused`. Unsubscribing (the client
+   * left) cancels the run unless it is detached; so does `clientGone` firing before anyone
+   * subscribed. The run starts on the first subscription, or without a client then.
+   */
+  start(p: StartRunParams, flow: ClientFlow, clientGone: AbortSignal): Observable<SentEvent> {
+    let started = false;
+    let ended = false;
+    const run = (client: ExecuteRunParams['client']) => {
+      started = true;
+      return this.executor.execute({ ...p, client }).finally(() => (ended = true));
+    };
+    clientGone.addEventListener('abort', () => void (!started && run(null)), { once: true });
+    return new Observable<SentEvent>((subscriber) => {
+      if (started) return subscriber.complete();
+      run({
+        deliver: async (events) => {
+          for (const e of events) subscriber.next(e);
+          await flow.ready();
+        },
+      }).then(
+        () => subscriber.complete(),
+        (err) => subscriber.error(err),
+      );
+      return () => {
+        if (!ended && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
+      };
+    });
+  }
+
+  async get(requestId: string): Promise<RunDto> {
+    return mapRun(await this.require(requestId));
+  }
+
+  /** Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at once. */
+  async cancel(requestId: string): Promise<RunDto> {
+    const r = await this.require(requestId);
+    if (r.status === 'paused') {
+      // nobody runs it: close it here, keeping what it streamed before the pause
+      if (await this.runs.cancelPaused(requestId)) await this.closer.closeFromStoredEvents(r, 'cancelled');
+      return this.get(requestId);
+    }
+    if (r.status !== 'running') throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is already ${r.status}`);
+    await this.runs.requestControl(requestId, 'cancel');
+    if (!this.control.cancelLocal(requestId, 'cancelled')) await this.control.broadcast(requestId, 'cancel');
+    return this.get(requestId);
+  }
+
+  /** Asks a running run to stop at its next natural pause point (protocols that have one). */
+  async pause(requestId: string): Promise<RunDto> {
+    const r = await this.require(requestId);
+    if (r.status !== 'running') throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} is ${r.status}; only a running run can be paused`);
+    if (!this.strategyOf(r.protocol)?.capabilities.pausePoints) {
+      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${r.protocol}, which has no pause point; only two-stage runs pause (cancel stops any run)`);
+    }
+    await this.runs.requestControl(requestId, 'pause');
+    if (!this.control.pauseLocal(requestId)) await this.control.broadcast(requestId, 'pause');
+    return this.get(requestId);
+  }
+
+  /**
+   * Checks that a run can continue from the checkpoint of `phaseIndex`: a paused run of a
+   * resumable protocol, and that phase its latest checkpoint (an older one would forget tools
+   * that ran after it and run them again).
+   */
+  async planResume(requestId: string, phaseIndex: number): Promise<ResumePlan> {
+    const run = await this.require(requestId);
+    const strategy = this.strategyOf(run.protocol);
+    if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
+      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${run.protocol}; only two-stage runs can be resumed`);
+    }
+    if (run.status === 'completed' || run.status === 'cancelled' || run.status === 'failed') {
+      throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status}; it cannot be resumed`);
+    }
+    if (run.status === 'running') {
+      throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);
+    }
+    const byPhase = run.checkpoint?.byPhase ?? {};
+    const checkpoints = Object.keys(byPhase).map(Number).sort((a, b) => a - b);
+    const state = byPhase[String(phaseIndex)];
+    if (state === undefined) {
+      throw new RunsException(RunsExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${requestId} has no checkpoint at phase ${phaseIndex}`, { checkpoints });
+    }
+    const latest = checkpoints.at(-1)!;
+    if (phaseIndex !== latest) {
+      throw new RunsException(
+        RunsExceptionCode.RUN_NOT_RESUMABLE,
+        `Run ${requestId} went on past phase ${phaseIndex}; resume from its latest checkpoint, phase ${latest}`,
+        { checkpoints },
+      );
+    }
+    try {
+      return { run, phaseIndex, state, baseMessages: strategy.readCheckpoint(state).baseMessages };
+    } catch (err) {
+      if (err instanceof CheckpointFormatError) throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${phaseIndex} cannot be read: ${err.message}`);
+      throw err;
+    }
+  }
+
+  /** Takes the paused run for this instance (exactly one concurrent resume wins) and says where it continues. */
+  async claimResume(plan: ResumePlan): Promise<ResumePoint> {
+    const { requestId } = plan.run;
+    if (!(await this.runs.claimForResume(requestId, INSTANCE_ID, this.config.get('RUN_LEASE_MS')))) {
+      throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is being resumed by another request`);
+    }
+    const stored = await this.events.listAfter(requestId, 0, 1_000_000);
+    const last = stored.at(-1);
+    const priorContent = stored
+      .filter((e) => e.type === 'chunk' && Number(e.data.phaseIndex) <= plan.phaseIndex)
+      .map((e) => String(e.data.content ?? ''))
+      .join('');
+    return {
+      lastSeq: last?.seq ?? 0,
+      envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
+      priorContent,
+    };
+  }
+
+  private async require(requestId: string): Promise<RunEntity> {
+    const r = await this.runs.findById(requestId);
+    if (!r) throw new RunsException(RunsExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+    return r;
+  }
+
+  /** The run's protocol; undefined for one orchestration does not dispatch (chat commands). */
+  private strategyOf(protocol: string): ProtocolStrategy | undefined {
+    return this.orchestration.protocolNames().includes(protocol) ? this.orchestration.protocol(protocol) : undefined;
+  }
+}

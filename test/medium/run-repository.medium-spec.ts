@@ -1,0 +1,151 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { AppConfigModule } from '../../src/config/config.module';
+import { DatabaseModule } from '../../src/database/database.module';
+import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
+import { RunEntity } from '../../src/runs/entities/run.entity';
+import { RunEventRepository } from '../../src/runs/repositories/run-event.repository';
+import { RunRepository } from '../../src/runs/repositories/run.repository';
+import { createTestDatabase } from '../support/db';
+
+/** Every raw query of the runs repository against the real database (PGlite here, PostgreSQL on test:db). */
+describe('RunRepository raw SQL (medium)', () => {
+  let ctx: INestApplicationContext;
+  let drop: () => Promise<void>;
+  let ds: DataSource;
+  let runs: RunRepository;
+  let events: RunEventRepository;
+  let conversationId: string;
+
+  beforeAll(async () => {
+    const db = await createTestDatabase();
+    drop = db.drop;
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error' }),
+        DatabaseModule,
+        TypeOrmModule.forFeature([RunEntity, RunEventEntity]),
+      ],
+      providers: [RunRepository, RunEventRepository],
+    }).compile();
+    ctx = await moduleRef.init();
+    ds = ctx.get(DataSource);
+    runs = ctx.get(RunRepository);
+    events = ctx.get(RunEventRepository);
+    [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
+  });
+  afterAll(async () => {
+    await ctx?.close();
+    await drop?.();
+  });
+
+  const open = async (over: { owner?: string; leaseMs?: number } = {}) => {
+    const requestId = randomUUID();
+    await runs.create({
+      requestId,
+      conversationId,
+      projectId: 'p',
+      userMessageId: null,
+      protocol: 'two-stage',
+      options: { mode: 'act', budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, maxIterations: 10 }, detach: true },
+      leaseOwner: over.owner ?? 'me',
+      leaseMs: over.leaseMs ?? 30_000,
+    });
+    return requestId;
+  };
+  const leaseOf = async (id: string) => (await runs.findById(id))!.leaseExpiresAt!.getTime();
+
+  it('creates a running run leased to its owner, with typed options', async () => {
+    const id = await open();
+    const r = (await runs.findById(id))!;
+    expect(r).toMatchObject({ status: 'running', leaseOwner: 'me', control: null, lastSeq: 0, checkpoint: null });
+    expect(r.options.budgets?.maxIterations).toBe(10);
+    expect(r.options.detach).toBe(true);
+    expect(r.leaseExpiresAt!.getTime()).toBeGreaterThan(Date.now() + 20_000);
+  });
+
+  it('renews the lease for its owner only, and only while running', async () => {
+    const id = await open({ leaseMs: 1000 });
+    const before = await leaseOf(id);
+    await runs.renewLease(id, 'someone-else', 60_000);
+    expect(await leaseOf(id)).toBe(before);
+    await runs.renewLease(id, 'me', 60_000);
+    expect(await leaseOf(id)).toBeGreaterThan(before + 30_000);
+    await runs.finish(id, 'completed', 'final_answer', 3);
+    await runs.renewLease(id, 'me', 60_000);
+    expect((await runs.findById(id))!.leaseExpiresAt).toBeNull();
+  });
+
+  it('finishes a run once; the first status and a growing lastSeq win', async () => {
+    const id = await open();
+    expect(await runs.finish(id, 'cancelled', 'cancelled', 7)).toBe(true);
+    expect(await runs.finish(id, 'completed', 'final_answer', 9)).toBe(false);
+    expect(await runs.findById(id)).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', lastSeq: 7, leaseOwner: null });
+    await runs.setLastSeq(id, 5);
+    expect((await runs.findById(id))!.lastSeq).toBe(7);
+  });
+
+  it('merges checkpoints by phase, keeping earlier phases, with NUL made storable', async () => {
+    const id = await open();
+    await runs.saveCheckpoint(id, 1, 2, { phaseIndex: 2, note: 'a\u0000b' });
+    await runs.saveCheckpoint(id, 1, 4, { phaseIndex: 4 });
+    const cp = (await runs.findById(id))!.checkpoint!;
+    expect(cp.schemaVersion).toBe(1);
+    expect(Object.keys(cp.byPhase).sort()).toEqual(['2', '4']);
+    expect(cp.byPhase['2']).toEqual({ phaseIndex: 2, note: 'a\uFFFDb' });
+  });
+
+  it('stores control flags on running runs only', async () => {
+    const id = await open();
+    expect(await runs.requestControl(id, 'pause')).toBe(true);
+    expect((await runs.findById(id))!.control).toBe('pause');
+    await runs.markPaused(id, 4);
+    expect(await runs.findById(id)).toMatchObject({ status: 'paused', control: null, leaseOwner: null, lastSeq: 4 });
+    expect(await runs.requestControl(id, 'cancel')).toBe(false);
+  });
+
+  it('claims a paused run for exactly one of many concurrent resumes', async () => {
+    const id = await open();
+    await runs.markPaused(id, 4);
+    const wins = await Promise.all(Array.from({ length: 6 }, (_, i) => runs.claimForResume(id, `resumer-${i}`, 30_000)));
+    expect(wins.filter(Boolean)).toHaveLength(1);
+    const r = (await runs.findById(id))!;
+    expect(r.status).toBe('running');
+    expect(r.leaseOwner).toBe(`resumer-${wins.indexOf(true)}`);
+    expect(await runs.claimForResume(id, 'late', 30_000)).toBe(false);
+  });
+
+  it('cancels a paused run once, and never a running one', async () => {
+    const running = await open();
+    expect(await runs.cancelPaused(running)).toBe(false);
+    const paused = await open();
+    await runs.markPaused(paused, 2);
+    expect(await runs.cancelPaused(paused)).toBe(true);
+    expect(await runs.cancelPaused(paused)).toBe(false);
+    expect((await runs.findById(paused))!.status).toBe('cancelled');
+  });
+
+  it('sweeps expired leases: each expired run is claimed by exactly one sweeper, live ones never', async () => {
+    const live = await open({ leaseMs: 60_000 });
+    const expired = await Promise.all([open({ leaseMs: -1000 }), open({ leaseMs: -1000 }), open({ leaseMs: -1000 })]);
+    const claims = await Promise.all([runs.claimExpired(), runs.claimExpired(), runs.claimExpired()]);
+    const claimed = claims.flat().map((c) => c.requestId);
+    for (const id of expired) expect(claimed.filter((c) => c === id)).toHaveLength(1);
+    expect(claimed).not.toContain(live);
+    expect(claims.flat().find((c) => c.requestId === expired[0])).toEqual({ requestId: expired[0], conversationId, projectId: 'p' });
+    for (const id of expired) expect(await runs.findById(id)).toMatchObject({ status: 'failed', stopReason: 'error', leaseOwner: null });
+    expect((await runs.findById(live))!.status).toBe('running');
+    expect(await runs.claimExpired()).toEqual([]);
+  });
+
+  it('stores run events in one INSERT and lists them after a seq, in order', async () => {
+    const id = await open();
+    await events.insertMany(id, [3, 1, 2].map((seq) => ({ seq, type: 'chunk', data: { seq, content: `c${seq}` } })));
+    expect((await events.listAfter(id, 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(await events.listAfter(id, 1, 1)).toEqual([{ seq: 2, type: 'chunk', data: { seq: 2, content: 'c2' } }]);
+    await expect(events.insertMany(id, [{ seq: 2, type: 'chunk', data: {} }])).rejects.toThrow();
+  });
+});
