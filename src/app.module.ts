@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ValidationPipe } from '@nestjs/common';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -15,7 +15,6 @@ import { ObservabilityModule } from './observability/observability.module';
 import { LoggingModule } from './observability/logging';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
-import { OpenStreamsInterceptor } from './common/sse/open-streams.interceptor';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
 @Module({})
@@ -31,7 +30,6 @@ export class AppModule {
     },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
-    { provide: APP_INTERCEPTOR, useClass: OpenStreamsInterceptor },
       ],
     };
   }

@@ -1,5 +1,6 @@
 import type { MessageEvent } from '@nestjs/common';
-import { connect, endWith, ignoreElements, interval, map, merge, type Observable, startWith, switchMap, takeUntil } from 'rxjs';
+import { connect, defer, endWith, finalize, ignoreElements, interval, map, merge, type Observable, startWith, switchMap, takeUntil } from 'rxjs';
+import { openStreams } from './open-streams';
 
 /** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
 export const KEEP_ALIVE_MS = 15_000;
@@ -22,9 +23,19 @@ const KEEP_ALIVE: MessageEvent = { comment: 'keep-alive' };
 
 /**
  * The stream an `@Sse()` handler returns: each event with its id, name and one JSON data line,
- * plus a `: keep-alive` comment after every `keepAliveMs` without an event.
+ * plus a `: keep-alive` comment after every `keepAliveMs` without an event. Counted as an open
+ * stream (`orion_open_streams`) from Nest's subscription until it ends or the client leaves;
+ * counting here rather than in an interceptor matters: an interceptor on an `@Sse()` route defers
+ * the handler, so Nest commits the 200 headers before a 404/409 thrown by the handler can answer.
  */
 export function toMessageEvents(events: Observable<WireMessage>, keepAliveMs = KEEP_ALIVE_MS): Observable<MessageEvent> {
+  return defer(() => {
+    const release = openStreams.open();
+    return wireMessages(events, keepAliveMs).pipe(finalize(release));
+  });
+}
+
+function wireMessages(events: Observable<WireMessage>, keepAliveMs: number): Observable<MessageEvent> {
   return events.pipe(
     map((e): MessageEvent => ({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: JSON.stringify(e.data) })),
     connect((shared) =>

@@ -1,16 +1,20 @@
 /**
- * SSE responses open in this process right now (the `orion_open_streams` gauge). Kept here,
- * next to the writer, so every route that streams is counted without knowing about metrics.
+ * SSE responses open in this process right now (the `orion_open_streams` gauge). Kept in
+ * common/sse, where every stream route's events are shaped (toMessageEvents), so each is counted
+ * without knowing about metrics.
  */
 let open = 0;
 
 export const openStreams = {
-  /** counts the stream until its response closes */
-  track(res: { once(event: 'close', listener: () => void): unknown }): void {
+  /** counts one stream; the returned function ends it (once) */
+  open(): () => void {
     open++;
-    res.once('close', () => {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       open--;
-    });
+    };
   },
   get count(): number {
     return open;
