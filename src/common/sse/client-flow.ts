@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 /**
  * Lets a producer wait for a slow SSE client. Nest's `@Sse()` queues events behind `drain`
  * but cannot tell the producer to wait; this does, so a client that stops reading stops the
- * model stream instead of growing a queue (see docs/architecture-runs.md).
+ * model stream instead of growing a queue (see docs/ARCHITECTURE.md, "The SSE edge").
  */
 export interface ClientFlow {
   /** resolves once the client can take more (at once when it can, or when it is gone) */
