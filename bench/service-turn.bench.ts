@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Test } from '@nestjs/testing';
+import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ScriptedAdapter, TEXT_DELTAS } from './support/scripted-model';
 
 // runtime from dist (Nest's DI needs the decorator metadata tsc emits), types from src
@@ -67,6 +68,10 @@ async function main() {
       }),
     ],
   })
+    // terminus checks its optional peers with import.meta.resolve, which fails under tsx's
+    // loader; the benchmark never probes health, so the database indicator is left out
+    .overrideProvider(TypeOrmHealthIndicator)
+    .useValue({})
     .overrideProvider(LLM_ADAPTER)
     .useValue(new ScriptedAdapter())
     .compile();

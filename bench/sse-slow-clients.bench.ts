@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Test } from '@nestjs/testing';
+import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { DataSource } from 'typeorm';
 import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmStreamEvent } from '../src/llm/llm-adapter.port';
 
@@ -106,6 +107,10 @@ async function main() {
   const moduleRef = await Test.createTestingModule({
     imports: [AppModule.forRoot({ DATABASE_URL: process.env.DATABASE_URL ?? 'memory://', WORKSPACE_ROOT: mkdtempSync(join(tmpdir(), 'orion-bench-')), TWO_STAGE_ENABLED: 'true', MCP_CONFIG: '', LOG_LEVEL: 'error' })],
   })
+    // terminus checks its optional peers with import.meta.resolve, which fails under tsx's
+    // loader; the benchmark never probes health, so the database indicator is left out
+    .overrideProvider(TypeOrmHealthIndicator)
+    .useValue({})
     .overrideProvider(LLM_ADAPTER)
     .useValue(new LongAnswer())
     .compile();

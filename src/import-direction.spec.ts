@@ -24,7 +24,7 @@ function sourceFiles(dir: string): string[] {
 /** Every relative import of a file, as the top folder under src/ it points into. */
 function importedFolders(file: string, text = readFileSync(file, 'utf8')): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
+  for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {
     const target = relative(SRC, resolve(dirname(file), m[1]));
     if (!target.startsWith('..')) out.push(target.split('/')[0]);
   }
@@ -54,10 +54,11 @@ describe('import direction', () => {
     const text = `${readFileSync(file, 'utf8')}\nimport { ToolFailure } from '../tools/tool-definition';\n`;
     expect(upwardImports(file, text)).toEqual(['knowledge/knowledge.service.ts imports tools']);
     expect(upwardImports(join(SRC, 'runs', 'runs.service.ts'), "import { ChatService } from '../chat/chat.service';")).toEqual(['runs/runs.service.ts imports chat']);
+    expect(upwardImports(join(SRC, 'runs', 'runs.service.ts'), 'import type { Turn } from "../chat/chat.service";')).toEqual(['runs/runs.service.ts imports chat']);
   });
 
   it('no service imports express', () => {
-    const offenders = sourceFiles(SRC).filter((f) => f.endsWith('.service.ts') && /from 'express'/.test(readFileSync(f, 'utf8')));
+    const offenders = sourceFiles(SRC).filter((f) => f.endsWith('.service.ts') && /from\s*['"]express['"]/.test(readFileSync(f, 'utf8')));
     expect(offenders.map((f) => relative(SRC, f))).toEqual([]);
   });
 });
