@@ -1,11 +1,9 @@
-# Orion: build, then a slim runtime image on Node 24 (Active LTS until October 2026, maintained
-# until April 2028). package.json "engines" lists every Node line the dependencies accept.
+# Orion: build, then a slim runtime image on Node 24 (an LTS line, maintained until April 2028).
 FROM node:24-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm ci rejects lockfiles that lack other platforms' optional builds (see README); install
-# resolves the same versions from the lockfile.
-RUN npm install --no-audit --no-fund
+# exactly what the lockfile says (it lists every platform's optional builds)
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev

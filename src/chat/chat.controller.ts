@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Post, Query, Res, Sse, SseSignal, UseGuards } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
@@ -31,6 +31,7 @@ export class ChatController {
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
+  @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
   async send(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.send('unified', dto, responseFlow(res), signal));
   }
@@ -43,6 +44,7 @@ export class ChatController {
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
+  @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
   async sendTwoStage(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal));
   }

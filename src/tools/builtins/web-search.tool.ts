@@ -85,12 +85,16 @@ export class WebSearchTool implements ToolDefinition {
     return new WebSearchTool({ searxngUrl: config.get('SEARXNG_URL') });
   }
 
+  private closing?: Promise<void>;
+
   isAvailable(): boolean {
     return !!this.searxngUrl;
   }
 
   async onModuleDestroy(): Promise<void> {
-    await this.dispatcher.close();
+    // Nest may call this once per module that lists the tool; a second close() would throw
+    this.closing ??= this.dispatcher.close();
+    await this.closing;
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
