@@ -1,5 +1,5 @@
-import { Body, Controller, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Post, Query, Res, Sse, SseSignal, UseGuards } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Post, Query, Res, Sse, SseSignal, UseGuards } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
@@ -10,6 +10,7 @@ import type { SentEvent } from '../runs/run-event-bus.service';
 import { ChatService } from './chat.service';
 import { ConversationsService } from './conversations.service';
 import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
+import { RenameConversationDto } from './dto/rename-conversation.dto';
 import { ConversationSettingsDto, ListConversationsQueryDto, ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 
@@ -74,6 +75,29 @@ export class ChatController {
   @ApiNotFoundResponse({ description: 'unknown conversation' })
   messages(@Param('id', new ParseUUIDPipe()) id: string): Promise<ChatMessageDto[]> {
     return this.conversations.messages(id);
+  }
+
+  @Patch('conversations/:id')
+  @ApiOperation({ operationId: 'renameConversation', summary: 'Rename a conversation (the list order stays by last turn)' })
+  @ApiOkResponse({ type: ConversationDto })
+  @ApiBadRequestResponse({ description: 'id not a UUID, or title missing, blank or over 120 characters (nothing changes)' })
+  @ApiNotFoundResponse({ description: 'unknown conversation' })
+  rename(@Param('id', new ParseUUIDPipe()) id: string, @Body() dto: RenameConversationDto): Promise<ConversationDto> {
+    return this.conversations.rename(id, dto.title);
+  }
+
+  @Delete('conversations/:id')
+  @HttpCode(204)
+  @ApiOperation({
+    operationId: 'deleteConversation',
+    summary: 'Delete a conversation with its messages, runs, stored run events and trace events, in one transaction',
+  })
+  @ApiNoContentResponse({ description: 'deleted' })
+  @ApiBadRequestResponse({ description: 'id not a UUID (nothing is deleted)' })
+  @ApiNotFoundResponse({ description: 'unknown conversation' })
+  @ApiConflictResponse({ description: 'run_in_progress: a run of the conversation is still running (cancel it first); nothing is deleted' })
+  async remove(@Param('id', new ParseUUIDPipe()) id: string): Promise<void> {
+    await this.conversations.remove(id);
   }
 
   @Patch('conversations/:id/settings')

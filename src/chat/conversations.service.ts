@@ -1,4 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { RunDeletionService } from '../runs/run-deletion.service';
 import { ChatException, ChatExceptionCode } from './chat.exception';
 import { mapConversation, mapMessage, type ChatMessageDto, type ConversationDto } from './dto/chat-response.dto';
 import type { ConversationSettingsDto } from './dto/send-message.dto';
@@ -6,7 +9,11 @@ import { ConversationRepository } from './repositories/conversation.repository';
 
 @Injectable()
 export class ConversationsService {
-  constructor(private readonly repo: ConversationRepository) {}
+  constructor(
+    private readonly repo: ConversationRepository,
+    private readonly runDeletion: RunDeletionService,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
 
   async list(projectId: string): Promise<ConversationDto[]> {
     return (await this.repo.listByProject(projectId)).map(mapConversation);
@@ -26,9 +33,37 @@ export class ConversationsService {
     return mapConversation(updated!);
   }
 
+  async rename(id: string, title: string): Promise<ConversationDto> {
+    await this.require(id);
+    const renamed = await this.repo.rename(id, title);
+    if (!renamed) throw notFound(id); // deleted meanwhile
+    return mapConversation(renamed);
+  }
+
+  /**
+   * Deletes the conversation, its messages, its runs with their stored events, and their trace,
+   * in one transaction: all of it or nothing. A run still running refuses it (409
+   * run_in_progress) and nothing is deleted.
+   */
+  async remove(id: string): Promise<void> {
+    await this.require(id);
+    await this.runDeletion.settle();
+    const runs = await this.dataSource.transaction(async (m) => {
+      if (!(await this.repo.lockForDelete(m, id))) throw notFound(id);
+      const deleted = await this.runDeletion.deleteConversationRuns(m, id);
+      await this.repo.deleteWithMessages(m, id);
+      return deleted;
+    });
+    await this.runDeletion.deleteLateTrace(this.dataSource.manager, runs.requestIds);
+  }
+
   async require(id: string) {
     const c = await this.repo.findById(id);
     if (!c) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${id} not found`);
     return c;
   }
+}
+
+function notFound(id: string): ChatException {
+  return new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${id} not found`);
 }

@@ -6,6 +6,7 @@ export enum RunsExceptionCode {
   RUN_FINISHED = 'run_finished',
   CHECKPOINT_NOT_FOUND = 'checkpoint_not_found',
   RESUME_IN_PROGRESS = 'resume_in_progress',
+  RUN_IN_PROGRESS = 'run_in_progress',
 }
 
 export class RunsException extends OrionException<RunsExceptionCode> {
@@ -17,6 +18,7 @@ export class RunsException extends OrionException<RunsExceptionCode> {
       case RunsExceptionCode.RUN_NOT_RESUMABLE:
       case RunsExceptionCode.RUN_FINISHED:
       case RunsExceptionCode.RESUME_IN_PROGRESS:
+      case RunsExceptionCode.RUN_IN_PROGRESS:
         return 409;
     }
   }

@@ -7,6 +7,7 @@ import { RunEntity } from './entities/run.entity';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
+import { RunDeletionService } from './run-deletion.service';
 import { RunEventBus } from './run-event-bus.service';
 import { RunEventsService } from './run-events.service';
 import { RunExecutorService } from './run-executor.service';
@@ -36,8 +37,9 @@ export class RunsModule {
         RunSweeperService,
         RunsService,
         RunEventsService,
+        RunDeletionService,
       ],
-      exports: [RunsService],
+      exports: [RunsService, RunDeletionService],
     };
   }
 }

@@ -6,12 +6,13 @@ import { TraceEventRepository } from './trace-event.repository';
 import { TraceService } from './trace.service';
 import { TRACE_SINK } from './trace-sink.port';
 import { TraceWriterService } from './trace-writer.service';
+import { TraceDeletionService } from './trace-deletion.service';
 
 @Global()
 @Module({
   imports: [TypeOrmModule.forFeature([TraceEventEntity])],
   controllers: [TraceController],
-  providers: [TraceEventRepository, TraceWriterService, TraceService, { provide: TRACE_SINK, useExisting: TraceWriterService }],
-  exports: [TRACE_SINK, TraceWriterService],
+  providers: [TraceEventRepository, TraceWriterService, TraceService, TraceDeletionService, { provide: TRACE_SINK, useExisting: TraceWriterService }],
+  exports: [TRACE_SINK, TraceWriterService, TraceDeletionService],
 })
 export class TraceModule {}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-message.entity';
 import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
 import type { AnswerMetadata } from '../../runs/answer-store.port';
@@ -31,6 +31,25 @@ export class ConversationRepository {
     if (!c) return null;
     c.settings = { ...(c.settings ?? {}), ...patch };
     return this.conversations.save(c);
+  }
+
+  /** Renames without touching updated_at: the list stays ordered by the last turn. */
+  async rename(id: string, title: string): Promise<ConversationEntity | null> {
+    await this.conversations.query(`UPDATE conversations SET title = $2 WHERE id = $1`, [id, stripNul(title)]);
+    return this.findById(id);
+  }
+
+  /** Locks the row for a deletion in `m`'s transaction (a turn starting meanwhile waits); false when it is gone. */
+  async lockForDelete(m: EntityManager, id: string): Promise<boolean> {
+    const rows: unknown[] = await m.query(`SELECT id FROM conversations WHERE id = $1 FOR UPDATE`, [id]);
+    return rows.length > 0;
+  }
+
+  /** Deletes the conversation and its messages in `m`'s transaction; returns how many messages. */
+  async deleteWithMessages(m: EntityManager, id: string): Promise<number> {
+    const res: unknown = await m.query(`DELETE FROM chat_messages WHERE conversation_id = $1 RETURNING id`, [id]);
+    await m.query(`DELETE FROM conversations WHERE id = $1`, [id]);
+    return Array.isArray(res) && res.length === 2 && typeof res[1] === 'number' ? res[1] : Array.isArray(res) ? res.length : 0;
   }
 
   async touch(id: string): Promise<void> {

@@ -3,6 +3,7 @@
 // State lives in TurnRunner (network) and turn-state.js (events); this file only draws.
 
 import { ApiError, apiJson, getApiKey, setApiKey } from './api.js';
+import { confirmDelete, deleteConversation, renameForm } from './conversation-actions.js';
 import { byId, el, formatWhen } from './dom.js';
 import { isTerminal, phaseLabel, STATUS_LABELS } from './turn-state.js';
 import { TurnRunner } from './turn-runner.js';
@@ -54,6 +55,8 @@ const app = {
   conversation: null,
   /** @type {TurnRunner | null} */
   runner: null,
+  /** @type {string | null} the conversation whose title is being edited in the list */
+  renaming: null,
   prefs: loadPrefs(),
 };
 
@@ -236,10 +239,50 @@ function renderConversationList() {
         void openConversation(c);
         closeSidebarOnNarrow();
       });
-      return el('li', {}, button);
+      if (app.renaming === c.id) return el('li', {}, renameForm(c, { onRenamed: renamed, onCancel: () => stopRenaming(), onError: (err) => reportError(err, 'Could not rename') }));
+      const name = c.title || 'Untitled';
+      const rename = el('button', { type: 'button', class: 'conversation-action', 'aria-label': `Rename ${name}`, title: 'Rename' }, '✎');
+      rename.addEventListener('click', () => {
+        app.renaming = c.id;
+        renderConversationList();
+      });
+      const remove = el('button', { type: 'button', class: 'conversation-action danger', 'aria-label': `Delete ${name}`, title: 'Delete' }, '🗑');
+      remove.addEventListener('click', () => void removeConversation(c));
+      return el('li', { class: 'conversation-item' }, [button, rename, remove]);
     }),
   );
   ui.listEmpty.hidden = app.conversations.length > 0;
+}
+
+/** @param {Conversation} updated */
+function renamed(updated) {
+  app.conversations = app.conversations.map((c) => (c.id === updated.id ? { ...c, title: updated.title } : c));
+  if (app.conversation?.id === updated.id) {
+    app.conversation = { ...app.conversation, title: updated.title };
+    ui.title.textContent = updated.title;
+  }
+  stopRenaming();
+}
+
+function stopRenaming() {
+  app.renaming = null;
+  renderConversationList();
+}
+
+/** @param {Conversation} conv */
+async function removeConversation(conv) {
+  if (!confirmDelete(conv)) return;
+  // stop showing its turn first; deleteConversation stops the run itself on the server
+  if (app.conversation?.id === conv.id) {
+    leaveTurn();
+    showNewConversation();
+  }
+  try {
+    await deleteConversation(conv);
+  } catch (err) {
+    reportError(err, 'Could not delete the conversation');
+  }
+  await loadConversations();
 }
 
 function showNewConversation() {

@@ -1,0 +1,34 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { TraceWriterService } from './trace-writer.service';
+
+/**
+ * Deletes the stored trace of given requests (a deleted conversation's runs). Trace rows have
+ * no foreign key to runs (the trace also records requests that never became runs), so they are
+ * deleted by requestId, inside the caller's transaction.
+ */
+@Injectable()
+export class TraceDeletionService {
+  constructor(private readonly writer: TraceWriterService) {}
+
+  /**
+   * Stores what this instance still queues, so the deletion sees it. Call it before the
+   * transaction: on PGlite (one connection) the writer's INSERT would wait for the transaction.
+   */
+  settle(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  /** Deletes the trace events of these requests; returns how many. */
+  async deleteForRequests(m: EntityManager, requestIds: string[]): Promise<number> {
+    if (requestIds.length === 0) return 0;
+    const res: unknown = await m.query(`DELETE FROM trace_events WHERE request_id = ANY($1::varchar[]) RETURNING id`, [requestIds]);
+    return rowCount(res);
+  }
+}
+
+/** `DELETE … RETURNING` through TypeORM's postgres driver yields `[rows, count]`. */
+export function rowCount(res: unknown): number {
+  if (Array.isArray(res) && res.length === 2 && typeof res[1] === 'number') return res[1];
+  return Array.isArray(res) ? res.length : 0;
+}
