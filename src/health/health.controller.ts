@@ -4,11 +4,14 @@ import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo } from '../database/database-info';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
+import { TraceWriterService } from '../trace/trace-writer.service';
 
 export class HealthDto {
   @ApiProperty({ enum: ['ok', 'degraded'] }) status: 'ok' | 'degraded';
   @ApiProperty({ example: { status: 'up', kind: 'pglite' } }) db: { status: 'up' | 'down'; kind?: string; error?: string };
   @ApiProperty({ example: { provider: 'replay', model: 'replay', replay: true } }) llm: { provider: string; model: string; replay: boolean };
+  @ApiProperty({ example: { status: 'ok', queued: 0, dropped: 0 }, description: 'trace writer: `behind` past half its queue, `dropping` once an event could not be stored' })
+  trace: { status: 'ok' | 'behind' | 'dropping'; queued: number; dropped: number };
 }
 
 export class CapabilitiesDto {
@@ -30,6 +33,7 @@ export class HealthController {
     private readonly db: DatabaseInfo,
     private readonly config: AppConfigService,
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
+    private readonly traceWriter: TraceWriterService,
   ) {}
 
   @Get('health')
@@ -44,7 +48,8 @@ export class HealthController {
       db = { status: 'down', kind: this.db.kind, error: (err as Error).message };
     }
     const llm = { provider: this.llm.provider, model: this.llm.model, replay: this.llm.provider === 'replay' };
-    return { status: db.status === 'up' ? 'ok' : 'degraded', db, llm };
+    const trace = this.traceWriter.health;
+    return { status: db.status === 'up' && trace.status === 'ok' ? 'ok' : 'degraded', db, llm, trace };
   }
 
   @Get('config/capabilities')

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LlmToolCall } from './llm-adapter.port';
 import { ToolCallIndexResolver } from './tool-call-index';
+import { jsonDepth, MAX_JSON_DEPTH } from '../common/util/json-depth.util';
 
 /** A tool call whose arguments are final: safe to validate and execute. */
 export interface CompletedToolCall extends LlmToolCall {
@@ -155,6 +156,7 @@ export class ToolCallAccumulator {
     };
     if (!slot.name || slot.name.trim() === '') return fail('missing tool name');
     const text = slot.raw.trim() === '' ? '{}' : slot.raw;
+    if (jsonDepth(text) > MAX_JSON_DEPTH) return fail(`arguments are nested deeper than ${MAX_JSON_DEPTH} levels`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);

@@ -43,7 +43,7 @@ export class MetricsService {
     let dropped = 0;
     new Counter({
       name: 'orion_trace_dropped_events_total',
-      help: 'Trace events dropped because the queue was full',
+      help: 'Trace events not stored (queue full, or their write failed)',
       registers: [this.registry],
       collect() {
         this.inc(traceWriter.droppedEvents - dropped);

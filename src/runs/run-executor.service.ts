@@ -8,7 +8,7 @@ import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService, secretValues } from '../config/app-config.service';
 import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
-import { RunEventRepository } from './repositories/run-event.repository';
+import { LeaseLostError, RunEventRepository, type RunClosing } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
@@ -57,6 +57,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private readonly logger = new Logger('RunExecutor');
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets: string[];
+  private shuttingDown = false;
 
   constructor(
     @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
@@ -83,12 +84,18 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     // nobody watches from the start: like a disconnect, this cancels unless detached
     if (!client && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
     const leaseMs = this.config.get('RUN_LEASE_MS');
-    const lease = setInterval(() => void this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => undefined), Math.max(500, leaseMs / 3));
+    // an instance that lost its lease (frozen past it, then swept) stops the turn; its writes
+    // are fenced anyway, so it cannot store or send anything more
+    const renew = async () => {
+      if (!(await this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => true))) this.control.cancelLocal(p.requestId, 'lease_lost');
+    };
+    const lease = setInterval(() => void renew(), Math.max(500, leaseMs / 3));
     lease.unref?.();
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
     if (client) sinks.unshift((e) => client.deliver(e));
-    const stream = new RunStream(p, this.events, sinks, { lastSeq: p.lastSeq, state: p.envelope });
+    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.events.appendFenced(id, INSTANCE_ID, rows, closing) };
+    const stream = new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
     let content = p.priorContent;
     let ended: 'done' | 'paused' | null = null;
@@ -111,7 +118,12 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         ended = 'done';
       }
     } catch (err) {
-      if (!ended) {
+      if (err instanceof LeaseLostError || stream.error instanceof LeaseLostError) {
+        // another instance closed this run: whatever it stored is what clients see
+        this.logger.warn(`run ${p.requestId}: lease lost; the turn stopped without sending anything more`);
+        this.control.cancelLocal(p.requestId, 'lease_lost');
+        ended = 'done';
+      } else if (!ended) {
         const storage = stream.error !== null;
         this.logger.error(`run ${p.requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
         await this.finishWithError(
@@ -146,7 +158,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets);
     switch (ev.type) {
       case 'checkpoint':
-        await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state);
+        if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
         return null;
       case 'chunk':
         append(ev.content);
@@ -154,13 +166,16 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         return null;
       case 'phase':
         await stream.emit(ev);
-        await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq });
+        await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq }, INSTANCE_ID);
         return null;
       case 'paused':
-        await stream.emit(ev);
         await stream.flush();
-        await this.runs.markPaused(p.requestId, stream.lastSeq);
-        this.trace.record({ requestId: p.requestId, projectId: p.projectId, type: 'run_paused', details: { resumeFromPhaseIndex: ev.resumeFromPhaseIndex, lastSeq: stream.lastSeq } });
+        if (stream.error) throw stream.error;
+        // the turn's trace is stored, and the run marked paused with its `paused` event, before that event is sent
+        this.trace.record({ requestId: p.requestId, projectId: p.projectId, type: 'run_paused', details: { resumeFromPhaseIndex: ev.resumeFromPhaseIndex, lastSeq: stream.lastSeq + 1 } });
+        await this.trace.flush();
+        await stream.close(ev, { status: 'paused', stopReason: null });
+        if (stream.error) throw stream.error;
         return 'paused';
       case 'done':
         await this.finish(p, stream, { ...ev, fullContent: content() });
@@ -183,23 +198,27 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const status: AnswerStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
     const runStatus: Exclude<RunStatus, 'running' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
     await stream.flush();
+    if (stream.error) throw stream.error;
     const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {
       stopReason: done.stopReason,
       protocol: p.turn.protocol.name,
       usage: done.usage,
     });
-    await stream.emit({ ...done, messageId: message.id } as WireEvent);
-    await stream.flush();
-    if (stream.error) throw stream.error;
-    await this.runs.finish(p.requestId, runStatus, done.stopReason, stream.lastSeq);
-    await this.conversations.touch(p.conversationId).catch(() => undefined);
     const type = runStatus === 'completed' ? 'run_completed' : runStatus === 'cancelled' ? 'run_cancelled' : 'run_failed';
     this.trace.record({
       requestId: p.requestId,
       projectId: p.projectId,
       type,
-      details: { stopReason: done.stopReason, messageId: message.id, lastSeq: stream.lastSeq, usage: done.usage },
+      details: { stopReason: done.stopReason, messageId: message.id, lastSeq: stream.lastSeq + 1, usage: done.usage },
     });
+    // the turn's whole trace is stored before `done` goes out (GET /api/trace right after `done`
+    // shows every tool call), and the run is closed in the same statement that stores `done`.
+    // On shutdown the writer's own shutdown flush stores it (before the database closes); awaiting
+    // here then holds the response past the HTTP server's close (a 5 s keep-alive wait).
+    if (!this.shuttingDown) await this.trace.flush();
+    await stream.close({ ...done, messageId: message.id } as WireEvent, { status: runStatus, stopReason: done.stopReason });
+    if (stream.error) throw stream.error;
+    await this.conversations.touch(p.conversationId).catch(() => undefined);
   }
 
   /**
@@ -240,6 +259,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
    * alive past a SIGTERM either.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
     this.control.abortAll();
     await Promise.allSettled([...this.inFlight]);
   }

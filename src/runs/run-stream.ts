@@ -1,9 +1,14 @@
 import type { PhaseName, ProtocolEvent } from '../orchestration/protocol-event';
-import type { RunEventRepository } from './repositories/run-event.repository';
+import type { RunClosing, StoredRunEvent } from './repositories/run-event.repository';
 import type { SentEvent } from './run-event-bus.service';
 
 /** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
 export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; resumed?: boolean; resumeFromPhaseIndex?: number };
+
+/** Where a run's events are stored; `closing` stores the run's end with the batch. */
+export interface RunEventStore {
+  insertMany(requestId: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void>;
+}
 
 export interface RunStreamIdentity {
   requestId: string;
@@ -41,7 +46,7 @@ export class RunStream {
 
   constructor(
     private readonly id: RunStreamIdentity,
-    private readonly repo: RunEventRepository,
+    private readonly repo: RunEventStore,
     private readonly sinks: Array<(events: SentEvent[]) => Promise<void> | void>,
     start: { lastSeq: number; state?: EnvelopeState },
   ) {
@@ -64,6 +69,16 @@ export class RunStream {
 
   /** Numbers and queues one event; resolves once it has been stored and sent. */
   emit(event: WireEvent): Promise<void> {
+    if (this.enqueue(event) === 'chunk' && this.pending.length < RunStream.CHUNK_BATCH_SIZE) {
+      if (!this.timer) this.timer = setTimeout(() => void this.flush(), RunStream.CHUNK_BATCH_MS);
+      // a chunk resolves when a batch carrying it is flushed, but the producer need not wait
+      // for the timer: it waits only for earlier batches, which keeps backpressure bounded
+      return this.chain;
+    }
+    return this.flush();
+  }
+
+  private enqueue(event: WireEvent): string {
     if (event.type === 'phase' && event.status === 'start') {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
     }
@@ -80,17 +95,20 @@ export class RunStream {
       ...fields,
     };
     this.pending.push({ seq: this.seq, type, data });
-    if (type === 'chunk' && this.pending.length < RunStream.CHUNK_BATCH_SIZE) {
-      if (!this.timer) this.timer = setTimeout(() => void this.flush(), RunStream.CHUNK_BATCH_MS);
-      // a chunk resolves when a batch carrying it is flushed, but the producer need not wait
-      // for the timer: it waits only for earlier batches, which keeps backpressure bounded
-      return this.chain;
-    }
-    return this.flush();
+    return type;
+  }
+
+  /**
+   * The run's last event (`done`, `paused`): stored in one statement with the run's terminal
+   * status, then sent. Resolves once sent; a failed store leaves `error` set and sends nothing.
+   */
+  close(event: WireEvent, closing: RunClosing): Promise<void> {
+    this.enqueue(event);
+    return this.flush(closing);
   }
 
   /** Stores and sends everything queued. */
-  flush(): Promise<void> {
+  flush(closing?: RunClosing): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -101,7 +119,7 @@ export class RunStream {
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
-        await this.repo.insertMany(this.id.requestId, batch);
+        await this.repo.insertMany(this.id.requestId, batch, closing);
       } catch (err) {
         this.failure = err as Error;
         return;

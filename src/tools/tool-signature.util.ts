@@ -1,4 +1,5 @@
 import { canonicalJson } from '../common/util/canonical-json.util';
+import { jsonDepth, MAX_JSON_DEPTH } from '../common/util/json-depth.util';
 
 /**
  * Tool-call arguments and canonical signatures (docs/API.md "Built-in tools").
@@ -31,6 +32,7 @@ export function parseToolArguments(raw: unknown): ParsedArguments {
   if (typeof raw === 'string') {
     if (raw.length > MAX_ARGUMENT_CHARS) return { ok: false, message: `arguments are longer than ${MAX_ARGUMENT_CHARS} characters` };
     if (raw.trim() === '') return { ok: true, value: {} };
+    if (jsonDepth(raw) > MAX_JSON_DEPTH) return { ok: false, message: `arguments are nested deeper than ${MAX_JSON_DEPTH} levels` };
     try {
       value = JSON.parse(raw);
     } catch (err) {
@@ -40,6 +42,7 @@ export function parseToolArguments(raw: unknown): ParsedArguments {
     try {
       const text = JSON.stringify(raw);
       if (text.length > MAX_ARGUMENT_CHARS) return { ok: false, message: `arguments are longer than ${MAX_ARGUMENT_CHARS} characters` };
+      if (jsonDepth(text) > MAX_JSON_DEPTH) return { ok: false, message: `arguments are nested deeper than ${MAX_JSON_DEPTH} levels` };
       value = JSON.parse(text);
     } catch (err) {
       return { ok: false, message: `arguments are not JSON-serializable (${(err as Error).message})` };

@@ -10,8 +10,12 @@ export type TraceObserver = (record: TraceRecord, atMs: number) => void;
 /**
  * Batched asynchronous trace writer. `record()` never blocks a turn: events queue in memory
  * and are inserted in batches of BATCH_SIZE or every FLUSH_INTERVAL_MS, whichever comes first.
- * The queue is bounded (MAX_QUEUE); past it new events are dropped and counted, so a slow
- * database cannot grow memory without bound. Everything queued is flushed on shutdown.
+ * The queue is bounded (MAX_QUEUE); past it new events are dropped, so a slow database cannot
+ * grow memory without bound — never silently: every event not stored (queue full, or a write
+ * that failed) is counted, logged, reported by GET /api/health (`trace`) and in the metric
+ * orion_trace_dropped_events_total. A turn awaits flush() before its terminal event, so turns
+ * are held back while the writer is behind (backpressure) and the trace of a turn is stored
+ * when its `done` is sent. Everything queued is flushed on shutdown.
  */
 @Injectable()
 export class TraceWriterService implements TraceSink, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -64,7 +68,13 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
     return this.queue.length;
   }
 
-  /** events dropped because the queue was full, since start */
+  /** How the writer keeps up: `behind` past half the queue, `dropping` once an event was lost. */
+  get health(): { status: 'ok' | 'behind' | 'dropping'; queued: number; dropped: number } {
+    const status = this.dropped > 0 ? 'dropping' : this.queue.length > TraceWriterService.MAX_QUEUE / 2 ? 'behind' : 'ok';
+    return { status, queued: this.queue.length, dropped: this.dropped };
+  }
+
+  /** events not stored (queue full, or their write failed), since start */
   get droppedEvents(): number {
     return this.dropped;
   }
@@ -96,7 +106,10 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
           // one bad row must not take the batch with it: retry one by one
           let lost = 0;
           for (const row of batch) await this.repo.insertMany([row]).catch(() => lost++);
-          if (lost) this.logger.error(`could not store ${lost} of ${batch.length} trace events: ${(err as Error).message}`);
+          if (lost) {
+            this.dropped += lost;
+            this.logger.error(`could not store ${lost} of ${batch.length} trace events (${this.dropped} lost since start): ${(err as Error).message}`);
+          }
         }
       }
     });

@@ -7,7 +7,7 @@ import { AppConfigModule } from '../../src/config/config.module';
 import { DatabaseModule } from '../../src/database/database.module';
 import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
 import { RunEntity } from '../../src/runs/entities/run.entity';
-import { RunEventRepository } from '../../src/runs/repositories/run-event.repository';
+import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
 import { createTestDatabase } from '../support/db';
 
@@ -147,5 +147,42 @@ describe('RunRepository raw SQL (medium)', () => {
     expect((await events.listAfter(id, 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
     expect(await events.listAfter(id, 1, 1)).toEqual([{ seq: 2, type: 'chunk', data: { seq: 2, content: 'c2' } }]);
     await expect(events.insertMany(id, [{ seq: 2, type: 'chunk', data: {} }])).rejects.toThrow();
+  });
+
+  describe('fencing (every write of a turn carries its lease)', () => {
+    const ev = (seq: number, type = 'chunk') => ({ seq, type, data: { seq, content: `c${seq}` } });
+
+    it('stores events only while the writer holds the lease; after a sweep nothing more is stored', async () => {
+      const id = await open({ owner: 'frozen', leaseMs: 1 });
+      await events.appendFenced(id, 'frozen', [ev(1), ev(2)]);
+      await expect(events.appendFenced(id, 'someone-else', [ev(3)])).rejects.toBeInstanceOf(LeaseLostError);
+      await new Promise((r) => setTimeout(r, 20));
+      expect((await runs.claimExpired()).map((r) => r.requestId)).toContain(id);
+      // the frozen instance wakes up: its events, checkpoint, progress and renewal are all refused
+      await expect(events.appendFenced(id, 'frozen', [ev(3)])).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(events.appendFenced(id, 'frozen', [ev(3, 'done')], { status: 'completed', stopReason: 'stop' })).rejects.toBeInstanceOf(LeaseLostError);
+      expect(await runs.saveCheckpoint(id, 1, 0, { phaseIndex: 0 }, 'frozen')).toBe(false);
+      expect(await runs.renewLease(id, 'frozen', 60_000)).toBe(false);
+      expect((await events.listAfter(id, 0)).map((e) => e.seq)).toEqual([1, 2]);
+      expect((await runs.findById(id))!.status).toBe('failed');
+    });
+
+    it('stores the terminal event and the run status in one statement', async () => {
+      const id = await open({ owner: 'me' });
+      await events.appendFenced(id, 'me', [ev(1), ev(2, 'done')], { status: 'completed', stopReason: 'stop' });
+      const run = (await runs.findById(id))!;
+      expect(run).toMatchObject({ status: 'completed', stopReason: 'stop', lastSeq: 2, leaseOwner: null });
+      expect((await events.listAfter(id, 0)).map((e) => e.type)).toEqual(['chunk', 'done']);
+      // a second close (a racing writer) is refused and stores nothing
+      await expect(events.appendFenced(id, 'me', [ev(3, 'done')], { status: 'failed', stopReason: 'error' })).rejects.toBeInstanceOf(LeaseLostError);
+      expect((await runs.findById(id))!.status).toBe('completed');
+    });
+
+    it('a paused close leaves the run resumable', async () => {
+      const id = await open({ owner: 'me' });
+      await events.appendFenced(id, 'me', [ev(1, 'paused')], { status: 'paused', stopReason: null });
+      expect((await runs.findById(id))!.status).toBe('paused');
+      expect(await runs.claimForResume(id, 'other', 30_000)).toBe(true);
+    });
   });
 });

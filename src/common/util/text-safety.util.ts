@@ -9,8 +9,20 @@ import { redactString } from './redact.util';
 export const NUL = /\u0000/g;
 export const REPLACEMENT = '\uFFFD';
 
+/** String.prototype.isWellFormed/toWellFormed (Node 20+; the TypeScript lib here predates them). */
+interface WellFormed {
+  isWellFormed(): boolean;
+  toWellFormed(): string;
+}
+
+/**
+ * NUL and lone UTF-16 surrogates (a model's split emoji, a fuzzed stream) become U+FFFD:
+ * PostgreSQL refuses both in text/jsonb, and one such character must not fail a turn.
+ */
 export function stripNul(s: string): string {
-  return s.includes('\u0000') ? s.replace(NUL, REPLACEMENT) : s;
+  const es2024 = s as unknown as WellFormed;
+  const wellFormed = es2024.isWellFormed() ? s : es2024.toWellFormed();
+  return wellFormed.includes('\u0000') ? wellFormed.replace(NUL, REPLACEMENT) : wellFormed;
 }
 
 /**

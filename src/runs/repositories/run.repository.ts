@@ -33,8 +33,9 @@ export class RunRepository {
     return this.runs.findOne({ where: { requestId } });
   }
 
-  async updateProgress(requestId: string, p: { phaseIndex: number; cycleIndex: number; lastSeq: number }): Promise<void> {
-    await this.runs.update({ requestId }, p);
+  /** Progress of the run this instance executes (fenced by its lease, like every write of a turn). */
+  async updateProgress(requestId: string, p: { phaseIndex: number; cycleIndex: number; lastSeq: number }, owner?: string): Promise<void> {
+    await this.runs.update(owner ? { requestId, leaseOwner: owner, status: 'running' } : { requestId }, p);
   }
 
   /** Ends a run unless it already ended; returns whether this call ended it. */
@@ -49,15 +50,16 @@ export class RunRepository {
   }
 
   /** Stores the checkpoint of a phase (merged into `checkpoint.byPhase`). */
-  async saveCheckpoint(requestId: string, schemaVersion: number, phaseIndex: number, state: Record<string, unknown>): Promise<void> {
-    await this.runs.query(
+  async saveCheckpoint(requestId: string, schemaVersion: number, phaseIndex: number, state: Record<string, unknown>, owner?: string): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
       `UPDATE runs SET checkpoint = jsonb_build_object(
            'schemaVersion', $2::int,
            'byPhase', COALESCE(checkpoint->'byPhase', '{}'::jsonb) || jsonb_build_object($3::text, $4::jsonb)),
          updated_at = now()
-       WHERE request_id = $1`,
-      [requestId, schemaVersion, String(phaseIndex), JSON.stringify(storageSafe(state))],
+       WHERE request_id = $1 AND ($5::text IS NULL OR (lease_owner = $5 AND status = 'running')) RETURNING request_id`,
+      [requestId, schemaVersion, String(phaseIndex), JSON.stringify(storageSafe(state)), owner ?? null],
     );
+    return countOf(res) > 0;
   }
 
   /** Sets a control flag on a running run; false when the run is not running. */
@@ -69,12 +71,14 @@ export class RunRepository {
     return countOf(res) > 0;
   }
 
-  async renewLease(requestId: string, owner: string, leaseMs: number): Promise<void> {
-    await this.runs.query(
+  /** false when `owner` no longer holds the lease (the run was swept, or ended). */
+  async renewLease(requestId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
       `UPDATE runs SET lease_expires_at = now() + ($3 || ' milliseconds')::interval
-        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running'`,
+        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING request_id`,
       [requestId, owner, String(leaseMs)],
     );
+    return countOf(res) > 0;
   }
 
   /**

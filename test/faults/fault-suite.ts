@@ -1,0 +1,193 @@
+/**
+ * npm run test:faults  [-- --runs 10 --trace-runs 100]   (DATABASE_URL: a PostgreSQL database, required)
+ *
+ * Two Orion processes on one PostgreSQL and a scripted model. For each case the turn runs on
+ * instance A, which is killed (SIGKILL) at the case's point or frozen (SIGSTOP past its lease,
+ * then SIGCONT); B survives and its sweeper closes what A left. Then the invariants are checked
+ * against the database and what the client received, and violations are counted.
+ * Prints: case × protocol × runs × violations. Exits 1 on any violation.
+ */
+import { join } from 'node:path';
+import canonicalize from 'canonicalize';
+import { Client } from 'pg';
+import { freePort, readSse, sleep, startModel, startOrion, type Instance, type ModelHook, type ModelScript, type Received } from './harness';
+
+const arg = (name: string, d: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
+const RUNS = arg('--runs', 10);
+const TRACE_RUNS = arg('--trace-runs', 100);
+const LEASE_MS = 2000;
+const DIST = join(__dirname, '..', '..', 'dist', 'main.js');
+const DB = process.env.DATABASE_URL;
+if (!DB) throw new Error('test:faults needs DATABASE_URL (PostgreSQL)');
+
+type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'after-tool-result' | 'before-done' | 'after-done' | 'during-cancel' | 'after-start' | 'frozen' | 'none' | 'surrogate' | 'deep-args';
+const PROTOCOLS = { 'two-stage': '/api/chat/messages_two_stage', unified: '/api/chat/messages' } as const;
+const CALLS: Array<[string, string]> = [
+  ['list_files', '{"path":"."}'],
+  ['list_files', '{"path":"./"}'],
+];
+
+let script: ModelScript = { words: [], calls: CALLS, delayMs: 30 };
+let onModel: (h: ModelHook, n: number) => void = () => undefined;
+
+async function main() {
+  const model = await startModel(() => script, (h, n) => onModel(h, n));
+  const env = { DATABASE_URL: DB!, LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fault', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: String(LEASE_MS) };
+  const pg = new Client({ connectionString: DB });
+  await pg.connect();
+  let a = await startOrion(DIST, await freePort(), env);
+  const b = await startOrion(DIST, await freePort(), env);
+  const table: Array<{ case: string; protocol: string; runs: number; violations: number; notes: Set<string> }> = [];
+  try {
+    const cases: Point[] = ['before-model', 'after-start', 'after-tool-calls', 'after-tool-result', 'mid-stream', 'before-done', 'after-done', 'during-cancel', 'frozen', 'surrogate', 'deep-args'];
+    for (const point of cases) {
+      for (const [protocol, route] of Object.entries(PROTOCOLS)) {
+        const row = { case: point, protocol, runs: 0, violations: 0, notes: new Set<string>() };
+        table.push(row);
+        const n = point === 'frozen' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
+        for (let i = 0; i < n; i++) {
+          const problems = await oneRun(a, b, pg, route, point);
+          row.runs++;
+          row.violations += problems.length;
+          problems.forEach((p) => row.notes.add(p));
+          if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+        }
+        console.error(`${point} ${protocol}: ${row.runs} runs, ${row.violations} violations ${[...row.notes].join('; ')}`);
+      }
+    }
+    // the trace test: GET /api/trace on the other instance the moment done arrives
+    const traceRow = { case: 'trace-at-done', protocol: 'two-stage', runs: 0, violations: 0, notes: new Set<string>() };
+    table.push(traceRow);
+    script = { words: ['ok'], calls: CALLS, delayMs: 0 };
+    for (let i = 0; i < TRACE_RUNS; i++) {
+      let check: Promise<number> = Promise.resolve(-1);
+      await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list twice' }, (e) => {
+        if (e.event === 'done') check = fetch(`${b.url}/api/trace?requestId=${e.data.requestId}&type=tool_call`).then(async (r) => ((await r.json()) as unknown[]).length);
+      });
+      traceRow.runs++;
+      const seen = await check;
+      if (seen !== CALLS.length) {
+        traceRow.violations++;
+        traceRow.notes.add(`trace showed ${seen} of ${CALLS.length} tool calls`);
+      }
+    }
+  } finally {
+    a.child.kill('SIGKILL');
+    b.child.kill('SIGKILL');
+    model.close();
+    await pg.end();
+  }
+  console.log('\n| case | protocol | runs | violations |\n|---|---|---|---|');
+  for (const r of table) console.log(`| ${r.case} | ${r.protocol} | ${r.runs} | ${r.violations} |${r.notes.size ? ' ' + [...r.notes].join('; ') : ''}`);
+  const kills = table.filter((r) => !['frozen', 'surrogate', 'deep-args', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
+  const total = table.reduce((s, r) => s + r.violations, 0);
+  console.log(`\nkilled runs: ${kills}; violations: ${total}`);
+  process.exit(total === 0 ? 0 : 1);
+}
+
+/** One turn on A with the fault at `point`; returns the invariant violations. */
+async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point: Point): Promise<string[]> {
+  script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: CALLS, delayMs: 30 };
+  if (point === 'surrogate') script.hostileText = 'half an emoji \uD83D then text \uDC00';
+  if (point === 'deep-args') script.calls = [['list_files', '{"path":' + '['.repeat(50_000) + ']'.repeat(50_000) + '}'], ...CALLS];
+  const kill = () => a.child.kill('SIGKILL');
+  let requestId = '';
+  let frozenAt = 0;
+  let modelRequests = 0;
+  onModel = (h, n) => {
+    if (h === 'request') modelRequests++;
+    if (point === 'before-model' && h === 'request' && modelRequests === 1) kill();
+    if (point === 'mid-stream' && h === 'answer-chunk' && n === 5) kill();
+    if (point === 'before-done' && h === 'answer-end') kill();
+    // the model is asked again once the tool results are stored
+    if (point === 'after-tool-result' && h === 'request' && modelRequests === 2) kill();
+    if (point === 'frozen' && h === 'answer-chunk' && n === 3 && !frozenAt) {
+      frozenAt = Date.now();
+      a.child.kill('SIGSTOP');
+    }
+  };
+  const received = await readSse(`${a.url}${route}`, { content: 'list the files twice' }, (e) => {
+    if (e.event === 'start') requestId = String(e.data.requestId);
+    if (point === 'after-start' && e.event === 'start') kill();
+    if (point === 'after-tool-calls' && e.event === 'tool_calls') kill();
+    if (point === 'after-done' && e.event === 'done') kill();
+    if (point === 'during-cancel' && e.event === 'chunk') {
+      void fetch(`${b.url}/api/chat/runs/${requestId}/cancel`, { method: 'POST' });
+      setTimeout(kill, 5);
+    }
+  });
+  onModel = () => undefined;
+  if (point === 'frozen') {
+    // past the lease: B's sweeper closes the run; then A wakes up
+    await until(async () => (await runOf(pg, requestId))?.status !== 'running', LEASE_MS * 6);
+    a.child.kill('SIGCONT');
+    await sleep(1500);
+  }
+  if (point === 'before-model' && !requestId) {
+    // killed before `start` reached the client: find the run by its user message
+    return [];
+  }
+  return check(pg, b, requestId, received.events, point);
+}
+
+async function runOf(pg: Client, requestId: string) {
+  return (await pg.query<{ status: string; conversation_id: string; user_message_id: string; stop_reason: string }>('SELECT status, conversation_id, user_message_id, stop_reason FROM runs WHERE request_id = $1', [requestId])).rows[0];
+}
+
+async function until(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await fn()) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+async function check(pg: Client, b: Instance, requestId: string, got: Received[], point: Point): Promise<string[]> {
+  const v: string[] = [];
+  if (!requestId) return ['no start event'];
+  // the run ends exactly once: by A, or by B's sweeper within a few leases
+  // (the sweeper marks the run failed, then appends error + done: wait for both)
+  const closed = async () =>
+    (await runOf(pg, requestId))?.status !== 'running' &&
+    (await pg.query<{ type: string }>('SELECT type FROM run_events WHERE request_id = $1 ORDER BY seq DESC LIMIT 1', [requestId])).rows[0]?.type === 'done';
+  if (!(await until(closed, LEASE_MS * 6))) v.push('run not closed within 6 leases');
+  const run = await runOf(pg, requestId);
+  const stored = (await pg.query<{ seq: number; type: string; data: Record<string, unknown> }>('SELECT seq, type, data FROM run_events WHERE request_id = $1 ORDER BY seq', [requestId])).rows;
+  if (stored.some((e, i) => e.seq !== i + 1)) v.push('gap in stored seq');
+  const ends = stored.filter((e) => e.type === 'done');
+  if (ends.length !== 1) v.push(`${ends.length} stored done events`);
+  if (stored.at(-1)?.type !== 'done') v.push('last stored event is not done');
+  const expected = { stop: 'completed', error: 'failed', cancelled: 'cancelled' }[String(ends[0]?.data.stopReason)] ?? 'completed';
+  if (run && run.status !== expected && !(expected === 'completed' && ['length', 'max_iterations'].includes(String(ends[0]?.data.stopReason)))) v.push(`status ${run.status} but done says ${String(ends[0]?.data.stopReason)}`);
+  // nothing reached the client that is not stored, exactly as stored
+  for (const e of got) {
+    const s = stored[e.id - 1];
+    if (!s || s.type !== e.event || canonicalize(s.data) !== canonicalize(e.data)) v.push(`client got unstored ${e.event}#${e.id}`);
+  }
+  const clientDone = got.find((e) => e.event === 'done');
+  if (clientDone && clientDone.data.stopReason !== ends[0]?.data.stopReason) v.push('client done differs from stored done');
+  // user message once, assistant message at most once
+  const msgs = (await pg.query<{ role: string; n: string }>('SELECT role, count(*) AS n FROM chat_messages WHERE conversation_id = $1 GROUP BY role', [run?.conversation_id])).rows;
+  const count = (role: string) => Number(msgs.find((m) => m.role === role)?.n ?? 0);
+  if (count('user') !== 1) v.push(`${count('user')} user messages`);
+  if (count('assistant') > 1) v.push(`${count('assistant')} assistant messages`);
+  // replayable through the reconnect route on the survivor
+  const replay = await readSse(`${b.url}/api/chat/runs/${requestId}/events`, undefined, () => undefined, 'GET');
+  if (replay.events.length !== stored.length || replay.events.some((e, i) => e.id !== stored[i].seq)) v.push('replay differs from stored events');
+  // no tool call ran twice, and a completed run's trace holds every tool call it made
+  const traced = (await pg.query<{ call: string; n: string }>(`SELECT details->>'callId' AS call, count(*) AS n FROM trace_events WHERE request_id = $1 AND type = 'tool_result' GROUP BY 1`, [requestId])).rows;
+  if (traced.some((t) => t.call && Number(t.n) > 1)) v.push('a tool ran twice');
+  if (run?.status === 'completed') {
+    const madeCalls = stored.filter((e) => e.type === 'tool_calls').reduce((n, e) => n + (e.data.calls as unknown[]).length, 0);
+    const tc = Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM trace_events WHERE request_id = $1 AND type = 'tool_call'`, [requestId])).rows[0].n);
+    if (tc < madeCalls) v.push(`trace has ${tc} of ${madeCalls} tool calls`);
+  }
+  if ((point === 'surrogate' || point === 'deep-args') && run?.status !== 'completed') v.push(`hostile output ended the run ${run?.status}`);
+  return v;
+}
+
+void main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,131 @@
+/**
+ * Pieces of the fault suite: a scripted OpenAI-compatible model server with hooks at the points
+ * where the suite kills, real Orion processes (`node dist/main.js`), an SSE reader that keeps
+ * every event a client received, and direct SQL to read what was stored.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export type ModelHook = 'request' | 'answer-chunk' | 'answer-end';
+export interface ModelScript {
+  /** words of the final answer */
+  words: string[];
+  /** tool calls asked on the first model call: [name, arguments JSON] */
+  calls: Array<[string, string]>;
+  delayMs: number;
+  /** raw text put into the first chunk (fuzz) */
+  hostileText?: string;
+}
+
+/** Scripted model: first call (no tool result yet) answers with tool calls, the next with words. */
+export async function startModel(script: () => ModelScript, hook: (h: ModelHook, n: number) => void) {
+  let requests = 0;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      if (!req.url?.includes('chat/completions')) return res.writeHead(404).end();
+      const n = ++requests;
+      const s = script();
+      const parsed = JSON.parse(body) as { messages: Array<{ role: string }>; tools?: unknown[] };
+      hook('request', n);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const hasToolResult = parsed.messages.some((m) => m.role === 'tool');
+      try {
+        if (!hasToolResult && parsed.tools?.length && s.calls.length) {
+          if (s.hostileText) res.write(chunk({ content: s.hostileText }));
+          s.calls.forEach(([name, args], i) => res.write(chunk({ tool_calls: [{ index: i, id: `call_${n}_${i}`, type: 'function', function: { name, arguments: args } }] })));
+          res.end(chunk({}, 'tool_calls') + 'data: [DONE]\n\n');
+          return;
+        }
+        for (let i = 0; i < s.words.length; i++) {
+          if (res.destroyed) return;
+          res.write(chunk({ content: `${s.words[i]} ` }));
+          hook('answer-chunk', i);
+          await sleep(s.delayMs);
+        }
+        hook('answer-end', n);
+        res.end(chunk({}, 'stop') + 'data: [DONE]\n\n');
+      } catch {
+        res.destroy();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as AddressInfo).port, close: () => server.close() };
+}
+
+export interface Instance {
+  port: number;
+  url: string;
+  child: ChildProcess;
+}
+
+export async function startOrion(dist: string, port: number, env: Record<string, string>): Promise<Instance> {
+  const child = spawn(process.execPath, [dist], { cwd: mkdtempSync(join(tmpdir(), 'orion-fault-')), env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'ignore'] });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(`${url}/api/health/live`)).ok) return { port, url, child };
+    } catch {
+      /* starting */
+    }
+    await sleep(100);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`Orion on ${port} did not start`);
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+export interface Received {
+  id: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** POSTs and reads the SSE stream until it ends (or the connection dies); calls onEvent per event. */
+export async function readSse(url: string, body: unknown, onEvent: (e: Received) => void, method = 'POST'): Promise<{ status: number; events: Received[] }> {
+  const events: Received[] = [];
+  let status = 0;
+  try {
+    const res = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: method === 'POST' ? JSON.stringify(body) : undefined });
+    status = res.status;
+    if (!res.body) return { status, events };
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(part, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const event = /^event: ?(.*)$/m.exec(block)?.[1];
+        const id = /^id: ?(.*)$/m.exec(block)?.[1];
+        const data = /^data: ?(.*)$/m.exec(block)?.[1];
+        if (!event || data === undefined) continue;
+        const e = { id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> };
+        events.push(e);
+        onEvent(e);
+      }
+    }
+  } catch {
+    /* the instance died: what was received is what counts */
+  }
+  return { status, events };
+}
