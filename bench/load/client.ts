@@ -63,7 +63,7 @@ export async function runLoad(opts: { port: number; path: string; n: number; ram
             const event = /^event: (.*)$/m.exec(block)?.[1];
             if (event === 'chunk') for (const m of block.matchAll(STAMP)) lat.push(at - Number(m[1]));
             else if (event === 'tool_calls') r.toolCalls++;
-            else if (event === 'error') return finish(`error event: ${/^data: (.*)$/m.exec(block)?.[1]?.slice(0, 200)}`);
+            else if (event === 'error') return finish(`error event: ${/"code":"([^"]*)","message":"([^"]{0,160})/.exec(block)?.slice(1).join(': ') ?? block.slice(0, 200)}`);
             else if (event === 'done') {
               done = true;
               const stop = /"stopReason":"(\w+)"/.exec(block)?.[1];
