@@ -1,0 +1,142 @@
+/**
+ * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --no-floor]
+ *
+ * Orion under load on one process (issue 17): the built service (`node dist/main.js`), a fake
+ * OpenAI-compatible model in its own process (bench/load/fake-model.ts: ~100 deltas 20 ms apart,
+ * one list_files call per turn), N concurrent turns per chat route, on embedded PGlite and on
+ * PostgreSQL (DATABASE_URL; skipped without it), and in the same run the floor: a minimal relay
+ * of the same turn (bench/load/floor-relay.ts). Every run starts a fresh process. N values run
+ * in ascending order, so the largest runs come last. Columns are explained in bench/README.md.
+ */
+import { join } from 'node:path';
+import { pct, runLoad, type LoadResult } from './load/client';
+import { PgStats } from './load/pg-stats';
+import { cpuMs, io, rssBytes, rssPeak } from './load/proc';
+import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
+
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+};
+const NS = arg('n', '100,300,1000').split(',').map(Number);
+const DBS = arg('db', 'pglite,postgres').split(',');
+const ROUTES = arg('route', 'unified,two-stage').split(',');
+const TIMEOUT_MS = Number(arg('timeout', '180')) * 1000;
+const RAMP_MS = Number(arg('ramp', '1000'));
+const FLOOR = !process.argv.includes('--no-floor');
+const PATHS: Record<string, string> = { unified: '/api/chat/messages', 'two-stage': '/api/chat/messages_two_stage', floor: '/' };
+const DIST = join(__dirname, '..', 'dist', 'main.js');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+if (NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
+  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--no-floor]');
+  process.exit(2);
+}
+
+interface Row {
+  system: string;
+  route: string;
+  n: number;
+  load: LoadResult;
+  loopP99Ms: number;
+  idleRss: number;
+  perStreamKb: number;
+  cpuPerTurn: number;
+  pgCpuPerTurn?: number;
+  rowsPerTurn?: number;
+  commitsPerTurn?: number;
+  dbKbPerTurn?: number;
+  walKbPerTurn?: number;
+  storageKbPerTurn?: number;
+  writesPerTurn: number;
+}
+
+async function metricsLagP99(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
+}
+
+/** One measured run against a started process: warm-up, idle readings, the load, the deltas. */
+async function measure(system: string, route: string, n: number, p: Proc, lagP99: () => Promise<number>, pg?: PgStats): Promise<Row> {
+  await runLoad({ port: p.port, path: PATHS[route], n: 2, rampMs: 0, timeoutMs: 30_000 });
+  await sleep(1000);
+  const idleRss = rssBytes(p.pid);
+  await lagP99(); // resets the delay histogram
+  const [cpu0, io0, pg0] = [cpuMs(p.pid), io(p.pid), await pg?.snapshot()];
+  const peak = rssPeak(p.pid);
+  const load = await runLoad({ port: p.port, path: PATHS[route], n, rampMs: RAMP_MS, timeoutMs: TIMEOUT_MS });
+  const peakRss = peak.stop();
+  const [cpu1, io1, pgCpu1] = [cpuMs(p.pid), io(p.pid), await pg?.backendCpuNow()];
+  const loopP99Ms = await lagP99();
+  const turns = Math.max(1, load.completed + load.errors);
+  const row: Row = { system, route, n, load, loopP99Ms, idleRss, perStreamKb: (peakRss - idleRss) / 1024 / Math.max(1, load.maxInFlight), cpuPerTurn: (cpu1 - cpu0) / turns, writesPerTurn: (io1.syscw - io0.syscw) / turns };
+  if (system === 'Orion pglite') row.storageKbPerTurn = (io1.writeBytes - io0.writeBytes) / 1024 / turns;
+  if (pg && pg0 && pgCpu1) {
+    await sleep(1500); // backends flush their table statistics at most once a second
+    const pg1 = await pg.snapshot();
+    row.pgCpuPerTurn = PgStats.backendCpuDelta(pg0, pgCpu1) / turns;
+    row.rowsPerTurn = (pg1.rows - pg0.rows) / turns;
+    row.commitsPerTurn = (pg1.commits - pg0.commits) / turns;
+    row.dbKbPerTurn = (pg1.dbBytes - pg0.dbBytes) / 1024 / turns;
+    row.walKbPerTurn = (await pg.walBytesSince(pg0.walLsn)) / 1024 / turns;
+  }
+  return row;
+}
+
+const f = (x: number | undefined, d = 1) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
+
+function print(row: Row, floor?: Row): void {
+  const l = row.load;
+  const turns = Math.max(1, l.completed + l.errors);
+  const cpuAll = row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
+  const ratio = floor && row !== floor ? ` | ${f(cpuAll / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ';
+  console.log(
+    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
+  );
+  for (const e of l.errorSamples) console.log(`|   error sample: ${e.replace(/\|/g, '/')} |`);
+}
+
+async function main() {
+  const url = process.env.DATABASE_URL;
+  const dbs = DBS.filter((d) => d !== 'postgres' || url);
+  if (dbs.length < DBS.length) console.log('DATABASE_URL is not set: the PostgreSQL runs are skipped.');
+  const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
+  const workspace = makeWorkspace();
+  const pg = url && dbs.includes('postgres') ? await PgStats.connect(url) : undefined;
+  const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace };
+  console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; run timeout ${TIMEOUT_MS / 1000} s`);
+  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
+  try {
+    for (const n of NS) {
+      let floor: Row | undefined;
+      if (FLOOR) {
+        const relay = await forkHelper(join(__dirname, 'load', 'floor-relay.ts'), { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') });
+        try {
+          const lag = async () => ((await (await fetch(`http://127.0.0.1:${relay.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
+          floor = await measure('floor relay', 'floor', n, relay, lag);
+          print(floor);
+        } finally {
+          await relay.stop();
+        }
+      }
+      for (const db of dbs)
+        for (const route of ROUTES) {
+          const orion = await startOrion(DIST, { ...orionEnv, ...(db === 'postgres' ? { DATABASE_URL: url! } : {}) });
+          try {
+            print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), db === 'postgres' ? pg : undefined), floor);
+          } finally {
+            await orion.stop();
+          }
+        }
+    }
+  } finally {
+    await pg?.close();
+    await model.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

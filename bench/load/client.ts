@@ -1,0 +1,98 @@
+/**
+ * The load client: N concurrent turns against one SSE route, started evenly over `rampMs` (so
+ * the listen backlog is not the thing measured), each read to its end. Per chunk, the added
+ * latency is arrival time minus the emit time the fake model wrote into the delta's content.
+ */
+import { Agent, request } from 'node:http';
+
+export interface LoadResult {
+  completed: number;
+  errors: number;
+  errorSamples: string[];
+  latenciesMs: Float64Array;
+  /** `data` events on the client's sockets: a proxy for the server's socket writes */
+  dataEvents: number;
+  sseBytes: number;
+  toolCalls: number;
+  maxInFlight: number;
+  wallMs: number;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+const STAMP = /(\d{13}\.\d{3}) /g;
+
+export async function runLoad(opts: { port: number; path: string; n: number; rampMs: number; timeoutMs: number }): Promise<LoadResult> {
+  const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+  const lat: number[] = [];
+  const r: LoadResult = { completed: 0, errors: 0, errorSamples: [], latenciesMs: new Float64Array(), dataEvents: 0, sseBytes: 0, toolCalls: 0, maxInFlight: 0, wallMs: 0 };
+  let inFlight = 0;
+  const fail = (why: string) => {
+    r.errors++;
+    if (r.errorSamples.length < 5) r.errorSamples.push(why);
+  };
+  const one = (i: number) =>
+    new Promise<void>((resolve) => {
+      inFlight++;
+      r.maxInFlight = Math.max(r.maxInFlight, inFlight);
+      let settled = false;
+      const finish = (err?: string) => {
+        if (settled) return;
+        settled = true;
+        inFlight--;
+        if (err) fail(err);
+        else r.completed++;
+        resolve();
+      };
+      const req = request({ host: '127.0.0.1', port: opts.port, path: opts.path, method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } }, (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          return finish(`HTTP ${res.statusCode}`);
+        }
+        let buf = '';
+        let done = false;
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          const at = now();
+          r.dataEvents++;
+          r.sseBytes += Buffer.byteLength(c);
+          buf += c;
+          let k: number;
+          while ((k = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, k);
+            buf = buf.slice(k + 2);
+            const event = /^event: (.*)$/m.exec(block)?.[1];
+            if (event === 'chunk') for (const m of block.matchAll(STAMP)) lat.push(at - Number(m[1]));
+            else if (event === 'tool_calls') r.toolCalls++;
+            else if (event === 'error') return finish(`error event: ${/"code":"([^"]*)","message":"([^"]{0,160})/.exec(block)?.slice(1).join(': ') ?? block.slice(0, 200)}`);
+            else if (event === 'done') {
+              done = true;
+              const stop = /"stopReason":"(\w+)"/.exec(block)?.[1];
+              if (stop !== 'final_answer') return finish(`stopReason ${stop}`);
+            }
+          }
+        });
+        res.on('end', () => finish(done ? undefined : 'stream ended without done'));
+        res.on('error', (e) => finish(`response: ${e.message}`));
+      });
+      req.setTimeout(opts.timeoutMs, () => {
+        req.destroy();
+        finish(`timeout after ${opts.timeoutMs} ms`);
+      });
+      req.on('error', (e) => finish(`request: ${e.message}`));
+      req.end(JSON.stringify({ content: `load turn ${i}` }));
+    });
+  const t0 = Date.now();
+  const all: Promise<void>[] = [];
+  for (let i = 0; i < opts.n; i++) {
+    all.push(one(i));
+    const due = (opts.rampMs * (i + 1)) / opts.n - (Date.now() - t0);
+    if (due >= 4) await new Promise((res) => setTimeout(res, due));
+  }
+  await Promise.all(all);
+  r.wallMs = Date.now() - t0;
+  r.latenciesMs = Float64Array.from(lat).sort();
+  agent.destroy();
+  return r;
+}
+
+export const pct = (xs: Float64Array, p: number) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] : Number.NaN);

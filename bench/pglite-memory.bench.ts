@@ -1,0 +1,92 @@
+/**
+ * npm run bench:pglite-memory
+ *
+ * Where the embedded database's memory goes at idle (issue 17, deliverable 3, measurement only).
+ * Each case runs in a fresh Node process: open PGlite the given way, run one query, collect
+ * garbage, wait, then read RSS, the JS heap, external memory and the size of PGlite's WebAssembly
+ * memory. Then the whole service, `node dist/main.js` fresh and idle, on embedded PGlite and on
+ * PostgreSQL (DATABASE_URL; skipped without it).
+ */
+import { fork } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rssBytes } from './load/proc';
+import { forkHelper, makeWorkspace, startOrion } from './load/processes';
+
+// `initialMemory` cannot go below 128 MB: the WebAssembly module declares 2,048 pages as its minimum
+type Case = { name: string; dataDir: boolean; vector: boolean; params?: string[] };
+const CASES: Case[] = [
+  { name: 'Node alone (no PGlite)', dataDir: false, vector: false },
+  { name: 'PGlite in memory', dataDir: false, vector: false },
+  { name: 'PGlite in memory + pgvector', dataDir: false, vector: true },
+  { name: 'PGlite data dir + pgvector (Orion default)', dataDir: true, vector: true },
+  { name: '… + shared_buffers=16MB', dataDir: true, vector: true, params: ['-c', 'shared_buffers=16MB'] },
+  { name: '… + shared_buffers=16MB, work_mem=1MB, temp_buffers=1MB', dataDir: true, vector: true, params: ['-c', 'shared_buffers=16MB', '-c', 'work_mem=1MB', '-c', 'temp_buffers=1MB'] },
+];
+/** the size of PGlite's WebAssembly memory, found on its Emscripten module (not a public API) */
+function wasmBytes(db: object): number {
+  const mod = (db as { mod?: { HEAPU8?: Uint8Array; HEAP8?: Int8Array; wasmMemory?: WebAssembly.Memory } }).mod;
+  return mod?.HEAPU8?.byteLength ?? mod?.HEAP8?.byteLength ?? mod?.wasmMemory?.buffer.byteLength ?? 0;
+}
+const mb = (b: number) => (b / 1048576).toFixed(0);
+
+/** In the child: open one case and report its memory. */
+async function child(c: Case): Promise<void> {
+  let wasm = 0;
+  if (c.name !== CASES[0].name) {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const { vector } = await import('@electric-sql/pglite-pgvector');
+    const defaults = (PGlite as unknown as { defaultStartParams: string[] }).defaultStartParams;
+    const db = await PGlite.create({
+      ...(c.dataDir ? { dataDir: mkdtempSync(join(tmpdir(), 'orion-pglite-mem-')) } : {}),
+      ...(c.vector ? { extensions: { vector } } : {}),
+      ...(c.params ? { startParams: [...defaults, ...c.params] } : {}),
+    });
+    if (c.vector) await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
+    await db.query('SELECT 1');
+    wasm = wasmBytes(db);
+    (globalThis as { keep?: unknown }).keep = db;
+  }
+  (globalThis as { gc?: () => void }).gc?.();
+  await new Promise((r) => setTimeout(r, 1000));
+  const m = process.memoryUsage();
+  process.send?.({ rss: m.rss, heap: m.heapUsed, external: m.external, wasm });
+}
+
+async function main(): Promise<void> {
+  const which = process.argv.indexOf('--case');
+  if (which > 0) return child(CASES[Number(process.argv[which + 1])]);
+  console.log('| case | RSS MB | JS heap MB | external MB (incl. WASM) | WASM memory MB |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (let i = 0; i < CASES.length; i++) {
+    const r = await new Promise<{ rss: number; heap: number; external: number; wasm: number }>((resolve, reject) => {
+      const p = fork(__filename, ['--case', String(i)], { execArgv: [...process.execArgv, '--expose-gc'] });
+      p.once('message', (m) => {
+        resolve(m as never);
+        p.kill();
+      });
+      p.once('exit', (code) => code && reject(new Error(`case ${i} exited with ${code}`)));
+    });
+    console.log(`| ${CASES[i].name} | ${mb(r.rss)} | ${mb(r.heap)} | ${mb(r.external)} | ${r.wasm ? mb(r.wasm) : '–'} |`);
+  }
+  // the whole service, fresh and idle (a model server only so it starts as configured)
+  const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
+  const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', WORKSPACE_ROOT: makeWorkspace() };
+  try {
+    for (const [name, extra] of [['Orion, embedded PGlite', {}], ['Orion, PostgreSQL', process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : undefined]] as const) {
+      if (!extra) continue;
+      const o = await startOrion(join(__dirname, '..', 'dist', 'main.js'), { ...env, ...extra });
+      await new Promise((r) => setTimeout(r, 3000));
+      console.log(`| ${name}: fresh start, idle 3 s | ${mb(rssBytes(o.pid))} | | | |`);
+      await o.stop();
+    }
+  } finally {
+    await model.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
