@@ -5,7 +5,7 @@ import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
 import { invalidName, resultDigest, ToolCallGuard } from '../../tool-call-guard';
 import { phaseEdge, shownArguments, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
-import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
+import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
   parseTwoStageCheckpoint,
@@ -146,8 +146,12 @@ export class TwoStageStrategy implements ProtocolStrategy {
       yield { type: 'chunk', content: FORCED_FINAL_FALLBACK };
     }
     if (forced || (!call && res.invalid.length === 0)) {
-      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, forced ?? 'final_answer');
-      return { kind: 'final', stopReason: forced ?? 'final_answer' };
+      const truncated = res.finishReason === 'length';
+      if (truncated) yield TRUNCATED_NOTICE;
+      // a forced answer keeps saying which budget forced it; the notice says it was cut off
+      const stopReason: StopReason = forced ?? (truncated ? 'max_tokens' : 'final_answer');
+      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, stopReason);
+      return { kind: 'final', stopReason };
     }
     if (!call) {
       yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'invalid_tool_call');

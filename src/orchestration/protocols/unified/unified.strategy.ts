@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { KnowledgeModuleInfo, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
 import type { LlmCapabilities, LlmErrorInfo, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import { ModelStream, type ModelStreamResult } from '../../model-stream';
-import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
+import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import { assembleMessages, splitConversation, unifiedBudget, type StepMessages, type UnifiedBudget } from './unified.budget';
@@ -154,6 +154,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
     }
     traceStep(ctx, 'llm_response', { phaseIndex: s.phaseIndex, step: s.modelSteps, forced: why, finishReason: res.finishReason ?? null, textChars: res.text.length, usage: res.usage ?? null });
     if (res.error) traceStep(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...res.error });
+    // stopReason keeps saying why the loop stopped; the notice says the answer was cut off
+    if (!res.error && res.finishReason === 'length') yield TRUNCATED_NOTICE;
     yield* phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, ctx.signal.aborted ? 'cancelled' : res.error ? 'error' : why);
     yield* this.finish(ctx, s, res.error ? 'error' : why, res.error);
   }
@@ -219,6 +221,11 @@ export class UnifiedStrategy implements ProtocolStrategy {
       usage: res.usage ?? null,
     });
     if (callCount === 0) {
+      if (res.finishReason === 'length') {
+        yield TRUNCATED_NOTICE;
+        yield* end('max_tokens');
+        return { kind: 'final', stopReason: 'max_tokens' };
+      }
       yield* end('final_answer');
       return { kind: 'final', stopReason: 'final_answer' };
     }
