@@ -46,8 +46,6 @@ export class ListFilesTool implements ToolDefinition {
     'List the files and folders of the current project. `path` is relative to the project folder ("." is the folder itself); ' +
     'set `recursive` to include sub-folders. Symlinks are shown but not followed.';
   readonly origin = 'builtin' as const;
-  /** what it reads can change within a turn (a log, a status page): a repeat runs again */
-  readonly repeat = 'rerun' as const;
   readonly parameters: Record<string, unknown> = {
     type: 'object',
     properties: {

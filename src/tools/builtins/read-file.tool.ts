@@ -36,8 +36,6 @@ export class ReadFileTool implements ToolDefinition {
     'Read a text file of the current project. `path` is relative to the project folder (list_files shows what exists); ' +
     'at most `maxBytes` bytes are returned and the answer says when the file was longer.';
   readonly origin = 'builtin' as const;
-  /** what it reads can change within a turn (a log, a status page): a repeat runs again */
-  readonly repeat = 'rerun' as const;
   readonly parameters: Record<string, unknown> = {
     type: 'object',
     properties: {
