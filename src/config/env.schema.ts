@@ -137,6 +137,10 @@ export class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @IsString()
   TOOLS_DENY?: string;
 
+  /** Extension: comma-separated tool names whose repeated identical calls run again (repeat policy `rerun`). */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  TOOLS_RERUN?: string;
+
   /** Extension: how long a running instance's lease on a run lasts before another may close it. */
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   RUN_LEASE_MS = 30_000;

@@ -22,6 +22,11 @@ export interface ModelStreamOptions {
   stopAtFirstCompleteCall?: boolean;
   /** forced final answers: tool-call fragments are dropped */
   ignoreToolCalls?: boolean;
+  /**
+   * streamed before this step's first answer text (only if it has any): the paragraph break
+   * that keeps an earlier step's text ("Let me look first.") apart from this one's
+   */
+  lead?: string;
 }
 
 /**
@@ -41,6 +46,7 @@ export class ModelStream {
   private readonly local = new AbortController();
   private readonly onAbort = () => this.local.abort(this.signal.reason);
   private closed = false;
+  private led = false;
   stopped = false;
 
   constructor(
@@ -96,6 +102,13 @@ export class ModelStream {
     return new ModelStep(this, this.events[Symbol.asyncIterator]());
   }
 
+  /** The text to stream for a delta: the lead goes before the step's first text. */
+  withLead(text: string): string {
+    if (!this.opts.lead || this.led || text === '') return text;
+    this.led = true;
+    return this.opts.lead + text;
+  }
+
   /** An adapter throw, unless it is the abort of our own early stop or of the caller. */
   fail(err: unknown): void {
     if (this.stopped || this.signal.aborted) return;
@@ -138,7 +151,7 @@ class ModelStep implements AsyncIterableIterator<ChunkEvent, ModelStreamResult, 
   private readonly onEvent = (r: IteratorResult<LlmStreamEvent>): IteratorResult<ChunkEvent, ModelStreamResult> | Promise<IteratorResult<ChunkEvent, ModelStreamResult>> => {
     if (r.done) return { done: true, value: this.stream.close() };
     const text = this.stream.accept(r.value);
-    return text !== undefined ? { done: false, value: { type: 'chunk', content: text } } : this.next();
+    return text !== undefined ? { done: false, value: { type: 'chunk', content: this.stream.withLead(text) } } : this.next();
   };
 
   private readonly onError = (err: unknown): IteratorResult<ChunkEvent, ModelStreamResult> => {

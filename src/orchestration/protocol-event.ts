@@ -4,9 +4,13 @@ import type { LlmUsage } from '../llm/llm-adapter.port';
 export type PhaseName = 'action_phase' | 'tool_phase' | 'complete';
 
 /** Why a turn ended (`done.stopReason`). */
-export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'max_iterations' | 'cancelled' | 'error';
+/** `max_tokens`: the answer was cut off by the model's token limit (`finish_reason: length`) */
+export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'max_iterations' | 'max_tokens' | 'cancelled' | 'error';
 
-export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments';
+export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments' | 'response_truncated';
+
+/** The notice of an answer the model's token limit cut off. */
+export const TRUNCATED_NOTICE = { type: 'notice', code: 'response_truncated', message: 'The answer was cut off: the model reached its token limit (finish_reason: length).' } as const;
 
 export interface ToolCallView {
   id: string;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CompletedToolCall, InvalidToolCall } from '../llm/tool-call-accumulator';
+import type { RepeatPolicy } from '../tools/tool-definition';
 import type { ProtocolEvent } from './protocol-event';
 import type { ProtocolExecutionContext } from './protocol-strategy';
 
@@ -11,11 +12,20 @@ export interface CallSignature {
   digest: string;
 }
 
+/** How a repeated call was handled: its tool's policy and, when it ran again, whether its result repeated. */
+export interface RepeatDecision {
+  policy: RepeatPolicy;
+  /** null when the call was not run again (policy `refuse`) */
+  sameResult: boolean | null;
+}
+
 /**
- * The one tool-call guard both protocols use: signatures for duplicate detection, the
- * refusal events and traces of duplicate and unusable calls, and duplicate strikes against
- * the turn's budget. Each protocol decides what a duplicate gets (two-stage refuses it,
- * unified answers it from the earlier result); the guard says it the same way in both.
+ * The one tool-call guard both protocols use: signatures for duplicate detection, the repeat
+ * policy of each tool, the refusal events and traces of duplicate and unusable calls, and
+ * strikes against the turn's budget. A `refuse` tool's repeat is not run (two-stage refuses it,
+ * unified answers it from the earlier result); a `rerun` tool's repeat runs again, and a result
+ * identical to that signature's previous one is a strike — a loop is the same call giving the
+ * same result, a changing result is progress.
  */
 export class ToolCallGuard {
   constructor(private readonly ctx: ProtocolExecutionContext) {}
@@ -26,14 +36,28 @@ export class ToolCallGuard {
     return canonical === null ? null : { canonical, digest: createHash('sha256').update(canonical).digest('hex') };
   }
 
-  /** Traces a repeated call (arguments redacted, the signature as a digest) with what the protocol did. */
-  traceDuplicate(call: CompletedToolCall, digest: string, details: Record<string, unknown>): void {
+  /** What a repeated identical call of this tool gets. */
+  policy(name: string): RepeatPolicy {
+    return this.ctx.tools.repeatPolicy?.(name) ?? 'refuse';
+  }
+
+  /** Traces a repeated call (arguments redacted, the signature as a digest) with the decision and what the protocol did. */
+  traceDuplicate(call: CompletedToolCall, digest: string, decision: RepeatDecision, details: Record<string, unknown>): void {
     this.ctx.trace.record({
       requestId: this.ctx.requestId,
       projectId: this.ctx.projectId,
       type: 'duplicate_tool_call',
-      details: { name: call.name, callId: call.id, arguments: this.ctx.tools.redactArgs(call.name, call.args), signature: digest, ...details },
+      details: { name: call.name, callId: call.id, arguments: this.ctx.tools.redactArgs(call.name, call.args), signature: digest, ...decision, ...details },
     });
+  }
+
+  /** The notice of a rerun whose result repeated: a loop strike. */
+  sameResultNotice(name: string, strikes: number): ProtocolEvent {
+    return {
+      type: 'notice',
+      code: 'duplicate_tool_call',
+      message: `Repeated tool result: ${name} ran again with the same arguments and returned the same result as before (strike ${strikes} of ${this.ctx.budgets.maxDuplicateAttempts}).`,
+    };
   }
 
   /** Traces a call whose arguments never became a JSON object (or that had no name). */
@@ -65,4 +89,9 @@ export class ToolCallGuard {
 
 export function invalidName(bad: InvalidToolCall): string {
   return bad.name ?? '(unnamed)';
+}
+
+/** Digest of what the model was given from a run: two runs with equal digests returned the same result. */
+export function resultDigest(outputText: string): string {
+  return createHash('sha256').update(outputText).digest('hex');
 }

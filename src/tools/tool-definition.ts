@@ -7,6 +7,13 @@ import { WorkspacePathError } from '../common/workspace/workspace-path.util';
 
 export type ToolOrigin = 'builtin' | `mcp:${string}`;
 
+/**
+ * What a second call with the same canonical signature in one turn gets: `refuse` (not run; the
+ * earlier result is pointed out) or `rerun` (runs again: a status tool can be polled; the same
+ * result as last time counts as a loop strike).
+ */
+export type RepeatPolicy = 'refuse' | 'rerun';
+
 /** Progress a tool reports about itself ("Searching the knowledge base…"). */
 export interface ToolProgress {
   stage: string;
@@ -54,6 +61,8 @@ export interface ToolDefinition {
   readonly timeoutMs?: number;
   /** `action` part of the canonical signature (e.g. an MCP tool's method); default '' */
   readonly action?: string;
+  /** what a repeated identical call gets; default `refuse` (TOOLS_RERUN overrides) */
+  readonly repeat?: RepeatPolicy;
   isAvailable(): boolean | Promise<boolean>;
   /** Receives validated arguments with defaults applied. May throw; the runner classifies. */
   execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult>;

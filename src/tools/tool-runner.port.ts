@@ -1,5 +1,5 @@
 import type { LlmToolSpec } from '../llm/llm-adapter.port';
-import type { ToolExecutionContext, ToolRunResult } from './tool-definition';
+import type { RepeatPolicy, ToolExecutionContext, ToolRunResult } from './tool-definition';
 
 /** A tool call as a protocol hands it over: arguments as the model sent them (usually a JSON string). */
 export interface ToolCallRequest {
@@ -24,6 +24,8 @@ export interface ToolRunner {
   specs(filter?: { names?: string[] }): Promise<LlmToolSpec[]>;
   /** Arguments safe to show on a stream: properties marked `x-secret` and known secrets masked. */
   redactArgs(name: string, args: unknown): unknown;
+  /** What a repeated identical call of this tool gets (absent: `refuse`). */
+  repeatPolicy?(name: string): RepeatPolicy;
 }
 
 export const TOOL_RUNNER = Symbol('TOOL_RUNNER');

@@ -546,3 +546,13 @@ describe('ToolRunnerService', () => {
     });
   });
 });
+
+describe('ToolRunnerService.repeatPolicy (issue 13)', () => {
+  it('is refuse by default, the tool’s own policy when it has one, and rerun for every name in TOOLS_RERUN', () => {
+    const { runner } = setup([tool({ name: 'plain' }), tool({ name: 'poll', repeat: 'rerun' }), tool({ name: 'strict', repeat: 'refuse' })], { TOOLS_RERUN: 'strict,unknown' });
+    expect(runner.repeatPolicy('plain')).toBe('refuse');
+    expect(runner.repeatPolicy('poll')).toBe('rerun');
+    expect(runner.repeatPolicy('strict')).toBe('rerun');
+    expect(runner.repeatPolicy('missing')).toBe('refuse');
+  });
+});

@@ -8,6 +8,7 @@ import type { LlmToolSpec } from '../llm/llm-adapter.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import {
   ToolFailure,
+  type RepeatPolicy,
   type ToolDefinition,
   type ToolExecuteResult,
   type ToolExecutionContext,
@@ -67,6 +68,7 @@ export class ToolRunnerService implements ToolRunner {
   private readonly defaultTimeoutMs: number;
   private readonly maxResultBytes: number;
   private readonly knownSecrets: string[];
+  private readonly rerun: Set<string>;
 
   constructor(
     private readonly registry: ToolRegistryService,
@@ -76,6 +78,13 @@ export class ToolRunnerService implements ToolRunner {
     this.defaultTimeoutMs = config.get('TOOL_TIMEOUT_MS');
     this.maxResultBytes = config.get('TOOL_RESULT_MAX_BYTES');
     this.knownSecrets = secretValues(config);
+    this.rerun = new Set(config.list('TOOLS_RERUN'));
+  }
+
+  /** TOOLS_RERUN first, then the tool's own policy, else `refuse`. */
+  repeatPolicy(name: string): RepeatPolicy {
+    if (this.rerun.has(name)) return 'rerun';
+    return this.registry.get(name)?.repeat ?? 'refuse';
   }
 
   async run(call: ToolCallRequest, ctx: ToolExecutionContext): Promise<ToolRunResult> {

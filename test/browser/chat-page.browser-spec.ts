@@ -88,7 +88,7 @@ describeBrowser('chat page (/) in headless Chromium', () => {
 
     await waitForState((s) => s.status === 'done');
     const s = await state();
-    expect(s.content).toBe('Let me look at the files. The project has **two** entries:\n\n- `README.md`\n- `docs/`\n');
+    expect(s.content).toBe('Let me look at the files. \n\nThe project has **two** entries:\n\n- `README.md`\n- `docs/`\n');
     expect(s.phases.map((p: { phaseIndex: number; phase: string }) => `${p.phaseIndex}:${p.phase}`)).toEqual(['1:action_phase', '2:tool_phase', '3:action_phase']);
     expect(await page.locator('.message.live .phase').allTextContents()).toEqual(['1 · Answer', '2 · Tools', '3 · Answer']);
     // tool activity: the name and its status, never its raw output

@@ -70,7 +70,7 @@ describe('POST /api/chat/messages_two_stage', () => {
     const res = await send('Summarize docs/roadmap.md');
     expect(res.status).toBe(200);
     const { requestId } = await checkTurn(res.events, 'final_answer');
-    expect(textOf(res.events)).toBe('Looking. The roadmap: ship the two-stage protocol in Q1.');
+    expect(textOf(res.events)).toBe('Looking. \n\nThe roadmap: ship the two-stage protocol in Q1.');
     const phases = of(res.events, 'phase').map((e) => `${e.data.status}:${e.data.phase}:${e.data.phaseIndex}:${e.data.cycleIndex}`);
     expect(phases).toEqual([
       'start:action_phase:1:0', 'end:action_phase:1:0', 'start:tool_phase:2:1', 'end:tool_phase:2:1',
@@ -202,7 +202,7 @@ describe('POST /api/chat/messages_two_stage', () => {
     );
     const res = await send('read a strange file');
     const { requestId } = await checkTurn(res.events, 'final_answer');
-    expect(textOf(res.events)).toBe('Odd\uFFFDbyte. Done\uFFFD.');
+    expect(textOf(res.events)).toBe('Odd\uFFFDbyte. \n\nDone\uFFFD.');
     const trace = await traceOf(requestId);
     expect(trace.filter((x) => x.type === 'tool_call')).toHaveLength(1);
     expect(trace.filter((x) => x.type === 'run_completed')).toHaveLength(1);

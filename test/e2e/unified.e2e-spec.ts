@@ -114,20 +114,25 @@ describe('POST /api/chat/messages (unified agentic route)', () => {
     expect(tools[1].content).toContain('Roadmap');
   });
 
-  it('ends a model that never stops calling tools after maxIterations model steps', async () => {
+  it('ends a model that never stops calling tools after maxIterations model steps with one tool-free answer', async () => {
     for (let i = 0; i < 10; i++) llm.enqueue(respond.turn([{ text: `step ${i}. ` }, { toolCall: { name: 'list_files', args: { path: `guides`, recursive: i % 2 === 0 } } }]));
+    llm.enqueue(respond.turn([{ text: 'The guides folder holds install.md and roadmap.md.' }]));
     const res = await send('Keep exploring the files');
     const { trace } = await checkTurn(res.events, 'max_iterations');
-    expect(llm.chatRequests).toHaveLength(10);
-    expect(trace.filter((x) => x.type === 'llm_request')).toHaveLength(10);
+    expect(llm.chatRequests).toHaveLength(11);
+    expect(names(llm.chatRequests[10].body)).toEqual([]);
+    expect(trace.filter((x) => x.type === 'llm_request')).toHaveLength(11);
     expect(textOf(res.events)).toContain('step 9.');
+    expect(textOf(res.events).endsWith('\n\nThe guides folder holds install.md and roadmap.md.')).toBe(true);
   });
 
   it('with a smaller maxIterations option, stops sooner', async () => {
     for (let i = 0; i < 3; i++) llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: `guides/install.md`, maxBytes: 100 + i } } }]));
+    llm.enqueue(respond.turn([{ text: 'Run npm install.' }]));
     const res = await send('loop', { options: { maxIterations: 3 } });
     await checkTurn(res.events, 'max_iterations');
-    expect(llm.chatRequests).toHaveLength(3);
+    expect(llm.chatRequests).toHaveLength(4);
+    expect(textOf(res.events)).toBe('Run npm install.');
   });
 
   it('takes the direct path when the conversation turns the orchestrator off: no tools, retrieved context given', async () => {

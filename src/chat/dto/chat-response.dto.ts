@@ -9,6 +9,8 @@ export class ChatMessageDto {
   @ApiProperty({ enum: ['complete', 'cancelled', 'error'] }) status: string;
   @ApiProperty({ nullable: true, type: String }) requestId: string | null;
   @ApiProperty() createdAt: string;
+  /** added (issue 13): how an assistant message's turn ended (`max_tokens`: cut off by the token limit); null for user messages */
+  @ApiPropertyOptional({ nullable: true, type: String }) stopReason?: string | null;
 }
 
 export class ConversationDto {
@@ -21,7 +23,8 @@ export class ConversationDto {
 }
 
 export function mapMessage(m: ChatMessageEntity): ChatMessageDto {
-  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString() };
+  const stopReason = m.role === 'assistant' && typeof m.metadata?.stopReason === 'string' ? m.metadata.stopReason : null;
+  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason };
 }
 
 export function mapConversation(c: ConversationEntity): ConversationDto {

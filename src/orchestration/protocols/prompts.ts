@@ -18,3 +18,6 @@ export const UNIFIED_SYSTEM_PROMPT = [
   'Answer the user directly and concisely when you can. Use Markdown when it helps readability.',
   'Never invent facts about the user\'s project: say so when you do not know.',
 ].join('\n');
+
+/** Streamed between the answer text of two model steps of one turn, so they never run together. */
+export const PARAGRAPH_BREAK = '\n\n';

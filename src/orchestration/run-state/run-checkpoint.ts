@@ -17,6 +17,8 @@ export interface ExecutedToolRecord {
   arguments: string;
   phaseIndex: number;
   outcome: string;
+  /** sha256 of the result the model was given (a rerun compares it); absent in older checkpoints */
+  resultDigest?: string;
 }
 
 export interface TwoStageCheckpoint {

@@ -78,7 +78,7 @@ export class SourcesEventDto extends RunEventEnvelopeDto {
 }
 
 export class NoticeEventDto extends RunEventEnvelopeDto {
-  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments'] }) code: string;
+  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments', 'response_truncated'] }) code: string;
   @ApiProperty() message: string;
 }
 
@@ -102,7 +102,7 @@ export class TurnUsageDto {
 export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ description: 'the whole answer as stored' }) fullContent: string;
   @ApiProperty({ nullable: true, type: String, description: 'the stored assistant message' }) messageId: string | null;
-  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'cancelled', 'error'] }) stopReason: string;
+  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'max_tokens', 'cancelled', 'error'] }) stopReason: string;
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
 }
 

@@ -120,6 +120,8 @@ function hostOf(url: string): string {
 /** Shared construction for both tools. */
 abstract class PageToolBase {
   readonly origin = 'builtin' as const;
+  /** what it reads can change within a turn (a log, a status page): a repeat runs again */
+  readonly repeat = 'rerun' as const;
   protected readonly fetcher: WebFetcher;
   protected readonly defaultMaxChars: number;
   private readonly ownsFetcher: boolean;

@@ -12,7 +12,7 @@ import { TRACE_SINK, type TraceSink } from '../../trace/trace-sink.port';
 import { definitionHash, ToolRegistryService } from '../tool-registry.service';
 import { loadMcpConfig, resolveMcpConfigSource, type McpServerConfig, type McpTransportKind } from './mcp-config';
 import { McpServerConnection, type McpConnectionTimings, type McpServerStatus } from './mcp-server-connection';
-import { McpToolAdapter, type McpToolSpec } from './mcp-tool.adapter';
+import { McpToolAdapter, repeatFromAnnotations, type McpToolSpec } from './mcp-tool.adapter';
 import { namespacedToolName } from './mcp-tool-name.util';
 
 /** Health view of one configured server. */
@@ -161,6 +161,7 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
         remoteName: tool.name,
         description: tool.description ?? tool.title ?? `Tool ${tool.name} of MCP server ${server}`,
         parameters: toParameters(tool.inputSchema),
+        repeat: repeatFromAnnotations(tool.annotations),
       };
       const hash = definitionHash(spec);
       const previous = state.tools.get(name);

@@ -1,7 +1,7 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ToolFailure, type ToolExecutionContext } from '../tool-definition';
-import { McpToolAdapter } from './mcp-tool.adapter';
+import { McpToolAdapter, repeatFromAnnotations } from './mcp-tool.adapter';
 import type { McpServerStatus, McpToolConnection } from './mcp-server-connection';
 import type { McpTransportKind } from './mcp-config';
 
@@ -106,5 +106,14 @@ describe('McpToolAdapter', () => {
     const { connection } = fakeConnection(async () => Promise.reject(new StreamableHTTPError(404, 'Error POSTing to endpoint: Session not found')), 'streamable-http');
     expect((await failure(adapter(connection).execute({}, ctx()))).outcome).toBe('unavailable');
     expect(connection.broken).toEqual(['Streamable HTTP error: Error POSTing to endpoint: Session not found']);
+  });
+});
+
+describe('repeatFromAnnotations (issue 13)', () => {
+  it('reruns only tools the server marks read-only', () => {
+    expect(repeatFromAnnotations({ readOnlyHint: true })).toBe('rerun');
+    expect(repeatFromAnnotations({ readOnlyHint: false })).toBe('refuse');
+    expect(repeatFromAnnotations({})).toBe('refuse');
+    expect(repeatFromAnnotations(undefined)).toBe('refuse');
   });
 });

@@ -4,6 +4,7 @@ import { abortReason } from '../../common/util/abort.util';
 import { redactString } from '../../common/util/redact.util';
 import {
   ToolFailure,
+  type RepeatPolicy,
   type ToolDefinition,
   type ToolExecuteResult,
   type ToolExecutionContext,
@@ -19,6 +20,17 @@ export interface McpToolSpec {
   remoteName: string;
   description: string;
   parameters: Record<string, unknown>;
+  /** from the server's annotations (see repeatFromAnnotations) */
+  repeat?: RepeatPolicy;
+}
+
+/**
+ * A tool the server annotates `readOnlyHint: true` has no side effect a second run could repeat,
+ * so a repeated identical call runs again (polling a status works); the same-result strike still
+ * stops a loop. Without that hint (or with `false`) the call is refused as before.
+ */
+export function repeatFromAnnotations(annotations: { readOnlyHint?: boolean } | undefined): RepeatPolicy {
+  return annotations?.readOnlyHint === true ? 'rerun' : 'refuse';
 }
 
 export interface McpCallLimits {
@@ -40,6 +52,7 @@ export class McpToolAdapter implements ToolDefinition {
   readonly origin: ToolOrigin;
   /** the remote tool name, so calls to two servers' same-named tools never share a signature */
   readonly action: string;
+  readonly repeat: RepeatPolicy;
 
   constructor(
     readonly spec: McpToolSpec,
@@ -51,6 +64,7 @@ export class McpToolAdapter implements ToolDefinition {
     this.parameters = spec.parameters;
     this.origin = `mcp:${connection.serverName}`;
     this.action = spec.remoteName;
+    this.repeat = spec.repeat ?? 'refuse';
   }
 
   isAvailable(): boolean {

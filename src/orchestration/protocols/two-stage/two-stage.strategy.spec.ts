@@ -110,7 +110,7 @@ describe('TwoStageStrategy', () => {
     const { ctx, llm, executions, trace } = setup([toolTurn('read_file', '{"path":"docs/roadmap.md"}', 'Let me read it. '), answer('The roadmap says ship.')]);
     const events = await collect(strategy.execute(ctx));
     expect(executions).toEqual([{ name: 'read_file', args: { path: 'docs/roadmap.md', maxBytes: 65536 } }]);
-    expect(text(events)).toBe('Let me read it. The roadmap says ship.');
+    expect(text(events)).toBe('Let me read it. \n\nThe roadmap says ship.');
     expect(doneOf(events).stopReason).toBe('final_answer');
     const second = llm.requests[1].messages;
     expect(second[0].role).toBe('system');

@@ -3,9 +3,9 @@ import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
-import { invalidName, ToolCallGuard } from '../../tool-call-guard';
+import { invalidName, resultDigest, ToolCallGuard } from '../../tool-call-guard';
 import { phaseEdge, shownArguments, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
-import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
+import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
   parseTwoStageCheckpoint,
@@ -13,7 +13,7 @@ import {
   type ExecutedToolRecord,
   type TwoStageCheckpoint,
 } from '../../run-state/run-checkpoint';
-import { MAX_RESPONSE_TOKENS, temperatureFor } from '../prompts';
+import { MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import { forcedFinal, NOTICES, type ForcedReason, type TwoStageCounters } from './two-stage.budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction, invalidArgumentsMessage, refusalMessage, toolResultMessage } from './two-stage.messages';
 
@@ -48,12 +48,14 @@ export class TwoStageStrategy implements ProtocolStrategy {
     const state = this.initialState(ctx);
     const specs = await ctx.tools.specs();
     let forced: ForcedReason | null = forcedFinal(this.counters(state), ctx.budgets);
+    // some answer text was streamed: the next phase's text starts after a paragraph break
+    let wrote = false;
 
     while (true) {
       if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
       // the action phase's text streams from the model to the consumer (the hot path)
-      const stream = yield* this.startAction(ctx, state, specs, forced);
-      yield* stream.step();
+      const stream = yield* this.startAction(ctx, state, specs, forced, wrote);
+      if ((yield* stream.step()).text.length > 0) wrote = true;
       const outcome: StepOutcome = yield* this.endAction(ctx, state, specs, forced, stream);
       switch (outcome.kind) {
         case 'final':
@@ -74,6 +76,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     s: TurnState,
     specs: LlmToolSpec[],
     forced: ForcedReason | null,
+    wrote: boolean,
   ): Generator<ProtocolEvent, ModelStream, undefined> {
     const phaseIndex = ++s.phaseIndex;
     yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
@@ -100,7 +103,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
         requestId: ctx.requestId,
       },
       ctx.signal,
-      { stopAtFirstCompleteCall: true, ignoreToolCalls: !offerTools },
+      { stopAtFirstCompleteCall: true, ignoreToolCalls: !offerTools, lead: wrote ? PARAGRAPH_BREAK : undefined },
     );
   }
 
@@ -143,8 +146,12 @@ export class TwoStageStrategy implements ProtocolStrategy {
       yield { type: 'chunk', content: FORCED_FINAL_FALLBACK };
     }
     if (forced || (!call && res.invalid.length === 0)) {
-      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, forced ?? 'final_answer');
-      return { kind: 'final', stopReason: forced ?? 'final_answer' };
+      const truncated = res.finishReason === 'length';
+      if (truncated) yield TRUNCATED_NOTICE;
+      // a forced answer keeps saying which budget forced it; the notice says it was cut off
+      const stopReason: StopReason = forced ?? (truncated ? 'max_tokens' : 'final_answer');
+      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, stopReason);
+      return { kind: 'final', stopReason };
     }
     if (!call) {
       yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'invalid_tool_call');
@@ -156,13 +163,15 @@ export class TwoStageStrategy implements ProtocolStrategy {
     yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
 
     // stored as a digest: checkpoints keep no argument values (secrets included)
-    const signature = new ToolCallGuard(ctx).signature(call)?.digest ?? null;
-    const earlier = signature ? s.executed.find((e) => e.signature === signature) : undefined;
-    if (earlier) {
+    const guard = new ToolCallGuard(ctx);
+    const signature = guard.signature(call)?.digest ?? null;
+    // the latest run of this signature: a rerun compares its result with that one
+    const earlier = signature ? s.executed.findLast((e) => e.signature === signature) : undefined;
+    if (earlier && guard.policy(call.name) === 'refuse') {
       yield* this.refuseDuplicate(ctx, s, call, earlier);
       return { kind: 'refused_duplicate' };
     }
-    return yield* this.toolPhase(ctx, s, call, signature);
+    return yield* this.toolPhase(ctx, s, call, signature, earlier);
   }
 
   /** Runs exactly one call through the ToolRunner and injects its result. */
@@ -171,6 +180,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     s: TurnState,
     call: CompletedToolCall,
     signature: string | null,
+    previous?: ExecutedToolRecord,
   ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
     const phaseIndex = ++s.phaseIndex;
     s.cycleIndex += 1;
@@ -194,7 +204,9 @@ export class TwoStageStrategy implements ProtocolStrategy {
       arguments: shownArgs,
       phaseIndex,
       outcome: result.outcome,
+      resultDigest: resultDigest(result.outputText),
     });
+    if (previous) yield* this.rerunVerdict(ctx, s, call, previous, s.executed[s.executed.length - 1]);
 
     if (ctx.signal.aborted) {
       yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
@@ -212,6 +224,25 @@ export class TwoStageStrategy implements ProtocolStrategy {
     return { kind: 'run_again' };
   }
 
+  /** A `rerun` tool ran again: the same result as its signature's previous run is a loop strike. */
+  private *rerunVerdict(
+    ctx: ProtocolExecutionContext,
+    s: TurnState,
+    call: CompletedToolCall,
+    previous: ExecutedToolRecord,
+    now: ExecutedToolRecord,
+  ): Generator<ProtocolEvent, void, undefined> {
+    const guard = new ToolCallGuard(ctx);
+    const sameResult = previous.resultDigest !== undefined && previous.resultDigest === now.resultDigest;
+    const spent = sameResult && guard.strike(s);
+    guard.traceDuplicate(call, now.signature, { policy: 'rerun', sameResult }, {
+      firstPhaseIndex: previous.phaseIndex, phaseIndex: now.phaseIndex, strikes: s.duplicateStrikes, limit: ctx.budgets.maxDuplicateAttempts,
+    });
+    if (!sameResult) return;
+    yield guard.sameResultNotice(call.name, s.duplicateStrikes);
+    if (spent) yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
+  }
+
   private async *refuseDuplicate(
     ctx: ProtocolExecutionContext,
     s: TurnState,
@@ -220,7 +251,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
     const guard = new ToolCallGuard(ctx);
     const spent = guard.strike(s);
-    guard.traceDuplicate(call, earlier.signature, { firstPhaseIndex: earlier.phaseIndex, strikes: s.duplicateStrikes, limit: ctx.budgets.maxDuplicateAttempts });
+    guard.traceDuplicate(call, earlier.signature, { policy: 'refuse', sameResult: null }, { firstPhaseIndex: earlier.phaseIndex, strikes: s.duplicateStrikes, limit: ctx.budgets.maxDuplicateAttempts });
     yield guard.refused(call);
     yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
     s.injected.push({ role: 'system', content: refusalMessage(call.name, shownArguments(ctx, call), earlier, s.executed.indexOf(earlier) + 1) });

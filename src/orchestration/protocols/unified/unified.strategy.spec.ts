@@ -180,7 +180,7 @@ describe('UnifiedStrategy', () => {
       );
       const events = await collect(strategy.execute(ctx));
       expect(executions.map((e) => e.name)).toEqual(['list_files', 'read_file']);
-      expect(text(events)).toBe('Looking. The roadmap: ship the unified route in Q1.');
+      expect(text(events)).toBe('Looking. \n\nThe roadmap: ship the unified route in Q1.');
       expect(doneOf(events).stopReason).toBe('final_answer');
       expect(llm.calls).toBe(3);
 
@@ -301,15 +301,17 @@ describe('UnifiedStrategy', () => {
       expect(toolMessages(llm.requests[1].messages).map((m) => m.toolCallId)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4', 'w5']);
     });
 
-    it('stops after exactly maxIterations model calls when the model never stops calling tools; the last calls are not run', async () => {
+    it('stops after exactly maxIterations tool-calling model calls, the last calls not run, then one tool-free call writes the answer', async () => {
       const looping = (i: number): ScriptedResponse => [...say(`step ${i}. `), ...callTool(0, 'list_files', `{"path":"dir${i}"}`), finish('tool_calls')];
-      const { ctx, llm, executions, trace } = setup([looping(1), looping(2), looping(3)], { budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, maxIterations: 3 } });
+      const { ctx, llm, executions, trace } = setup([looping(1), looping(2), looping(3), answer('Both dirs are empty.')], { budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, maxIterations: 3 } });
       const events = await collect(strategy.execute(ctx));
-      expect(llm.calls).toBe(3);
+      expect(llm.calls).toBe(4);
+      expect(llm.requests[3].tools ?? []).toEqual([]);
+      expect(llm.requests[3].toolChoice).toBe('none');
       expect(executions.map((e) => e.args.path)).toEqual(['dir1', 'dir2']);
       expect(doneOf(events).stopReason).toBe('max_iterations');
-      expect(text(events)).toBe('step 1. step 2. step 3. ');
-      expect(phases(events).at(-1)).toBe('end:action_phase:5:2:max_iterations');
+      expect(text(events)).toBe('step 1. \n\nstep 2. \n\nstep 3. \n\nBoth dirs are empty.');
+      expect(phases(events).slice(-3)).toEqual(['end:action_phase:5:2:max_iterations', 'start:action_phase:6:2', 'end:action_phase:6:2:max_iterations']);
       expect(ofType(events, 'tool_calls')).toHaveLength(2);
       expect(roles(llm.requests[2].messages)).toEqual(['system', 'user', 'assistant:call_0_list_files', 'tool:call_0_list_files', 'assistant:call_0_list_files', 'tool:call_0_list_files']);
       expect(sourcesOf(events)).toBeDefined();

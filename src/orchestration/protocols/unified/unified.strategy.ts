@@ -2,14 +2,23 @@ import { Injectable } from '@nestjs/common';
 import type { KnowledgeModuleInfo, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
 import type { LlmCapabilities, LlmErrorInfo, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import { ModelStream, type ModelStreamResult } from '../../model-stream';
-import { addUsage, emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
+import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
-import { temperatureFor } from '../prompts';
+import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import { assembleMessages, splitConversation, unifiedBudget, type StepMessages, type UnifiedBudget } from './unified.budget';
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';
 import { runToolStep, stepMessages, type ExecutedCall } from './unified.tool-step';
 import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
+import { ToolCallGuard } from '../../tool-call-guard';
+import { NOTICES } from '../two-stage/two-stage.budgets';
+import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
+
+/** The instruction of the final, tool-free model call, by why the loop stopped. */
+const FINAL_ANSWER_INSTRUCTION = {
+  max_iterations: 'The tool-call budget of this turn is used up. Do not call any tools. Write your final answer to the user now, using the tool results above.',
+  duplicate_limit: 'Tool calls kept returning the same result. Do not call any tools. Write your final answer to the user now, using the tool results above.',
+} as const;
 
 /** How long the system prompt waits for the project's knowledge modules before going without them. */
 export const MODULES_TIMEOUT_MS = 2_000;
@@ -30,6 +39,10 @@ interface TurnState {
   steps: StepMessages[];
   executed: Map<string, ExecutedCall>;
   sources: SourcesCollector;
+  /** rerun tools that returned the same result again (loop strikes) */
+  duplicateStrikes: number;
+  /** some answer text was streamed: the next step's text starts after a paragraph break */
+  wrote: boolean;
 }
 
 /** Everything about the turn that is fixed once it starts. */
@@ -84,7 +97,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
   readonly capabilities = { pausePoints: false, resume: false, tools: true };
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
-    const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), sources: new SourcesCollector() };
+    const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), sources: new SourcesCollector(), duplicateStrikes: 0, wrote: false };
     const caps = await capabilitiesOf(ctx);
     const budget = unifiedBudget(ctx.contextWindow ?? caps?.contextWindow);
     const enabled = ctx.flags?.orchestratorEnabled !== false;
@@ -114,15 +127,41 @@ export class UnifiedStrategy implements ProtocolStrategy {
       const stream = yield* this.startStep(ctx, s, setup);
       const res = yield* stream.step();
       const outcome = yield* this.endStep(ctx, s, res);
+      if (outcome.kind === 'final' && outcome.stopReason === 'max_iterations') return yield* this.finalAnswer(ctx, s, setup, 'max_iterations');
       if (outcome.kind === 'final') return yield* this.finish(ctx, s, outcome.stopReason, outcome.error);
 
-      yield* this.toolPhase(ctx, s, res, specs);
+      const spent = yield* this.toolPhase(ctx, s, res, specs);
       if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
+      if (spent) return yield* this.finalAnswer(ctx, s, setup, 'duplicate_limit');
     }
   }
 
+  /**
+   * The loop stopped (maxIterations, or the loop-strike limit): one more model call, offered no
+   * tools, writes the answer from what the tools returned — as two-stage's forced final answer.
+   * `stopReason` still says why the loop stopped.
+   */
+  private async *finalAnswer(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why: 'max_iterations' | 'duplicate_limit'): AsyncGenerator<ProtocolEvent, void, undefined> {
+    if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
+    const system = `${t.system}\n\n${FINAL_ANSWER_INSTRUCTION[why]}`;
+    const stream = yield* this.startStep(ctx, s, { ...t, system, specs: [] }, true);
+    const res = yield* stream.step();
+    addUsage(s.usage, res.usage);
+    if (res.text.length > 0) s.wrote = true;
+    if (!res.error && !ctx.signal.aborted && res.text.trim() === '') {
+      // the model still wrote nothing: the user gets an answer all the same
+      yield { type: 'chunk', content: s.wrote ? PARAGRAPH_BREAK + FORCED_FINAL_FALLBACK : FORCED_FINAL_FALLBACK };
+    }
+    traceStep(ctx, 'llm_response', { phaseIndex: s.phaseIndex, step: s.modelSteps, forced: why, finishReason: res.finishReason ?? null, textChars: res.text.length, usage: res.usage ?? null });
+    if (res.error) traceStep(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...res.error });
+    // stopReason keeps saying why the loop stopped; the notice says the answer was cut off
+    if (!res.error && res.finishReason === 'length') yield TRUNCATED_NOTICE;
+    yield* phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, ctx.signal.aborted ? 'cancelled' : res.error ? 'error' : why);
+    yield* this.finish(ctx, s, res.error ? 'error' : why, res.error);
+  }
+
   /** Opens a model step: builds the request inside the context budget and starts the stream. */
-  private *startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup): Generator<ProtocolEvent, ModelStream, undefined> {
+  private *startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, final = false): Generator<ProtocolEvent, ModelStream, undefined> {
     s.phaseIndex += 1;
     s.modelSteps += 1;
     yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
@@ -133,7 +172,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
       step: s.modelSteps,
       messages: messages.length,
       tools: t.specs.map((x) => x.name),
-      toolChoice: 'auto',
+      toolChoice: final ? 'none' : 'auto',
+      ...(final ? { forced: true } : {}),
       temperature: temperatureFor(ctx.mode),
       maxTokens: t.budget.maxResponseTokens,
       ...report,
@@ -142,21 +182,22 @@ export class UnifiedStrategy implements ProtocolStrategy {
       ctx.llm,
       {
         messages,
-        tools: t.specs,
-        toolChoice: 'auto',
+        tools: final ? undefined : t.specs,
+        toolChoice: final ? 'none' : 'auto',
         temperature: temperatureFor(ctx.mode),
         maxTokens: t.budget.maxResponseTokens,
         requestId: ctx.requestId,
         disableReasoning: true,
       },
       ctx.signal,
-      { stopAtFirstCompleteCall: false },
+      { stopAtFirstCompleteCall: false, ignoreToolCalls: final, lead: s.wrote ? PARAGRAPH_BREAK : undefined },
     );
   }
 
   /** Closes a model step's action phase and decides: run its calls, or end the turn. */
   private *endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult): Generator<ProtocolEvent, StepOutcome, undefined> {
     addUsage(s.usage, res.usage);
+    if (res.text.length > 0) s.wrote = true;
     const end = (reason: string) => phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
     if (ctx.signal.aborted) {
       yield* end('cancelled');
@@ -180,6 +221,11 @@ export class UnifiedStrategy implements ProtocolStrategy {
       usage: res.usage ?? null,
     });
     if (callCount === 0) {
+      if (res.finishReason === 'length') {
+        yield TRUNCATED_NOTICE;
+        yield* end('max_tokens');
+        return { kind: 'final', stopReason: 'max_tokens' };
+      }
       yield* end('final_answer');
       return { kind: 'final', stopReason: 'final_answer' };
     }
@@ -193,8 +239,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
     return { kind: 'run_tools' };
   }
 
-  /** One tool step: every call of the response, then its messages join the conversation. */
-  private async *toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, void, undefined> {
+  /** One tool step: every call of the response, then its messages join the conversation. True once the loop-strike limit is spent. */
+  private async *toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, boolean, undefined> {
     // like two-stage: the calls are shown where the model made them, before their tool phase opens
     if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
     s.phaseIndex += 1;
@@ -206,11 +252,23 @@ export class UnifiedStrategy implements ProtocolStrategy {
     for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
     if (ctx.signal.aborted) {
       yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
-      return;
+      return false;
     }
     s.steps.push(stepMessages(res.text, res.calls, res.invalid, outcomes));
+    const guard = new ToolCallGuard(ctx);
+    let spent = false;
+    for (const o of outcomes) {
+      if (o.sameResult !== true || spent) continue;
+      spent = guard.strike(s);
+      yield guard.sameResultNotice(o.name, s.duplicateStrikes);
+    }
+    if (spent) {
+      traceStep(ctx, 'orchestration_notice', { code: 'duplicate_limit_reached', strikes: s.duplicateStrikes });
+      yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
+    }
     const allOk = outcomes.every((o) => o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError);
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
+    return spent;
   }
 
   /** The direct path: retrieval, sources, one tool-free answer with the excerpts in the system prompt. */

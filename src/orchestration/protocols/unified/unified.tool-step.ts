@@ -33,10 +33,12 @@ export interface CallOutcome {
   kind: 'ran' | 'duplicate' | 'invalid';
   content: string;
   result?: ToolRunResult;
+  /** a `rerun` tool's repeat: whether it returned the same result as its signature's previous run (a loop strike) */
+  sameResult?: boolean;
 }
 
 type Planned =
-  | { kind: 'run'; index: number; call: CompletedToolCall; entry: ExecutedCall; settle: (r: ToolRunResult) => void }
+  | { kind: 'run'; index: number; call: CompletedToolCall; entry: ExecutedCall; settle: (r: ToolRunResult) => void; rerun?: { digest: string; previous: ExecutedCall } }
   | { kind: 'duplicate'; index: number; call: CompletedToolCall; digest: string; earlier: ExecutedCall }
   | { kind: 'invalid'; index: number; bad: InvalidToolCall };
 
@@ -90,7 +92,9 @@ export async function* runToolStep(
     switch (p.kind) {
       case 'run': {
         const result = await p.entry.result;
-        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result) });
+        const sameResult = p.rerun ? (await p.rerun.previous.result).outputText === result.outputText : undefined;
+        if (p.rerun) guard.traceDuplicate(p.call, p.rerun.digest, { policy: 'rerun', sameResult: sameResult! }, { firstCallId: p.rerun.previous.callId, firstStep: p.rerun.previous.step, step });
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result), ...(p.rerun ? { sameResult } : {}) });
         break;
       }
       case 'duplicate': {
@@ -131,14 +135,16 @@ function plan(guard: ToolCallGuard, step: number, calls: CompletedToolCall[], in
     const sig = guard.signature(call);
     const signature = sig?.canonical ?? null;
     const earlier = signature === null ? undefined : executed.get(signature);
-    if (earlier) {
+    // a rerun tool runs again in a later step; the same call twice in one response is still one call
+    const rerun = earlier && earlier.step !== step && guard.policy(call.name) === 'rerun';
+    if (earlier && !rerun) {
       out.push({ kind: 'duplicate', index: call.index, call, digest: sig!.digest, earlier });
       continue;
     }
     let settle!: (r: ToolRunResult) => void;
     const entry: ExecutedCall = { callId: call.id, name: call.name, step, result: new Promise<ToolRunResult>((resolve) => (settle = resolve)) };
     if (signature !== null) executed.set(signature, entry);
-    out.push({ kind: 'run', index: call.index, call, entry, settle });
+    out.push({ kind: 'run', index: call.index, call, entry, settle, ...(rerun ? { rerun: { digest: sig!.digest, previous: earlier } } : {}) });
   }
   for (const bad of invalid) out.push({ kind: 'invalid', index: bad.index, bad });
   return out.sort((a, b) => a.index - b.index);
@@ -168,7 +174,7 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
 }
 
 function* refuseDuplicate(guard: ToolCallGuard, call: CompletedToolCall, digest: string, earlier: ExecutedCall, step: number): Generator<ProtocolEvent, void, undefined> {
-  guard.traceDuplicate(call, digest, { firstCallId: earlier.callId, firstStep: earlier.step, step, answeredFromEarlierResult: true });
+  guard.traceDuplicate(call, digest, { policy: 'refuse', sameResult: null }, { firstCallId: earlier.callId, firstStep: earlier.step, step, answeredFromEarlierResult: true });
   yield {
     type: 'notice',
     code: 'duplicate_tool_call',

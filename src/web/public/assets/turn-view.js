@@ -128,15 +128,18 @@ function toolItem(t) {
   ]);
 }
 
-/** @param {{ role: string, content: string, status: string, requestId: string | null }} m */
+/** @param {{ role: string, content: string, status: string, requestId: string | null, stopReason?: string | null }} m */
 export function storedMessage(m) {
   if (m.role === 'user') return userMessage(m.content);
   const body = el('div', { class: 'markdown' });
   body.replaceChildren(renderMarkdown(m.content));
   const note = m.status === 'cancelled' ? 'Stopped' : m.status === 'error' ? 'Ended with an error' : null;
+  const stop = m.stopReason && !['final_answer', 'cancelled', 'error'].includes(m.stopReason) ? m.stopReason : null;
   return el('article', { class: 'message assistant', 'aria-label': 'Assistant' }, [
+    // a cut-off answer says so after a reload too, as the live turn's notice did
+    m.stopReason === 'max_tokens' ? el('div', { class: 'notices' }, [el('p', { class: 'notice', 'data-code': 'response_truncated' }, 'The answer was cut off: the model reached its token limit.')]) : null,
     body,
-    el('footer', { class: 'message-footer' }, [note ? el('span', { class: `status-pill ${m.status}` }, note) : null, traceLink(m.requestId)]),
+    el('footer', { class: 'message-footer' }, [note ? el('span', { class: `status-pill ${m.status}` }, note) : null, stop ? el('span', { class: 'stop-reason' }, `stop reason: ${stop}`) : null, traceLink(m.requestId)]),
   ]);
 }
 
