@@ -1,3 +1,4 @@
+import { Public } from '../common/auth/public.decorator';
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
@@ -33,6 +34,7 @@ export class HealthController {
   ) {}
 
   @Get('health')
+  @Public()
   @ApiOperation({ operationId: 'getHealth', summary: 'Liveness and dependencies (never needs an API key)' })
   @ApiOkResponse({ type: HealthDto })
   async health(): Promise<HealthDto> {

@@ -10,6 +10,7 @@ import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from './dto/run-event.dto';
 import { RunDto } from './dto/run.dto';
 import { RunsService } from './runs.service';
+import { QueryTokenAllowed } from '../common/auth/public.decorator';
 
 @ApiTags('runs')
 @Controller('api/chat/runs')
@@ -28,6 +29,7 @@ export class RunsController {
   }
 
   @Sse(':requestId/events', { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @QueryTokenAllowed()
   @ApiOperation({ operationId: 'streamRunEvents', summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the last seq the client received' })
   @ApiSseResponse({ description: 'the run\'s events, exactly as they were first sent (same ids), then its live events', events: RUN_EVENTS })
