@@ -15,6 +15,8 @@ import { ObservabilityModule } from './observability/observability.module';
 import { LoggingModule } from './observability/logging';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
+import { ProjectScopeGuard } from './common/auth/project-scope.guard';
+import { AdminModule } from './admin/admin.module';
 import { OpenStreamsInterceptor } from './common/sse/open-streams.interceptor';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
@@ -23,7 +25,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule],
+      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule],
       providers: [
     {
       provide: APP_PIPE,
@@ -31,6 +33,8 @@ export class AppModule {
     },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
+    // after the key guard: it reads the principal the key guard sets
+    { provide: APP_GUARD, useClass: ProjectScopeGuard },
     { provide: APP_INTERCEPTOR, useClass: OpenStreamsInterceptor },
       ],
     };

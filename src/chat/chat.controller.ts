@@ -3,6 +3,7 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkR
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
+import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { map, type Observable } from 'rxjs';
 import { responseFlow } from '../common/sse/client-flow';
 import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
@@ -25,6 +26,7 @@ export class ChatController {
   ) {}
 
   @Post('messages')
+  @ProjectScope('projectId', 'conversation:conversationId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
@@ -36,6 +38,7 @@ export class ChatController {
   }
 
   @Post('messages_two_stage')
+  @ProjectScope('projectId', 'conversation:conversationId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
@@ -48,6 +51,7 @@ export class ChatController {
   }
 
   @Post('messages_two_stage/resume')
+  @ProjectScope('run:requestId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
@@ -60,6 +64,7 @@ export class ChatController {
   }
 
   @Get('conversations')
+  @ProjectScope('projectId')
   @ApiOperation({ operationId: 'listConversations', summary: 'Conversations of a project, newest first' })
   @ApiOkResponse({ type: [ConversationDto] })
   list(@Query() q: ListConversationsQueryDto): Promise<ConversationDto[]> {
@@ -67,6 +72,7 @@ export class ChatController {
   }
 
   @Get('conversations/:id/messages')
+  @ProjectScope('conversation:id')
   @ApiOperation({ operationId: 'listConversationMessages', summary: 'Messages of a conversation, oldest first' })
   @ApiOkResponse({ type: [ChatMessageDto] })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
@@ -75,6 +81,7 @@ export class ChatController {
   }
 
   @Patch('conversations/:id/settings')
+  @ProjectScope('conversation:id')
   @ApiOperation({ operationId: 'updateConversationSettings', summary: 'Per-conversation settings (orchestratorEnabled overrides ORCHESTRATOR_ENABLED)' })
   @ApiOkResponse({ type: ConversationDto })
   @ApiNotFoundResponse({ description: 'unknown conversation' })

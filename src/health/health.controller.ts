@@ -1,4 +1,5 @@
 import { Public } from '../common/auth/public.decorator';
+import { AnyProject } from '../common/auth/project-scope.decorator';
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
@@ -50,6 +51,7 @@ export class HealthController {
   }
 
   @Get('config/capabilities')
+  @AnyProject()
   @ApiOperation({ operationId: 'getCapabilities', summary: 'What the configured model and switches allow' })
   @ApiOkResponse({ type: CapabilitiesDto })
   async capabilities(): Promise<CapabilitiesDto> {
