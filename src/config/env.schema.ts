@@ -146,6 +146,13 @@ export class EnvironmentVariables {
   TOOL_INDEX_ENABLED = true;
 
   /**
+   * Extension (issue 14): read_file refuses a file with more than one hard link, since a link in
+   * the workspace to a file outside it passes every path check. true allows them.
+   */
+  @Transform(toBool) @IsBoolean()
+  FILE_ALLOW_HARDLINKS = false;
+
+  /**
    * Extension: chat turns (unified, two-stage) offer the model every tool while the project's
    * catalog has at most this many; above it, the top TOOL_RETRIEVAL_TOP_K for the turn plus
    * sticky and built-in tools (ToolSelectionService).
@@ -178,6 +185,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   ORCHESTRATOR_ENABLED: 'true | false',
   LLM_TOOL_CALLING: 'true | false',
   TOOL_INDEX_ENABLED: 'true | false',
+  FILE_ALLOW_HARDLINKS: 'true | false',
   LOG_FORMAT: 'json | pretty',
   OTEL_CAPTURE_CONTENT: 'true | false',
 };
