@@ -17,6 +17,10 @@ import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
 import { ProjectScopeGuard } from './common/auth/project-scope.guard';
 import { AdminModule } from './admin/admin.module';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { KeyThrottlerGuard } from './common/limits/key-throttler.guard';
+import { TurnLimitInterceptor } from './common/limits/turn-limit.interceptor';
+import { AppConfigService } from './config/app-config.service';
 import { OpenStreamsInterceptor } from './common/sse/open-streams.interceptor';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
@@ -25,7 +29,15 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule],
+      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
+        ThrottlerModule.forRootAsync({
+          inject: [AppConfigService],
+          useFactory: (config: AppConfigService) => {
+            const limit = config.get('RATE_LIMIT_PER_MINUTE');
+            return { throttlers: [{ ttl: 60_000, limit: limit > 0 ? limit : Number.MAX_SAFE_INTEGER }] };
+          },
+        }),
+      ],
       providers: [
     {
       provide: APP_PIPE,
@@ -35,7 +47,9 @@ export class AppModule {
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     // after the key guard: it reads the principal the key guard sets
     { provide: APP_GUARD, useClass: ProjectScopeGuard },
+    { provide: APP_GUARD, useClass: KeyThrottlerGuard },
     { provide: APP_INTERCEPTOR, useClass: OpenStreamsInterceptor },
+    { provide: APP_INTERCEPTOR, useClass: TurnLimitInterceptor },
       ],
     };
   }

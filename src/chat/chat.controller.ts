@@ -3,6 +3,7 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkR
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
+import { StartsTurn } from '../common/limits/turn-limit.interceptor';
 import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { map, type Observable } from 'rxjs';
 import { responseFlow } from '../common/sse/client-flow';
@@ -26,6 +27,7 @@ export class ChatController {
   ) {}
 
   @Post('messages')
+  @StartsTurn()
   @ProjectScope('projectId', 'conversation:conversationId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
@@ -38,6 +40,7 @@ export class ChatController {
   }
 
   @Post('messages_two_stage')
+  @StartsTurn()
   @ProjectScope('projectId', 'conversation:conversationId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
@@ -51,6 +54,7 @@ export class ChatController {
   }
 
   @Post('messages_two_stage/resume')
+  @StartsTurn()
   @ProjectScope('run:requestId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)

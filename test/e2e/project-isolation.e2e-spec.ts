@@ -36,7 +36,7 @@ describe('keys bound to projects', () => {
     runA = turn.events[0].data.requestId as string;
     convA = turn.events[0].data.conversationId as string;
     expect(turn.events.at(-1)!.event).toBe('done');
-  });
+  }, 90_000);
   afterAll(async () => {
     await t.close();
   });
