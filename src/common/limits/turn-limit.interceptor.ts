@@ -32,7 +32,12 @@ export class TurnLimitInterceptor implements NestInterceptor {
     private readonly ds: DataSource,
   ) {}
 
-  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+  /**
+   * Synchronous unless the per-project limit needs the database: an interceptor that returns a
+   * promise delays Nest's handling of an @Sse route enough that the handler's own 404 surfaced
+   * inside an already-opened stream on PostgreSQL.
+   */
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     if (context.getType() !== 'http' || !this.reflector.get<boolean>(STARTS_TURN, context.getHandler())) return next.handle();
     const req = context.switchToHttp().getRequest<Request>();
     const res = context.switchToHttp().getResponse<Response>();
@@ -42,15 +47,21 @@ export class TurnLimitInterceptor implements NestInterceptor {
     const maxKey = this.config.get('MAX_CONCURRENT_TURNS_PER_KEY');
     if (key !== 'local' && (this.perKey.get(key) ?? 0) >= maxKey) throw tooMany(res, 'MAX_CONCURRENT_TURNS_PER_KEY', maxKey, RETRY_AFTER_S, 'Too many turns running for this key');
     const maxProject = this.config.get('MAX_CONCURRENT_TURNS_PER_PROJECT');
-    if (maxProject > 0) {
-      const body = (req.body ?? {}) as { projectId?: unknown };
-      const project = typeof body.projectId === 'string' ? body.projectId : 'default';
-      const [{ n }] = (await this.ds.query(
-        `SELECT count(*)::int AS n FROM runs WHERE project_id = $1 AND status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at > now())`,
-        [project],
-      )) as Array<{ n: number }>;
-      if (n >= maxProject) throw tooMany(res, 'MAX_CONCURRENT_TURNS_PER_PROJECT', maxProject, RETRY_AFTER_S, `Too many turns running in project ${project}`);
-    }
+    if (maxProject === 0) return this.take(key, res, next);
+    return this.checkProject(req, res, maxProject).then(() => this.take(key, res, next));
+  }
+
+  private async checkProject(req: Request, res: Response, maxProject: number): Promise<void> {
+    const body = (req.body ?? {}) as { projectId?: unknown };
+    const project = typeof body.projectId === 'string' ? body.projectId : 'default';
+    const [{ n }] = (await this.ds.query(
+      `SELECT count(*)::int AS n FROM runs WHERE project_id = $1 AND status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at > now())`,
+      [project],
+    )) as Array<{ n: number }>;
+    if (n >= maxProject) throw tooMany(res, 'MAX_CONCURRENT_TURNS_PER_PROJECT', maxProject, RETRY_AFTER_S, `Too many turns running in project ${project}`);
+  }
+
+  private take(key: string, res: Response, next: CallHandler): Observable<unknown> {
     this.total++;
     this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
     let released = false;
