@@ -15,6 +15,12 @@ import { ObservabilityModule } from './observability/observability.module';
 import { LoggingModule } from './observability/logging';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
+import { ProjectScopeGuard } from './common/auth/project-scope.guard';
+import { AdminModule } from './admin/admin.module';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { KeyThrottlerGuard } from './common/limits/key-throttler.guard';
+import { TurnLimitGuard } from './common/limits/turn-limit.guard';
+import { AppConfigService } from './config/app-config.service';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
 @Module({})
@@ -22,7 +28,15 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule],
+      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
+        ThrottlerModule.forRootAsync({
+          inject: [AppConfigService],
+          useFactory: (config: AppConfigService) => {
+            const limit = config.get('RATE_LIMIT_PER_MINUTE');
+            return { throttlers: [{ ttl: 60_000, limit: limit > 0 ? limit : Number.MAX_SAFE_INTEGER }] };
+          },
+        }),
+      ],
       providers: [
     {
       provide: APP_PIPE,
@@ -30,6 +44,11 @@ export class AppModule {
     },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
+    // after the key guard: it reads the principal the key guard sets
+    { provide: APP_GUARD, useClass: ProjectScopeGuard },
+    { provide: APP_GUARD, useClass: KeyThrottlerGuard },
+    // after the throttler; no interceptor may sit on the @Sse routes (see TurnLimitGuard)
+    { provide: APP_GUARD, useClass: TurnLimitGuard },
       ],
     };
   }

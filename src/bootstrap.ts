@@ -3,6 +3,8 @@ import { SwaggerModule } from '@nestjs/swagger';
 import { BadRequestException } from '@nestjs/common';
 import { json, type NextFunction, type Request, type Response } from 'express';
 import { buildOpenApiDocument } from './common/openapi/openapi-document';
+import { findForbiddenKey } from './common/util/forbidden-keys';
+import helmet from 'helmet';
 
 /** Deeper JSON than any route accepts; deeper bodies are refused before validation recurses into them. */
 export const MAX_BODY_DEPTH = 64;
@@ -32,12 +34,17 @@ export function inspectBody(value: unknown, limit: number): { tooDeep: boolean; 
 
 export function configureApp(app: INestApplication): void {
   // 32,000 characters of content, up to 4 bytes each, plus the rest of the body
+  // security headers; no CSP from helmet: the page and debug panel send their own
+  // (content-security-policy.ts) and the JSON API needs none. Also removes X-Powered-By.
+  app.use(helmet({ contentSecurityPolicy: false }));
   app.use(json({ limit: '256kb' }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
     if (/%00|\u0000/i.test(req.originalUrl)) return next(new BadRequestException('The URL must not contain NUL characters (%00)'));
     const body = req.body === undefined ? { tooDeep: false, hasNul: false } : inspectBody(req.body, MAX_BODY_DEPTH);
     if (body.tooDeep) return next(new BadRequestException(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`));
     if (body.hasNul) return next(new BadRequestException('The request body must not contain NUL characters (\\u0000)'));
+    const forbidden = req.body === undefined ? null : findForbiddenKey(req.body);
+    if (forbidden) return next(new BadRequestException(`The request body must not have a key named __proto__, constructor or prototype (found at ${forbidden})`));
     next();
   });
   app.enableShutdownHooks();

@@ -3,6 +3,8 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNo
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
+import { StartsTurn } from '../common/limits/turn-limit.guard';
+import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { map, type Observable } from 'rxjs';
 import { responseFlow } from '../common/sse/client-flow';
 import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
@@ -26,6 +28,8 @@ export class ChatController {
   ) {}
 
   @Post('messages')
+  @StartsTurn()
+  @ProjectScope('projectId', 'conversation:conversationId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
@@ -38,6 +42,8 @@ export class ChatController {
   }
 
   @Post('messages_two_stage')
+  @StartsTurn()
+  @ProjectScope('projectId', 'conversation:conversationId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
@@ -51,6 +57,8 @@ export class ChatController {
   }
 
   @Post('messages_two_stage/resume')
+  @StartsTurn()
+  @ProjectScope('run:requestId')
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
@@ -63,6 +71,7 @@ export class ChatController {
   }
 
   @Get('conversations')
+  @ProjectScope('projectId')
   @ApiOperation({ operationId: 'listConversations', summary: 'Conversations of a project, newest first' })
   @ApiOkResponse({ type: [ConversationDto] })
   list(@Query() q: ListConversationsQueryDto): Promise<ConversationDto[]> {
@@ -70,6 +79,7 @@ export class ChatController {
   }
 
   @Get('conversations/:id/messages')
+  @ProjectScope('conversation:id')
   @ApiOperation({ operationId: 'listConversationMessages', summary: 'Messages of a conversation, oldest first' })
   @ApiOkResponse({ type: [ChatMessageDto] })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
@@ -101,6 +111,7 @@ export class ChatController {
   }
 
   @Patch('conversations/:id/settings')
+  @ProjectScope('conversation:id')
   @ApiOperation({ operationId: 'updateConversationSettings', summary: 'Per-conversation settings (orchestratorEnabled overrides ORCHESTRATOR_ENABLED)' })
   @ApiOkResponse({ type: ConversationDto })
   @ApiNotFoundResponse({ description: 'unknown conversation' })

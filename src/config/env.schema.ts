@@ -150,6 +150,29 @@ export class EnvironmentVariables {
   TOOL_INDEX_ENABLED = true;
 
   /**
+   * Extension (issue 14): read_file refuses a file with more than one hard link, since a link in
+   * the workspace to a file outside it passes every path check. true allows them.
+   */
+  @Transform(toBool) @IsBoolean()
+  FILE_ALLOW_HARDLINKS = false;
+
+  /** Extension (issue 14): requests per minute per key (not in local mode); 0 turns it off. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
+  RATE_LIMIT_PER_MINUTE = 600;
+
+  /** Extension: concurrent running turns per key in one instance. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
+  MAX_CONCURRENT_TURNS_PER_KEY = 8;
+
+  /** Extension: concurrent running turns per project, across instances (0: no limit). */
+  @Transform(toInt) @IsInt() @Min(0) @Max(100_000)
+  MAX_CONCURRENT_TURNS_PER_PROJECT = 0;
+
+  /** Extension: concurrent running turns in one instance. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
+  MAX_CONCURRENT_TURNS = 200;
+
+  /**
    * Extension: chat turns (unified, two-stage) offer the model every tool while the project's
    * catalog has at most this many; above it, the top TOOL_RETRIEVAL_TOP_K for the turn plus
    * sticky and built-in tools (ToolSelectionService).
@@ -182,6 +205,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   ORCHESTRATOR_ENABLED: 'true | false',
   LLM_TOOL_CALLING: 'true | false',
   TOOL_INDEX_ENABLED: 'true | false',
+  FILE_ALLOW_HARDLINKS: 'true | false',
   LOG_FORMAT: 'json | pretty',
   OTEL_CAPTURE_CONTENT: 'true | false',
 };

@@ -2,6 +2,7 @@ import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
+import { Public } from '../common/auth/public.decorator';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
 
 /** Embedded PGlite is one connection: a ping may wait behind a running transaction. */
@@ -11,6 +12,7 @@ const DB_PING_TIMEOUT_MS = 3000;
  * Probes for orchestrators (Docker, compose, Kubernetes), answered by @nestjs/terminus:
  * 200 `{status:'ok', info, details}` or 503 `{status:'error', error, details}`. Never need a key.
  */
+@Public()
 @ApiTags('system')
 @Controller('api/health')
 export class HealthProbesController {

@@ -1,3 +1,5 @@
+import { Public } from '../common/auth/public.decorator';
+import { AnyProject } from '../common/auth/project-scope.decorator';
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
@@ -37,6 +39,7 @@ export class HealthController {
   ) {}
 
   @Get('health')
+  @Public()
   @ApiOperation({ operationId: 'getHealth', summary: 'Liveness and dependencies (never needs an API key)' })
   @ApiOkResponse({ type: HealthDto })
   async health(): Promise<HealthDto> {
@@ -53,6 +56,7 @@ export class HealthController {
   }
 
   @Get('config/capabilities')
+  @AnyProject()
   @ApiOperation({ operationId: 'getCapabilities', summary: 'What the configured model and switches allow' })
   @ApiOkResponse({ type: CapabilitiesDto })
   async capabilities(): Promise<CapabilitiesDto> {

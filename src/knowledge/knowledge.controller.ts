@@ -1,3 +1,4 @@
+import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { Body, Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IngestKnowledgeDto, KnowledgeModulesQueryDto, KnowledgeSearchQueryDto } from './dto/knowledge-request.dto';
@@ -24,6 +25,7 @@ export class KnowledgeController {
   ) {}
 
   @Post('ingest')
+  @ProjectScope('projectId')
   @HttpCode(200)
   @ApiOperation({
     operationId: 'ingestKnowledge',
@@ -41,6 +43,7 @@ export class KnowledgeController {
   }
 
   @Get('modules')
+  @ProjectScope('projectId')
   @ApiOperation({ operationId: 'listKnowledgeModules', summary: "The project's knowledge modules (one per top-level folder unless named at ingest) with chunk counts" })
   @ApiOkResponse({ type: [KnowledgeModuleDto] })
   @ApiBadRequestResponse({ description: 'projectId does not match [A-Za-z0-9_-]{1,64}' })
@@ -49,6 +52,7 @@ export class KnowledgeController {
   }
 
   @Get('search')
+  @ProjectScope('projectId')
   @ApiOperation({ operationId: 'searchKnowledge', summary: 'What rag_query returns for a question: ranked chunks with snippets, scores, confidence and metrics' })
   @ApiOkResponse({ type: RetrievalResultDto })
   @ApiBadRequestResponse({ description: 'missing q, topK outside 1..20, or an invalid projectId' })

@@ -5,6 +5,7 @@ import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { ExecuteProgressEventDto } from './modes/dto/execute-stream-event.dto';
 import type { Request } from 'express';
 import { randomUUID } from 'node:crypto';
+import { ProjectScope, AnyProject } from '../common/auth/project-scope.decorator';
 import { Observable } from 'rxjs';
 import { toMessageEvents, type WireMessage } from '../common/sse/message-events';
 import { ExecuteToolsDto, ToolCallsResultDto, ToolIndexHitDto, ToolIndexSearchQueryDto } from './modes/dto/execute-tools.dto';
@@ -22,6 +23,7 @@ export class OrchestrationController {
   ) {}
 
   @Post('execute')
+  @ProjectScope('projectId')
   @HttpCode(200)
   @ApiOperation({ operationId: 'executeTools', summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
   @ApiOkResponse({ type: ToolCallsResultDto })
@@ -34,6 +36,7 @@ export class OrchestrationController {
   }
 
   @Post('execute/stream')
+  @ProjectScope('projectId')
   @Sse()
   @HttpCode(200)
   @ApiOperation({ operationId: 'executeToolsStream', summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
@@ -60,6 +63,7 @@ export class OrchestrationController {
   }
 
   @Get('tool-index/search')
+  @AnyProject()
   @ApiOperation({ operationId: 'searchToolIndex', summary: 'The NarrowTopK candidates for a query, with normalized scores (available tools only, as NarrowTopK sees them)' })
   @ApiOkResponse({ type: [ToolIndexHitDto] })
   async search(@Query() q: ToolIndexSearchQueryDto): Promise<ToolIndexHitDto[]> {

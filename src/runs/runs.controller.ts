@@ -1,5 +1,6 @@
 import { BadRequestException, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Res, Sse, SseSignal } from '@nestjs/common';
 import type { Response } from 'express';
+import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { EMPTY, map, type Observable } from 'rxjs';
 import { responseFlow } from '../common/sse/client-flow';
 import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
@@ -10,6 +11,7 @@ import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { RUN_EVENTS } from './dto/run-event.dto';
 import { RunDto } from './dto/run.dto';
 import { RunsService } from './runs.service';
+import { QueryTokenAllowed } from '../common/auth/public.decorator';
 
 @ApiTags('runs')
 @Controller('api/chat/runs')
@@ -20,6 +22,7 @@ export class RunsController {
   ) {}
 
   @Get(':requestId')
+  @ProjectScope('run:requestId')
   @ApiOperation({ operationId: 'getRun', summary: 'Status, protocol, counters and checkpoints of a run' })
   @ApiOkResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
@@ -28,6 +31,8 @@ export class RunsController {
   }
 
   @Sse(':requestId/events', { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @QueryTokenAllowed()
+  @ProjectScope('run:requestId')
   @ApiOperation({ operationId: 'streamRunEvents', summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the last seq the client received' })
   @ApiSseResponse({ description: 'the run\'s events, exactly as they were first sent (same ids), then its live events', events: RUN_EVENTS })
@@ -53,6 +58,7 @@ export class RunsController {
   }
 
   @Post(':requestId/cancel')
+  @ProjectScope('run:requestId')
   @HttpCode(202)
   @ApiOperation({ operationId: 'cancelRun', summary: 'Cancel a run: its stream ends with done{stopReason:"cancelled"}, the model request is aborted' })
   @ApiAcceptedResponse({ type: RunDto })
@@ -63,6 +69,7 @@ export class RunsController {
   }
 
   @Post(':requestId/pause')
+  @ProjectScope('run:requestId')
   @HttpCode(202)
   @ApiOperation({ operationId: 'pauseRun', summary: 'Pause a run at its next natural pause point (right after a tool result is traced); its stream ends with paused' })
   @ApiAcceptedResponse({ type: RunDto })

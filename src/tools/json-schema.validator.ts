@@ -2,6 +2,7 @@ import Ajv, { type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import Ajv2019 from 'ajv/dist/2019';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { findForbiddenKey } from '../common/util/forbidden-keys';
 
 /**
  * JSON-Schema validation of tool arguments with ajv.
@@ -48,6 +49,8 @@ export class JsonSchemaValidator {
   validate(schema: unknown, data: Record<string, unknown>, cacheKey: string): ArgsValidation {
     const compiled = this.compile(schema, cacheKey);
     if (!compiled.ok) return { ok: false, reason: 'schema_error', message: compiled.message };
+    const forbidden = findForbiddenKey(data);
+    if (forbidden) return { ok: false, reason: 'invalid', value: data, errors: [`argument key "${forbidden}" is not allowed (__proto__, constructor and prototype never are)`] };
     let valid: unknown;
     try {
       valid = compiled.fn(data);

@@ -1,3 +1,4 @@
+import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { Controller, Get, Query, ValidationPipe } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ToolSummaryDto, mapToolSummary } from './dto/tool-summary.dto';
@@ -14,6 +15,7 @@ export class ToolsController {
    * test module or app that forgot the global ValidationPipe.
    */
   @Get()
+  @ProjectScope('projectId')
   @ApiOperation({ operationId: 'listTools', summary: 'Registered tools (built-ins and MCP) with their schemas and whether each can run now' })
   @ApiOkResponse({ type: [ToolSummaryDto] })
   @ApiBadRequestResponse({ description: 'projectId does not match [A-Za-z0-9_-]{1,64}' })

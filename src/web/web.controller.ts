@@ -1,14 +1,16 @@
 import { Controller, Get, NotFoundException, Param, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { Public } from '../common/auth/public.decorator';
 import { ASSET_HEADERS, PAGE_HEADERS } from './content-security-policy';
 import { ASSET_NAME, ASSETS_DIR, packageFile, PUBLIC_DIR, VENDOR_FILES } from './static-files';
 
 /**
  * The chat page (`/`), the debug panel (`/debug`), their scripts and styles (`/assets/*`) and
  * the two browser libraries (`/vendor/*`). Static files only: the pages talk to the HTTP API
- * like any other client. Outside `/api`, so API_KEYS never gates them.
+ * like any other client. Public: they hold no data; the page asks the user for a key.
  */
+@Public()
 @ApiExcludeController()
 @Controller()
 export class WebController {

@@ -37,14 +37,18 @@ describe('structured JSON logs', () => {
   it('tags every request line with its id and the turn lines with the requestId; keys never appear', async () => {
     // the model fails once: the adapter's retry warning is logged in the middle of the turn
     llm.enqueue(respond.status(500), respond.turn([{ text: 'Nothing to read.' }]));
-    const res = await sse(`${t.url}/api/chat/messages?access_token=${KEY}`, { body: { content: 'What do the files say?' }, timeoutMs: 30_000 });
+    const res = await sse(`${t.url}/api/chat/messages`, { body: { content: 'What do the files say?' }, headers: { authorization: `Bearer ${KEY}` }, timeoutMs: 30_000 });
     const requestId = res.events[0].data.requestId as string;
     expect(res.events.at(-1)!.event).toBe('done');
+    // the one route that takes a query-string key (an EventSource reopening the stream)
+    await sse(`${t.url}/api/chat/runs/${requestId}/events?access_token=${KEY}`, { timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, 100));
 
     const completed = lines.find((l) => l.msg === 'request completed' && l.req?.url?.startsWith('/api/chat/messages'));
     expect(completed).toMatchObject({ level: 30, service: 'orion', requestId, res: { statusCode: 200 } });
-    expect(completed!.req.url).toBe('/api/chat/messages?access_token=[redacted]');
+    expect(completed!.req.url).toBe('/api/chat/messages');
+    const reopened = lines.find((l) => l.msg === 'request completed' && l.req?.url?.startsWith('/api/chat/runs/'));
+    expect(reopened!.req.url).toBe(`/api/chat/runs/${requestId}/events?access_token=[redacted]`);
     // every line logged while serving that request carries its id, and those after the turn started its requestId
     const ofRequest = lines.filter((l) => l.req?.id === completed!.req.id);
     const retry = ofRequest.find((l) => l.level === 40 && /retry 1/.test(l.msg));

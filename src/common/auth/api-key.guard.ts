@@ -1,44 +1,58 @@
-import { CanActivate, ExecutionContext, Injectable, UnauthorizedException } from '@nestjs/common';
+import { CanActivate, ExecutionContext, ForbiddenException, Inject, Injectable, Optional, UnauthorizedException } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { AppConfigService } from '../../config/app-config.service';
-
-/** Routes under /api that never need a key: the health checks orchestrators probe. */
-const PUBLIC_API = new Set(['/api/health', '/api/health/live', '/api/health/ready']);
-
-/** Outside /api but guarded like it: the metrics reveal tool names, models and load. */
-const GUARDED = new Set(['/metrics']);
+import { IS_PUBLIC, QUERY_TOKEN } from './public.decorator';
+import { ADMIN_ONLY } from './admin-only.decorator';
+import { KEY_RESOLVER, LOCAL_PRINCIPAL, setPrincipal, type KeyResolver, type Principal } from './principal';
 
 /**
- * When API_KEYS is set, every /api/* route but the health checks, and /metrics, need
- * `Authorization: Bearer <key>`.
- * Keys are compared in constant time (hashes of equal length). The page, the debug panel and
- * Swagger stay public; they call the API with the key the user gives them.
+ * Default-deny: every route needs a key unless its metadata says `@Public()`. Decided by the
+ * route the router matched, never by the path string, so no spelling of a path can skip it.
+ * Keys: API_KEYS (admin keys, every project) and the database keys of the keys module. With no
+ * key configured anywhere the service is in single-user local mode and every request acts as
+ * the local admin. Env keys are compared in constant time (hashes of equal length).
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  private readonly keys: Buffer[];
+  private readonly envKeys: Buffer[];
 
-  constructor(config: AppConfigService) {
-    this.keys = config.list('API_KEYS').map((k) => digest(k));
+  constructor(
+    config: AppConfigService,
+    private readonly reflector: Reflector,
+    @Optional() @Inject(KEY_RESOLVER) private readonly resolver?: KeyResolver,
+  ) {
+    this.envKeys = config.list('API_KEYS').map((k) => digest(k));
   }
 
-  canActivate(context: ExecutionContext): boolean {
-    if (this.keys.length === 0 || context.getType() !== 'http') return true;
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
     const req = context.switchToHttp().getRequest<Request>();
-    // Express matches routes case-insensitively and tolerates repeated slashes: compare the
-    // path the way the router sees it, or `/API/…` would skip the check
-    const path = req.path.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/+$/, '');
-    if (!(path === '/api' || path.startsWith('/api/') || GUARDED.has(path)) || PUBLIC_API.has(path)) return true;
-    const header = req.headers.authorization ?? '';
-    const m = /^Bearer\s+(.+)$/i.exec(header.trim());
-    // EventSource cannot send headers: the reconnect route also accepts ?access_token=
-    const token = m?.[1] ?? (typeof req.query.access_token === 'string' ? req.query.access_token : undefined);
+    const principal = await this.authenticate(req, this.reflector.get<boolean>(QUERY_TOKEN, context.getHandler()) === true);
+    if (this.reflector.getAllAndOverride<boolean>(ADMIN_ONLY, targets) && principal.role !== 'admin') {
+      throw new ForbiddenException('This route needs an admin key');
+    }
+    setPrincipal(req, principal);
+    return true;
+  }
+
+  private async authenticate(req: Request, queryTokenAllowed: boolean): Promise<Principal> {
+    const keyed = this.envKeys.length > 0 || ((await this.resolver?.anyKeys()) ?? false);
+    if (!keyed) return LOCAL_PRINCIPAL;
+    const m = /^Bearer\s+(.+)$/i.exec((req.headers.authorization ?? '').trim());
+    const query = typeof req.query.access_token === 'string' ? req.query.access_token : undefined;
+    const token = m?.[1] ?? (queryTokenAllowed ? query : undefined);
     if (token) {
       const d = digest(token);
-      if (this.keys.some((k) => timingSafeEqual(k, d))) return true;
+      if (this.envKeys.some((k) => timingSafeEqual(k, d))) return { keyId: `env:${d.subarray(0, 4).toString('hex')}`, name: 'API_KEYS', projects: '*', role: 'admin' };
+      const p = await this.resolver?.resolve(token);
+      if (p) return p;
     }
-    throw new UnauthorizedException({ statusCode: 401, error: 'Unauthorized', message: 'Missing or invalid API key: send Authorization: Bearer <key>' });
+    const hint = query && !queryTokenAllowed ? ' (?access_token= is accepted only on GET stream routes)' : '';
+    throw new UnauthorizedException({ statusCode: 401, error: 'Unauthorized', message: `Missing or invalid API key: send Authorization: Bearer <key>${hint}` });
   }
 }
 

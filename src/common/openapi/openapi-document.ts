@@ -1,12 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, getSchemaPath, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { ErrorResponseDto } from '../errors/error-response.dto';
+import { mappedRoutes, toOpenApiPath } from '../auth/route-inventory';
 
 /** The security scheme Swagger UI's Authorize button fills in (API_KEYS). */
 export const BEARER_SCHEME = 'bearer';
-
-/** Routes under /api that never need a key (the ApiKeyGuard's list). */
-const PUBLIC_PATHS = new Set(['/api/health', '/api/health/live', '/api/health/ready']);
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
@@ -30,12 +28,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addSecurityRequirements(BEARER_SCHEME)
     .build();
   const doc = SwaggerModule.createDocument(app, config, { extraModels: [ErrorResponseDto] });
+  // the routes marked @Public(), the same metadata the ApiKeyGuard reads
+  const publicOps = new Set(mappedRoutes(app).filter((r) => r.isPublic).map((r) => `${r.method.toLowerCase()} ${toOpenApiPath(r.path)}`));
   const errorBody = { 'application/json': { schema: { $ref: getSchemaPath(ErrorResponseDto) } } };
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of METHODS) {
       const op = item[method];
       if (!op) continue;
-      if (PUBLIC_PATHS.has(path)) op.security = [];
+      if (publicOps.has(`${method} ${path}`)) op.security = [];
       else op.responses['401'] ??= { description: 'API_KEYS is set and the request has no valid key' };
       // the global ValidationPipe (and ParseUUIDPipe) refuse bad input on every route that takes any
       if ((op.requestBody || op.parameters?.length) && !op.responses['400']) op.responses['400'] = { description: 'invalid parameters or body (nothing changes)' };

@@ -123,3 +123,16 @@ describe('read_file', () => {
     });
   });
 });
+
+describe('read_file and hard links', () => {
+  it('refuses a hard link to a file outside the workspace, unless FILE_ALLOW_HARDLINKS', async () => {
+    const outside = await fs.mkdtemp(path.join(os.tmpdir(), 'orion-outside-'));
+    await fs.writeFile(path.join(outside, 'secret.txt'), 'TOP-SECRET');
+    await fs.link(path.join(outside, 'secret.txt'), path.join(root, 'innocent.txt'));
+    await expect(read({ path: 'innocent.txt' })).rejects.toMatchObject({ outcome: 'validation_error', message: expect.stringMatching(/hard links/) });
+    const allowing = new ReadFileTool({ get: (k: string) => (k === 'FILE_ALLOW_HARDLINKS' ? true : config.get(k as never)) } as unknown as AppConfigService);
+    expect(((await allowing.execute({ path: 'innocent.txt', maxBytes: 100 }, ctx())).output as ReadFileOutput).content).toBe('TOP-SECRET');
+    await fs.rm(outside, { recursive: true, force: true });
+    await fs.rm(path.join(root, 'innocent.txt'));
+  });
+});

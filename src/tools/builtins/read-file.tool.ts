@@ -75,6 +75,10 @@ export class ReadFileTool implements ToolDefinition {
       if (st.isDirectory()) throw new ToolFailure('validation_error', `"${target.relative}" is a folder; use list_files to see what it contains`);
       if (!st.isFile()) throw new ToolFailure('validation_error', `"${target.relative}" is not a regular file (a device, socket or pipe); only text files can be read`);
       await assertOpenedInside(handle.fd, st, target).catch(asToolFailure);
+      // a hard link to a file outside the workspace has an inside path: only the link count shows it
+      if (st.nlink > 1 && !this.config.get('FILE_ALLOW_HARDLINKS')) {
+        throw new ToolFailure('validation_error', `"${target.relative}" has ${st.nlink} hard links; files with more than one are refused (FILE_ALLOW_HARDLINKS=true allows them)`);
+      }
 
       // read one byte beyond maxBytes to know whether there is more, and at least enough to sniff for binary
       const want = Math.max(maxBytes + 1, BINARY_SNIFF_BYTES);

@@ -1,0 +1,81 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import type { KeyRole, Principal } from '../common/auth/principal';
+
+export interface StoredKey {
+  id: string;
+  name: string;
+  projects: string[];
+  role: KeyRole;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  createdAt: string;
+}
+
+export interface NewKey {
+  name: string;
+  projects: string[];
+  role: KeyRole;
+  expiresAt?: string | null;
+}
+
+interface Row {
+  id: string;
+  name: string;
+  projects: string[];
+  role: KeyRole;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  created_at: Date;
+}
+
+/**
+ * The api_keys table, with plain SQL on a DataSource so that the HTTP routes and the shell
+ * script (`npm run keys`) share it without booting Nest.
+ */
+export class ApiKeysStore {
+  constructor(private readonly ds: DataSource) {}
+
+  async create(k: NewKey): Promise<StoredKey & { key: string }> {
+    const key = `orn_${randomBytes(32).toString('base64url')}`;
+    const rows = (await this.ds.query(
+      `INSERT INTO api_keys (name, key_hash, projects, role, expires_at) VALUES ($1, $2, $3::jsonb, $4, $5) RETURNING *`,
+      [k.name, hashKey(key), JSON.stringify(k.projects), k.role, k.expiresAt ?? null],
+    )) as Row[];
+    return { ...toKey(rows[0]), key };
+  }
+
+  async list(): Promise<StoredKey[]> {
+    return ((await this.ds.query('SELECT * FROM api_keys ORDER BY created_at, id')) as Row[]).map(toKey);
+  }
+
+  /** true when a live key was revoked; false when the id is unknown or already revoked */
+  async revoke(id: string): Promise<boolean> {
+    // a CTE: TypeORM answers a bare UPDATE … RETURNING with [rows, count], a SELECT with rows
+    const rows = (await this.ds.query('WITH u AS (UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id) SELECT id FROM u', [id])) as unknown[];
+    return rows.length > 0;
+  }
+
+  async resolve(token: string): Promise<Principal | null> {
+    const rows = (await this.ds.query(
+      'SELECT * FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())',
+      [hashKey(token)],
+    )) as Row[];
+    const r = rows[0];
+    if (!r) return null;
+    return { keyId: r.id, name: r.name, projects: r.projects.includes('*') ? '*' : r.projects, role: r.role };
+  }
+
+  async anyKeys(): Promise<boolean> {
+    return ((await this.ds.query('SELECT 1 FROM api_keys LIMIT 1')) as unknown[]).length > 0;
+  }
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+function toKey(r: Row): StoredKey {
+  const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+  return { id: r.id, name: r.name, projects: r.projects, role: r.role, expiresAt: iso(r.expires_at), revokedAt: iso(r.revoked_at), createdAt: iso(r.created_at)! };
+}

@@ -1,0 +1,132 @@
+import { startApp, type TestApp } from '../support/app';
+import { sse } from '../support/sse-client';
+
+const ROOT = 'root-admin-key';
+
+/**
+ * Two projects, two keys: every route tried with the other project's key answers 404 (or 403/400
+ * where it would read every project) and changes nothing.
+ */
+describe('keys bound to projects', () => {
+  let t: TestApp;
+  let keyA: string;
+  let keyB: string;
+  let keyAId: string;
+  let runA: string;
+  let convA: string;
+
+  const req = (key: string, method: string, path: string, body?: unknown) =>
+    fetch(`${t.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const createKey = async (body: unknown, key = ROOT) => req(key, 'POST', '/api/admin/keys', body);
+
+  beforeAll(async () => {
+    t = await startApp({ API_KEYS: ROOT });
+    const a = await createKey({ name: 'alpha app', projects: ['alpha'], role: 'user' });
+    expect(a.status).toBe(201);
+    const created = await a.json();
+    expect(created).toEqual(expect.objectContaining({ name: 'alpha app', projects: ['alpha'], role: 'user', key: expect.stringMatching(/^orn_/) }));
+    keyA = created.key;
+    keyAId = created.id;
+    keyB = (await (await createKey({ name: 'beta app', projects: ['beta'], role: 'user' })).json()).key;
+    const turn = await sse(`${t.url}/api/chat/messages`, { body: { content: 'hi', projectId: 'alpha' }, headers: { authorization: `Bearer ${keyA}` } });
+    runA = turn.events[0].data.requestId as string;
+    convA = turn.events[0].data.conversationId as string;
+    expect(turn.events.at(-1)!.event).toBe('done');
+  }, 90_000);
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('lists keys without the key itself, and never stores it', async () => {
+    const list = await (await req(ROOT, 'GET', '/api/admin/keys')).json();
+    expect(list.map((k: { name: string }) => k.name)).toEqual(['alpha app', 'beta app']);
+    expect(JSON.stringify(list)).not.toContain(keyA);
+    const rows = await t.app.get((await import('typeorm')).DataSource).query('SELECT key_hash FROM api_keys');
+    expect(JSON.stringify(rows)).not.toContain(keyA);
+  });
+
+  it('lets the owner read its project', async () => {
+    expect((await req(keyA, 'GET', '/api/chat/conversations?projectId=alpha')).status).toBe(200);
+    expect((await req(keyA, 'GET', `/api/chat/conversations/${convA}/messages`)).status).toBe(200);
+    expect((await req(keyA, 'GET', `/api/chat/runs/${runA}`)).status).toBe(200);
+    expect((await req(keyA, 'GET', '/api/trace?projectId=alpha')).status).toBe(200);
+  });
+
+  it.each([
+    ['GET', '/api/chat/conversations?projectId=alpha', () => '/api/chat/conversations?projectId=alpha', undefined],
+    ['GET', '/api/chat/conversations/<convA>/messages', () => `/api/chat/conversations/${convA}/messages`, undefined],
+    ['PATCH', '/api/chat/conversations/<convA>/settings', () => `/api/chat/conversations/${convA}/settings`, { orchestratorEnabled: false }],
+    ['GET', '/api/chat/runs/<runA>', () => `/api/chat/runs/${runA}`, undefined],
+    ['GET', '/api/chat/runs/<runA>/events', () => `/api/chat/runs/${runA}/events`, undefined],
+    ['POST', '/api/chat/runs/<runA>/cancel', () => `/api/chat/runs/${runA}/cancel`, undefined],
+    ['POST', '/api/chat/runs/<runA>/pause', () => `/api/chat/runs/${runA}/pause`, undefined],
+    ['POST', '/api/chat/messages_two_stage/resume', () => '/api/chat/messages_two_stage/resume', () => ({ requestId: runA, resumeFromPhaseIndex: 1 })],
+    ['POST', '/api/chat/messages', () => '/api/chat/messages', { content: 'hi', projectId: 'alpha' }],
+    ['POST', '/api/chat/messages', () => '/api/chat/messages', () => ({ content: 'hi', projectId: 'beta', conversationId: convA })],
+    ['POST', '/api/chat/messages', () => '/api/chat/messages', { content: 'hi' }],
+    ['GET', '/api/trace?projectId=alpha', () => '/api/trace?projectId=alpha', undefined],
+    ['GET', '/api/knowledge/modules?projectId=alpha', () => '/api/knowledge/modules?projectId=alpha', undefined],
+    ['GET', '/api/knowledge/search?projectId=alpha&q=x', () => '/api/knowledge/search?projectId=alpha&q=x', undefined],
+    ['POST', '/api/knowledge/ingest', () => '/api/knowledge/ingest', { projectId: 'alpha' }],
+    ['POST', '/api/orchestration/execute', () => '/api/orchestration/execute', { userInput: 'x', projectId: 'alpha' }],
+    ['GET', '/api/tools?projectId=alpha', () => '/api/tools?projectId=alpha', undefined],
+  ])('%s %p with the other project\'s key is a 404', async (method, _label, path, body) => {
+    const res = await req(keyB, method, path(), typeof body === 'function' ? body() : body);
+    expect(res.status).toBe(404);
+  });
+
+  it('changes nothing: the run and the conversation are as they were', async () => {
+    const run = await (await req(keyA, 'GET', `/api/chat/runs/${runA}`)).json();
+    expect(run.status).toBe('completed');
+    const messages = await (await req(keyA, 'GET', `/api/chat/conversations/${convA}/messages`)).json();
+    expect(messages).toHaveLength(2);
+    const convs = await (await req(ROOT, 'GET', '/api/chat/conversations?projectId=alpha')).json();
+    expect(convs).toHaveLength(1);
+  });
+
+  it('scopes every trace query: a bound key must name its project, and sees only it', async () => {
+    expect((await req(keyB, 'GET', '/api/trace')).status).toBe(400);
+    const own = await (await req(keyB, 'GET', `/api/trace?projectId=beta&requestId=${runA}`)).json();
+    expect(own).toEqual([]);
+  });
+
+  it('keeps admin routes and /metrics from user keys', async () => {
+    expect((await createKey({ name: 'x', projects: ['*'], role: 'admin' }, keyA)).status).toBe(403);
+    expect((await req(keyA, 'GET', '/api/admin/keys')).status).toBe(403);
+    expect((await req(keyA, 'GET', '/metrics')).status).toBe(403);
+    expect((await req(keyA, 'GET', '/api/config/capabilities')).status).toBe(200);
+  });
+
+  it('refuses an expired key and a revoked key', async () => {
+    const expired = await (await createKey({ name: 'old', projects: ['alpha'], role: 'user', expiresAt: '2020-01-01T00:00:00Z' })).json();
+    expect((await req(expired.key, 'GET', '/api/chat/conversations?projectId=alpha')).status).toBe(401);
+    expect((await req(ROOT, 'DELETE', `/api/admin/keys/${keyAId}`)).status).toBe(204);
+    expect((await req(keyA, 'GET', '/api/chat/conversations?projectId=alpha')).status).toBe(401);
+    expect((await req(ROOT, 'DELETE', `/api/admin/keys/${keyAId}`)).status).toBe(404);
+  });
+
+  it('refuses a malformed key request with a 400', async () => {
+    expect((await createKey({ name: 'x', projects: ['../etc'], role: 'user' })).status).toBe(400);
+    expect((await createKey({ name: 'x', projects: ['a'], role: 'owner' })).status).toBe(400);
+  });
+});
+
+describe('database keys without API_KEYS', () => {
+  let t: TestApp;
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('runs in local mode until the first key exists, then needs a key', async () => {
+    t = await startApp({ API_KEYS: undefined });
+    expect((await fetch(`${t.url}/api/tools`)).status).toBe(200);
+    const res = await fetch(`${t.url}/api/admin/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ops', projects: ['*'], role: 'admin' }) });
+    const { key } = await res.json();
+    expect((await fetch(`${t.url}/api/tools`)).status).toBe(401);
+    expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+  });
+});
