@@ -7,10 +7,14 @@ import type { IncomingMessage } from 'node:http';
  * OpenTelemetry for the process, configured by the standard OTEL_* variables (endpoint,
  * headers, protocol, service name, sampler, resource attributes): the SDK reads them itself.
  * Started only when an OTLP endpoint is set, before Nest and Express load (main.ts), so the
- * HTTP instrumentation sees every server and client request.
+ * HTTP instrumentation sees every incoming request (model calls go through fetch, which it does
+ * not see: no client spans for them).
  */
 let sdk: NodeSDK | undefined;
 let instrumentations: HttpInstrumentation[] = [];
+
+/** The instrumentation's default redactions (not exported by the package), kept when adding ours. */
+const LIBRARY_REDACTED_QUERY_PARAMS = ['sig', 'Signature', 'AWSAccessKeyId', 'X-Goog-Signature', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token'];
 
 /** Scrapes and probes arrive every few seconds; a span for each would bury the turns. */
 const UNTRACED = /^\/(metrics|api\/health)(\/|\?|$)/;
@@ -19,7 +23,14 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): boolean {
   if (sdk) return true;
   if (String(env.OTEL_SDK_DISABLED).toLowerCase() === 'true') return false;
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return false;
-  instrumentations = [new HttpInstrumentation({ ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED.test(req.url ?? '') })];
+  instrumentations = [
+    new HttpInstrumentation({
+      ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED.test(req.url ?? ''),
+      // the run-events stream takes `?access_token=<key>` (EventSource cannot send a header): never
+      // in a span. The rest is the library's own default list, which an explicit list replaces.
+      redactedQueryParamsServer: [...LIBRARY_REDACTED_QUERY_PARAMS, 'access_token'],
+    }),
+  ];
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'orion' }),
     instrumentations,

@@ -124,4 +124,22 @@ describe('OpenTelemetry export (OTLP/HTTP)', () => {
     expect(String(read.attributes['gen_ai.tool.call.result'])).toContain(SECRET_IN_FILE);
     expect(JSON.stringify(spans)).not.toContain(API_KEY);
   });
+
+  it('never exports a key passed as ?access_token= on the run-events stream', async () => {
+    const ACCESS_KEY = 'orion-otel-query-key-9876543210';
+    const t: TestApp = await startApp({ API_KEYS: ACCESS_KEY });
+    try {
+      const turn = await sse(`${t.url}/api/chat/messages`, { body: { content: 'hello' }, headers: { authorization: `Bearer ${ACCESS_KEY}` }, timeoutMs: 30_000 });
+      const requestId = turn.events[0].data.requestId as string;
+      const replay = await fetch(`${t.url}/api/chat/runs/${requestId}/events?access_token=${ACCESS_KEY}`);
+      expect(replay.status).toBe(200);
+      await replay.text();
+      await flushTracing();
+      const spans = (await receiver.spans()).filter((s) => s.attributes['orion.request_id'] === requestId || String(s.attributes['url.path'] ?? '').includes(requestId));
+      expect(spans.some((s) => String(s.attributes['url.path'] ?? '').endsWith('/events'))).toBe(true);
+      expect(JSON.stringify(await receiver.spans())).not.toContain(ACCESS_KEY);
+    } finally {
+      await t.close();
+    }
+  });
 });
