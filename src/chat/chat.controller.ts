@@ -88,6 +88,7 @@ export class ChatController {
   }
 
   @Patch('conversations/:id')
+  @ProjectScope('conversation:id')
   @ApiOperation({ operationId: 'renameConversation', summary: 'Rename a conversation (the list order stays by last turn)' })
   @ApiOkResponse({ type: ConversationDto })
   @ApiBadRequestResponse({ description: 'id not a UUID, or title missing, blank or over 120 characters (nothing changes)' })
@@ -97,6 +98,7 @@ export class ChatController {
   }
 
   @Delete('conversations/:id')
+  @ProjectScope('conversation:id')
   @HttpCode(204)
   @ApiOperation({
     operationId: 'deleteConversation',

@@ -59,6 +59,8 @@ describe('keys bound to projects', () => {
   it.each([
     ['GET', '/api/chat/conversations?projectId=alpha', () => '/api/chat/conversations?projectId=alpha', undefined],
     ['GET', '/api/chat/conversations/<convA>/messages', () => `/api/chat/conversations/${convA}/messages`, undefined],
+    ['PATCH', '/api/chat/conversations/<convA>', () => `/api/chat/conversations/${convA}`, { title: 'taken over' }],
+    ['DELETE', '/api/chat/conversations/<convA>', () => `/api/chat/conversations/${convA}`, undefined],
     ['PATCH', '/api/chat/conversations/<convA>/settings', () => `/api/chat/conversations/${convA}/settings`, { orchestratorEnabled: false }],
     ['GET', '/api/chat/runs/<runA>', () => `/api/chat/runs/${runA}`, undefined],
     ['GET', '/api/chat/runs/<runA>/events', () => `/api/chat/runs/${runA}/events`, undefined],
