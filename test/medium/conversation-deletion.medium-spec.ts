@@ -1,45 +1,28 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { AppConfigModule } from '../../src/config/config.module';
-import { DatabaseModule } from '../../src/database/database.module';
+import type { DataSource } from 'typeorm';
 import { RunDeletionService } from '../../src/runs/run-deletion.service';
 import { RunsException } from '../../src/runs/runs.exception';
 import { TraceDeletionService } from '../../src/trace/trace-deletion.service';
 import { TraceEventEntity } from '../../src/trace/trace-event.entity';
 import { TraceEventRepository } from '../../src/trace/trace-event.repository';
 import { TraceWriterService } from '../../src/trace/trace-writer.service';
-import { createTestDatabase } from '../support/db';
+import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
 
 /** The raw SQL of deleting a conversation's runs, events and trace, on PGlite here and PostgreSQL on test:db. */
 describe('RunDeletionService (medium)', () => {
-  let ctx: INestApplicationContext;
-  let drop: () => Promise<void>;
+  let db: DatabaseContext;
   let ds: DataSource;
   let deletion: RunDeletionService;
   let writer: TraceWriterService;
 
   beforeAll(async () => {
-    const db = await createTestDatabase();
-    drop = db.drop;
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error' }),
-        DatabaseModule,
-        TypeOrmModule.forFeature([TraceEventEntity]),
-      ],
-      providers: [TraceEventRepository, TraceWriterService, TraceDeletionService, RunDeletionService],
-    }).compile();
-    ctx = await moduleRef.init();
-    ds = ctx.get(DataSource);
-    deletion = ctx.get(RunDeletionService);
-    writer = ctx.get(TraceWriterService);
+    db = await startDatabaseContext([TraceEventEntity], [TraceEventRepository, TraceWriterService, TraceDeletionService, RunDeletionService]);
+    ds = db.ds;
+    deletion = db.ctx.get(RunDeletionService);
+    writer = db.ctx.get(TraceWriterService);
   });
   afterAll(async () => {
-    await ctx?.close();
-    await drop?.();
+    await db?.close();
   });
 
   /** A conversation with `statuses.length` runs, 3 stored events and 2 trace records each. */

@@ -1,45 +1,28 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { AppConfigModule } from '../../src/config/config.module';
-import { DatabaseModule } from '../../src/database/database.module';
+import type { DataSource } from 'typeorm';
 import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
 import { RunEntity } from '../../src/runs/entities/run.entity';
 import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
-import { createTestDatabase } from '../support/db';
+import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
 
 /** Every raw query of the runs repository against the real database (PGlite here, PostgreSQL on test:db). */
 describe('RunRepository raw SQL (medium)', () => {
-  let ctx: INestApplicationContext;
-  let drop: () => Promise<void>;
+  let db: DatabaseContext;
   let ds: DataSource;
   let runs: RunRepository;
   let events: RunEventRepository;
   let conversationId: string;
 
   beforeAll(async () => {
-    const db = await createTestDatabase();
-    drop = db.drop;
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error' }),
-        DatabaseModule,
-        TypeOrmModule.forFeature([RunEntity, RunEventEntity]),
-      ],
-      providers: [RunRepository, RunEventRepository],
-    }).compile();
-    ctx = await moduleRef.init();
-    ds = ctx.get(DataSource);
-    runs = ctx.get(RunRepository);
-    events = ctx.get(RunEventRepository);
+    db = await startDatabaseContext([RunEntity, RunEventEntity], [RunRepository, RunEventRepository]);
+    ds = db.ds;
+    runs = db.ctx.get(RunRepository);
+    events = db.ctx.get(RunEventRepository);
     [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
   });
   afterAll(async () => {
-    await ctx?.close();
-    await drop?.();
+    await db?.close();
   });
 
   const open = async (over: { owner?: string; leaseMs?: number } = {}) => {
