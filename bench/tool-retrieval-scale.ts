@@ -11,6 +11,7 @@ import { runInNewContext } from 'node:vm';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
 import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
 import { analyze } from '../src/orchestration/modes/tool-index/tool-text.util';
+import { mulberry32 } from '../test/support/prng';
 
 export interface ScaleRow {
   tools: number;
@@ -25,17 +26,6 @@ export interface ScaleRow {
   p99Ratio: number;
 }
 
-/** Deterministic PRNG (mulberry32) so every run builds the same catalogs. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * N tools: copy c of tool i is named `<ns>_<c>.<name>` (an MCP server prefix) and its
@@ -43,7 +33,7 @@ function rng(seed: number): () => number {
  * near-duplicates, as tools of similar MCP servers are. Copy 0 is the data set's tool as is.
  */
 export function syntheticCatalog(base: IndexableTool[], n: number, seed = 15): IndexableTool[] {
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const words = base.flatMap((t) => (t.description ?? '').split(/\s+/).filter((w) => /^[a-z]{4,}$/i.test(w)));
   const out: IndexableTool[] = [];
   for (let c = 0; out.length < n; c++) {

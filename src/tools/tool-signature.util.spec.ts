@@ -6,27 +6,17 @@ import type { ToolDefinition } from './tool-definition';
 import { ToolRegistryService } from './tool-registry.service';
 import { ToolRunnerService } from './tool-runner.service';
 import { parseToolArguments, toolSignature } from './tool-signature.util';
+import { mulberry32 } from '../../test/support/prng';
 
 const RUNS = 600;
 
-/** A small seeded PRNG (mulberry32), so fast-check can shrink a failing seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * JSON text of `value` with its object keys in a random order and random JSON whitespace
  * between tokens. Writes text directly, so keys such as "__proto__" are never assigned in JS.
  */
 function scrambledJson(value: unknown, seed: number): string {
-  const rnd = prng(seed);
+  const rnd = mulberry32(seed);
   const ws = () => {
     let s = '';
     const n = Math.floor(rnd() * 3);
