@@ -4,6 +4,7 @@ import { AppConfigService, secretValues } from '../config/app-config.service';
 import { redactString } from '../common/util/redact.util';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
 import { LlmEvents } from '../llm/llm-events';
+import { ToolRegistryService } from '../tools/tool-registry.service';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { TraceWriterService } from '../trace/trace-writer.service';
 import type { TraceRecord } from '../trace/trace-sink.port';
@@ -24,12 +25,13 @@ export class ObservabilityWiring implements OnModuleInit, OnApplicationShutdown 
     private readonly config: AppConfigService,
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
+    private readonly registry: ToolRegistryService,
     @Optional() private readonly pino?: PinoLogger,
   ) {}
 
   onModuleInit(): void {
     const model = { provider: this.llm.provider, model: this.llm.model };
-    const metrics = new TurnMetricsObserver(this.metrics, model);
+    const metrics = new TurnMetricsObserver(this.metrics, model, (name) => this.registry.get(name) !== undefined);
     this.unsubscribe.push(this.trace.observe((r, at) => metrics.onRecord(r, at)), this.llmEvents.on((e) => metrics.onLlmEvent(e)));
     if (this.pino) this.unsubscribe.push(this.trace.observe((r) => this.tagLogs(r)));
     if (!tracingEnabled()) return;

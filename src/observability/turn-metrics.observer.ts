@@ -24,6 +24,12 @@ export class TurnMetricsObserver {
   constructor(
     private readonly metrics: MetricsService,
     private readonly llm: { provider: string; model: string },
+    /**
+     * Whether a name is a registered tool. Tool names come from the model: an invented name
+     * would otherwise become a new label value and series on every call, so they are counted
+     * as `unknown` (the trace still has the name).
+     */
+    private readonly isTool: (name: string) => boolean = () => true,
   ) {}
 
   onRecord(rec: TraceRecord, at: number): void {
@@ -45,20 +51,20 @@ export class TurnMetricsObserver {
       case 'llm_error':
         return this.modelCallEnded(rec.type, id, d, at);
       case 'tool_result': {
-        const tool = str(d.name, 'unknown');
+        const tool = this.toolLabel(d.name);
         const outcome = str(d.outcome, 'unknown');
         this.metrics.toolExecutions.inc({ tool, outcome: outcome === 'success' && d.isError === true ? 'tool_error' : outcome });
         if (typeof d.latencyMs === 'number') this.metrics.toolDuration.observe({ tool }, d.latencyMs / 1000);
         return;
       }
       case 'duplicate_tool_call':
-        this.metrics.toolRefusals.inc({ tool: str(d.name, 'unknown'), reason: 'duplicate' });
+        this.metrics.toolRefusals.inc({ tool: this.toolLabel(d.name), reason: 'duplicate' });
         return;
       case 'tool_call_invalid':
-        this.metrics.toolRefusals.inc({ tool: str(d.name, 'unknown'), reason: 'invalid_arguments' });
+        this.metrics.toolRefusals.inc({ tool: this.toolLabel(d.name), reason: 'invalid_arguments' });
         return;
       case 'tool_call_refused':
-        this.metrics.toolRefusals.inc({ tool: str(d.toolName, 'unknown'), reason: str(d.reason, 'refused') });
+        this.metrics.toolRefusals.inc({ tool: this.toolLabel(d.toolName), reason: str(d.reason, 'refused') });
         return;
       default:
         if (END_TYPES.has(rec.type)) this.turnEnded(rec.type, id, d, at);
@@ -99,6 +105,10 @@ export class TurnMetricsObserver {
     const stopReason = str(d.stopReason, type === 'run_cancelled' ? 'cancelled' : 'error');
     this.metrics.turns.inc({ protocol, stop_reason: stopReason });
     if (turn) this.metrics.turnDuration.observe({ protocol, stop_reason: stopReason }, Math.max(0, at - turn.startedAt) / 1000);
+  }
+
+  private toolLabel(name: unknown): string {
+    return typeof name === 'string' && name && this.isTool(name) ? name : 'unknown';
   }
 
   /** model calls outside a chat turn (tool-only /execute), by requestId */

@@ -104,6 +104,20 @@ describe('GET /metrics (Prometheus)', () => {
     expect(after.get('orion_trace_queue_events')).toBeGreaterThanOrEqual(0);
   });
 
+  it('counts a tool name the model made up as "unknown", so model output cannot add label values', async () => {
+    const invented = 'drop_every_table_now';
+    llm.enqueue(
+      respond.turn([{ toolCall: { name: invented, args: { really: true } } }]),
+      respond.turn([{ text: 'I cannot do that.' }]),
+    );
+    expect(doneOf((await send('messages', 'Clean up')).events).stopReason).toBe('final_answer');
+    const text = await (await fetch(`${t.url}/metrics`, { headers: auth })).text();
+    expect(text).not.toContain(invented);
+    const after = await scrape();
+    const unknown = [...after.entries()].filter(([k]) => /^orion_tool_(executions|refusals)_total\{/.test(k) && k.includes('tool="unknown"'));
+    expect(unknown.reduce((n, [, v]) => n + v, 0)).toBeGreaterThanOrEqual(1);
+  });
+
   it('shows a stream as open while it runs, and the cancelled turn once it ends', async () => {
     const before = await scrape();
     llm.enqueue(respond.hang());
