@@ -91,7 +91,7 @@ async function main() {
     const answered = (e: { event: string; data: Record<string, unknown> } | undefined) => e?.event === 'done' && !['error', 'cancelled'].includes(String(e.data.stopReason));
     const completed = answered(last);
     const errored = last?.event === 'done' && last.data.stopReason === 'error' && turn.events.some((e) => e.event === 'error');
-    ok(completed || errored, `a turn streaming when the database stops ends with error + done (or completes): ${last?.event} ${String(last?.data.stopReason ?? '')}`);
+    ok(completed || errored, `a turn streaming when the database stops ends with error + done (or completes): ${last?.event} ${String(last?.data.stopReason ?? '')} ${String(turn.events.find((e) => e.event === 'error')?.data.code ?? '')}`);
 
     // 2. while it is down
     const refused = await fetch(`${A.url}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'hello' }) });
@@ -112,6 +112,10 @@ async function main() {
     try {
       const listening = async () => Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = 'orion_outage' AND query LIKE 'LISTEN %'`)).rows[0].n);
       ok(await until(async () => (await listening()) >= 2, 30_000), 'both instances LISTEN again after the outage');
+      // the run cut by the outage could not store its end: the sweeper closes it once the lease runs out
+      const cut = String(turn.events[0]?.data.requestId);
+      const statusOf = async () => (await pg.query<{ status: string }>('SELECT status FROM runs WHERE request_id = $1', [cut])).rows[0]?.status;
+      ok(await until(async () => (await statusOf()) !== 'running', 30_000), `the run cut by the outage is closed after it: ${await statusOf()}`);
 
       // 4. a cancel whose NOTIFY never arrived: only the stored flag says it
       script = { words: Array.from({ length: 200 }, (_, i) => `w${i}`), calls: [], delayMs: 50 };
