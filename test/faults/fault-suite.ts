@@ -173,14 +173,18 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
  * still resume the run to completion. The client's events are both streams together.
  */
 async function resumeRun(a: Instance, b: Instance, pg: Client, point: 'during-resume' | 'paused-then-kill'): Promise<string[]> {
-  script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: CALLS, delayMs: 30 };
+  // the first tool is slow, so the pause (asked at `tool_calls`) is stored and heard before the
+  // checkpoint after it; a pause that comes after the turn's last tool result is not honoured
+  // (the run completes), which would make the case test the race, not the resume
+  script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 30, pageDelayMs: 800 };
   let requestId = '';
+  let pauseAsked: Promise<string> | null = null;
   const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list the files twice' }, (e) => {
     if (e.event === 'start') requestId = String(e.data.requestId);
-    if (e.event === 'tool_calls') void fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' });
+    if (e.event === 'tool_calls' && !pauseAsked) pauseAsked = fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' }).then(async (r) => `${r.status} ${await r.text()}`);
   });
   const paused = first.events.find((e) => e.event === 'paused');
-  if (!paused) return [`no paused event (got ${first.events.map((e) => e.event).join(',')})`];
+  if (!paused) return [`no paused event (pause answered ${await pauseAsked}; got ${first.events.map((e) => e.event).join(',')})`];
   const resumeBody = { requestId, resumeFromPhaseIndex: paused.data.resumeFromPhaseIndex };
   let second: { status: number; events: Received[] };
   if (point === 'paused-then-kill') {
