@@ -87,7 +87,11 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     // an instance that lost its lease (frozen past it, then swept) stops the turn; its writes
     // are fenced anyway, so it cannot store or send anything more
     const renew = async () => {
-      if (!(await this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => true))) this.control.cancelLocal(p.requestId, 'lease_lost');
+      const held = await this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => ({ control: null }));
+      if (!held) this.control.cancelLocal(p.requestId, 'lease_lost');
+      // the stored flag, for a control request whose NOTIFY this instance missed
+      else if (held.control === 'cancel') this.control.cancelLocal(p.requestId, 'cancelled');
+      else if (held.control === 'pause') this.control.pauseLocal(p.requestId);
     };
     const lease = setInterval(() => void renew(), Math.max(500, leaseMs / 3));
     lease.unref?.();

@@ -20,7 +20,15 @@ const DIST = join(__dirname, '..', '..', 'dist', 'main.js');
 const DB = process.env.DATABASE_URL;
 if (!DB) throw new Error('test:faults needs DATABASE_URL (PostgreSQL)');
 
-type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'after-tool-result' | 'before-done' | 'after-done' | 'during-cancel' | 'after-start' | 'frozen' | 'none' | 'surrogate' | 'deep-args';
+type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'during-tool' | 'after-tool-result' | 'before-done' | 'after-done' | 'during-cancel' | 'after-start' | 'frozen' | 'none' | 'surrogate' | 'deep-args';
+/** Cases that are not one turn killed at a point: a resume killed, a paused run resumed on the survivor, a multi-MB model line. */
+type Special = 'during-resume' | 'paused-then-kill' | 'long-line';
+/** a tool that is still running when the kill comes: fetch_page of a page the scripted server answers slowly */
+const SLOW_PAGE_MS = 1500;
+/** longer than the default LLM_MAX_LINE_LENGTH (8 MiB) */
+const LONG_LINE = 9 * 1024 * 1024;
+const LONG_MARKER = 'please answer with one long line';
+let modelPort = 0;
 const PROTOCOLS = { 'two-stage': '/api/chat/messages_two_stage', unified: '/api/chat/messages' } as const;
 const CALLS: Array<[string, string]> = [
   ['list_files', '{"path":"."}'],
@@ -32,24 +40,28 @@ let onModel: (h: ModelHook, n: number) => void = () => undefined;
 
 async function main() {
   const model = await startModel(() => script, (h, n) => onModel(h, n));
-  const env = { DATABASE_URL: DB!, LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fault', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: String(LEASE_MS) };
+  modelPort = model.port;
+  const env = { FETCH_ALLOW_HOSTS: `127.0.0.1:${model.port}`, DATABASE_URL: DB!, LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fault', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: String(LEASE_MS) };
   const pg = new Client({ connectionString: DB });
   await pg.connect();
   let a = await startOrion(DIST, await freePort(), env);
   const b = await startOrion(DIST, await freePort(), env);
   const table: Array<{ case: string; protocol: string; runs: number; violations: number; notes: Set<string> }> = [];
   try {
-    const all: Point[] = ['before-model', 'after-start', 'after-tool-calls', 'after-tool-result', 'mid-stream', 'before-done', 'after-done', 'during-cancel', 'frozen', 'surrogate', 'deep-args'];
+    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'frozen', 'surrogate', 'deep-args', 'long-line'];
     // --cases a,b: only those (while working on one fault)
     const only = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : null;
     const cases = only ? all.filter((c) => only.includes(c)) : all;
     for (const point of cases) {
       for (const [protocol, route] of Object.entries(PROTOCOLS)) {
+        // pause and resume exist on the two-stage route only
+        if ((point === 'during-resume' || point === 'paused-then-kill') && protocol !== 'two-stage') continue;
         const row = { case: point, protocol, runs: 0, violations: 0, notes: new Set<string>() };
         table.push(row);
-        const n = point === 'frozen' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
+        const n = point === 'frozen' || point === 'long-line' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
         for (let i = 0; i < n; i++) {
-          const problems = await oneRun(a, b, pg, route, point);
+          const problems =
+            point === 'during-resume' || point === 'paused-then-kill' ? await resumeRun(a, b, pg, point) : point === 'long-line' ? await longLineRun(a, b, pg, route) : await oneRun(a, b, pg, route, point);
           row.runs++;
           row.violations += problems.length;
           problems.forEach((p) => row.notes.add(p));
@@ -88,9 +100,10 @@ async function main() {
   }
   console.log('\n| case | protocol | runs | violations |\n|---|---|---|---|');
   for (const r of table) console.log(`| ${r.case} | ${r.protocol} | ${r.runs} | ${r.violations} |${r.notes.size ? ' ' + [...r.notes].join('; ') : ''}`);
-  const kills = table.filter((r) => !['frozen', 'surrogate', 'deep-args', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
+  const kills = table.filter((r) => !['frozen', 'surrogate', 'deep-args', 'long-line', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
   const total = table.reduce((s, r) => s + r.violations, 0);
   console.log(`\nkilled runs: ${kills}; violations: ${total}`);
+  if (longLineGaps.length) console.log(`long line: largest pause between the other turn's chunks ${Math.max(...longLineGaps)} ms (its model sends one every 20 ms)`);
   process.exit(total === 0 ? 0 : 1);
 }
 
@@ -99,13 +112,23 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
   script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: CALLS, delayMs: 30 };
   if (point === 'surrogate') script.hostileText = 'half an emoji \uD83D then text \uDC00';
   if (point === 'deep-args') script.calls = [['list_files', '{"path":' + '['.repeat(50_000) + ']'.repeat(50_000) + '}'], ...CALLS];
+  if (point === 'during-tool') {
+    script.calls = [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS];
+    script.pageDelayMs = SLOW_PAGE_MS;
+  }
   const kill = () => a.child.kill('SIGKILL');
   let requestId = '';
   let frozenAt = 0;
   let modelRequests = 0;
   let woken: Promise<void> = Promise.resolve();
+  let pageFetched = false;
   onModel = (h, n) => {
     if (h === 'request') modelRequests++;
+    // the page is being fetched: the tool is running
+    if (point === 'during-tool' && h === 'page') {
+      pageFetched = true;
+      setTimeout(kill, 100);
+    }
     if (point === 'before-model' && h === 'request' && modelRequests === 1) kill();
     if (point === 'mid-stream' && h === 'answer-chunk' && n === 5) kill();
     if (point === 'before-done' && h === 'answer-end') kill();
@@ -139,8 +162,82 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     // killed before `start` reached the client: find the run by its user message
     return [];
   }
-  return check(pg, b, requestId, received.events, point);
+  const v = await check(pg, b, requestId, received.events, point);
+  if (point === 'during-tool' && !pageFetched) v.push('the slow tool never ran (no kill during a tool)');
+  return v;
 }
+
+/**
+ * during-resume: a two-stage turn paused after its tool results, resumed on A, and A killed while
+ * the resumed turn streams. paused-then-kill: A killed right after `paused`; the survivor B must
+ * still resume the run to completion. The client's events are both streams together.
+ */
+async function resumeRun(a: Instance, b: Instance, pg: Client, point: 'during-resume' | 'paused-then-kill'): Promise<string[]> {
+  // the first tool is slow, so the pause (asked at `tool_calls`) is stored and heard before the
+  // checkpoint after it; a pause that comes after the turn's last tool result is not honoured
+  // (the run completes), which would make the case test the race, not the resume
+  script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 30, pageDelayMs: 800 };
+  let requestId = '';
+  let pauseAsked: Promise<string> | null = null;
+  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list the files twice' }, (e) => {
+    if (e.event === 'start') requestId = String(e.data.requestId);
+    if (e.event === 'tool_calls' && !pauseAsked) pauseAsked = fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' }).then(async (r) => `${r.status} ${await r.text()}`);
+  });
+  const paused = first.events.find((e) => e.event === 'paused');
+  if (!paused) return [`no paused event (pause answered ${await pauseAsked}; got ${first.events.map((e) => e.event).join(',')})`];
+  const resumeBody = { requestId, resumeFromPhaseIndex: paused.data.resumeFromPhaseIndex };
+  let second: { status: number; events: Received[] };
+  if (point === 'paused-then-kill') {
+    a.child.kill('SIGKILL');
+    second = await readSse(`${b.url}/api/chat/messages_two_stage/resume`, resumeBody, () => undefined);
+  } else {
+    onModel = (h, n) => {
+      if (h === 'answer-chunk' && n === 4) a.child.kill('SIGKILL');
+    };
+    second = await readSse(`${a.url}/api/chat/messages_two_stage/resume`, resumeBody, () => undefined);
+    onModel = () => undefined;
+  }
+  const v = await check(pg, b, requestId, [...first.events, ...second.events], 'none');
+  if (point === 'paused-then-kill') {
+    if (second.status !== 200) v.push(`resume on the survivor answered ${second.status}`);
+    if ((await runOf(pg, requestId))?.status !== 'completed') v.push(`paused run resumed on the survivor ended ${(await runOf(pg, requestId))?.status}`);
+  }
+  return v;
+}
+
+/**
+ * A model stream with one line past LLM_MAX_LINE_LENGTH, while another turn streams on the same
+ * instance: the long-line turn ends with `error` + `done`, the other completes with every word.
+ * The largest pause between the other turn's chunks is noted (a figure, not asserted).
+ */
+async function longLineRun(a: Instance, b: Instance, pg: Client, route: string): Promise<string[]> {
+  script = { words: Array.from({ length: 40 }, (_, i) => `w${i}`), calls: [], delayMs: 20, longLine: { marker: LONG_MARKER, length: LONG_LINE } };
+  let longId = '';
+  let otherId = '';
+  let last = 0;
+  let gap = 0;
+  const [long, other] = await Promise.all([
+    readSse(`${a.url}${route}`, { content: LONG_MARKER }, (e) => {
+      if (e.event === 'start') longId = String(e.data.requestId);
+    }),
+    readSse(`${a.url}${route}`, { content: 'say forty words' }, (e) => {
+      if (e.event === 'start') otherId = String(e.data.requestId);
+      if (e.event === 'chunk') {
+        const now = Date.now();
+        if (last) gap = Math.max(gap, now - last);
+        last = now;
+      }
+    }),
+  ]);
+  const v = [...(await check(pg, b, longId, long.events, 'none')), ...(await check(pg, b, otherId, other.events, 'none'))];
+  if (!long.events.some((e) => e.event === 'error')) v.push('long line: no error event');
+  if (long.events.at(-1)?.event !== 'done' || long.events.at(-1)?.data.stopReason !== 'error') v.push('long line: the turn did not end with done(error)');
+  const words = other.events.filter((e) => e.event === 'chunk').map((e) => String(e.data.text ?? e.data.content ?? '')).join('');
+  if ((await runOf(pg, otherId))?.status !== 'completed' || !words.includes('w39')) v.push('long line: the other turn did not complete');
+  longLineGaps.push(gap);
+  return v;
+}
+const longLineGaps: number[] = [];
 
 async function runOf(pg: Client, requestId: string) {
   return (await pg.query<{ status: string; conversation_id: string; user_message_id: string; stop_reason: string }>('SELECT status, conversation_id, user_message_id, stop_reason FROM runs WHERE request_id = $1', [requestId])).rows[0];

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export type ModelHook = 'request' | 'answer-chunk' | 'answer-end';
+export type ModelHook = 'request' | 'answer-chunk' | 'answer-end' | 'page';
 export interface ModelScript {
   /** words of the final answer */
   words: string[];
@@ -21,6 +21,10 @@ export interface ModelScript {
   delayMs: number;
   /** raw text put into the first chunk (fuzz) */
   hostileText?: string;
+  /** a request whose user text holds this marker gets one line of `longLine` characters and no line break */
+  longLine?: { marker: string; length: number };
+  /** how long GET /page (a page for fetch_page) takes to answer: a tool that is still running */
+  pageDelayMs?: number;
 }
 
 /** Scripted model: first call (no tool result yet) answers with tool calls, the next with words. */
@@ -32,9 +36,24 @@ export async function startModel(script: () => ModelScript, hook: (h: ModelHook,
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', async () => {
-      if (!req.url?.includes('chat/completions')) return res.writeHead(404).end();
-      const n = ++requests;
       const s = script();
+      if (req.url?.startsWith('/page')) {
+        hook('page', 0);
+        await sleep(s.pageDelayMs ?? 0);
+        return res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>page</title></head><body><p>a slow page</p></body></html>');
+      }
+      if (!req.url?.includes('chat/completions')) return res.writeHead(404).end();
+      if (s.longLine && body.includes(s.longLine.marker)) {
+        // a hostile model: one multi-MB line without a line break, sent in 64 KiB pieces
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const piece = 'x'.repeat(64 * 1024);
+        for (let sent = 0; sent < s.longLine.length && !res.destroyed; sent += piece.length) {
+          res.write(sent === 0 ? 'data: ' + piece : piece);
+          await sleep(1);
+        }
+        return res.end();
+      }
+      const n = ++requests;
       const parsed = JSON.parse(body) as { messages: Array<{ role: string }>; tools?: unknown[] };
       hook('request', n);
       res.writeHead(200, { 'content-type': 'text/event-stream' });

@@ -62,6 +62,14 @@ describe('RunRepository raw SQL (medium)', () => {
     expect((await runs.findById(id))!.leaseExpiresAt).toBeNull();
   });
 
+  it('a renewal hands back the stored control request, so a missed NOTIFY still reaches the run', async () => {
+    const id = await open();
+    expect(await runs.renewLease(id, 'me', 60_000)).toEqual({ control: null });
+    await runs.requestControl(id, 'cancel');
+    expect(await runs.renewLease(id, 'me', 60_000)).toEqual({ control: 'cancel' });
+    expect(await runs.renewLease(id, 'someone-else', 60_000)).toBe(false);
+  });
+
   it('finishes a run once; the first status and a growing lastSeq win', async () => {
     const id = await open();
     expect(await runs.finish(id, 'cancelled', 'cancelled', 7)).toBe(true);

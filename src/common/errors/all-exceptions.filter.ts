@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { isDatabaseUnavailable } from './database-unavailable';
 import { OrionException } from './orion.exception';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -67,6 +68,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const s = e?.status ?? e?.statusCode;
     if (typeof s === 'number' && s >= 400 && s < 500 && e.expose) {
       return { status: s, body: { statusCode: s, error: STATUS_TEXT[s] ?? 'Bad Request', message: e.message } };
+    }
+    if (isDatabaseUnavailable(exception)) {
+      this.logger.warn(`${req.method} ${req.url}: database unavailable (${(exception as Error)?.message})`);
+      return { status: 503, body: { statusCode: 503, error: 'database_unavailable', message: 'The database cannot be reached; try again shortly' } };
     }
     this.logger.error(`${req.method} ${req.url} failed: ${(exception as Error)?.stack ?? String(exception)}`);
     return {

@@ -71,14 +71,18 @@ export class RunRepository {
     return countOf(res) > 0;
   }
 
-  /** false when `owner` no longer holds the lease (the run was swept, or ended). */
-  async renewLease(requestId: string, owner: string, leaseMs: number): Promise<boolean> {
-    const res: [unknown[], number] = await this.runs.query(
+  /**
+   * false when `owner` no longer holds the lease (the run was swept, or ended); else the stored
+   * control request, so a cancel or pause whose NOTIFY was missed (LISTEN connection down) still
+   * reaches the run at its next renewal.
+   */
+  async renewLease(requestId: string, owner: string, leaseMs: number): Promise<false | { control: RunControl }> {
+    const res: [Array<{ control: RunControl }>, number] = await this.runs.query(
       `UPDATE runs SET lease_expires_at = now() + ($3 || ' milliseconds')::interval
-        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING request_id`,
+        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING control`,
       [requestId, owner, String(leaseMs)],
     );
-    return countOf(res) > 0;
+    return countOf(res) > 0 ? { control: rowsOf<{ control: RunControl }>(res)[0]?.control ?? null } : false;
   }
 
   /**
@@ -141,4 +145,10 @@ export class RunRepository {
 function countOf(res: unknown): number {
   if (Array.isArray(res) && res.length === 2 && typeof res[1] === 'number') return res[1];
   return Array.isArray(res) ? res.length : 0;
+}
+
+/** The returned rows of an UPDATE … RETURNING (TypeORM gives `[rows, count]` on PostgreSQL). */
+function rowsOf<T>(res: unknown): T[] {
+  if (Array.isArray(res) && res.length === 2 && typeof res[1] === 'number') return res[0] as T[];
+  return Array.isArray(res) ? (res as T[]) : [];
 }
