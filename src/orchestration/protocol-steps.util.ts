@@ -23,6 +23,22 @@ export function* phaseEdge(
   yield { type: 'phase', status, phase, phaseIndex, cycleIndex, ...(reason ? { reason } : {}) };
 }
 
+/** Longest tool error message a stream shows; the model gets the whole result. */
+const ERROR_MESSAGE_MAX = 300;
+
+/**
+ * A failed call's `tool_phase` error stage: what went wrong, in the tool's own words, so a client
+ * can show an error step with its reason rather than only the outcome's name. None for a call
+ * that succeeded or that a cancel cut short (the turn's own end says that).
+ */
+export function toolErrorStage(ctx: ProtocolExecutionContext, call: Pick<CompletedToolCall, 'id' | 'name'>, result: ToolRunResult): ProtocolEvent | undefined {
+  if ((result.outcome === 'success' && !result.isError) || ctx.signal.aborted) return undefined;
+  const out = result.output as { message?: unknown; error?: unknown } | null | undefined;
+  const said = typeof out?.message === 'string' && out.message ? out.message : typeof out?.error === 'string' && out.error ? out.error : result.outputText || result.outcome;
+  const message = said.length > ERROR_MESSAGE_MAX ? `${said.slice(0, ERROR_MESSAGE_MAX - 1)}…` : said;
+  return { type: 'tool_phase', toolId: call.name, stage: 'error', message, metadata: { callId: call.id, outcome: result.outcome } };
+}
+
 /** The `tool_progress` that closes a call: completed or failed, raw output only on request. */
 export function toolFinishedEvent(ctx: ProtocolExecutionContext, call: Pick<CompletedToolCall, 'id' | 'name'>, result: ToolRunResult): ProtocolEvent {
   const failed = result.outcome !== 'success' || result.isError;

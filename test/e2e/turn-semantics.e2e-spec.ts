@@ -4,6 +4,17 @@ import { sse, type SseEvent } from '../support/sse-client';
 import type { ToolDefinition, ToolExecuteResult } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 
+const broken: ToolDefinition = {
+  name: 'dictionary_service',
+  description: 'Asks the dictionary service',
+  parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
+  origin: 'builtin',
+  isAvailable: () => true,
+  execute: async (): Promise<ToolExecuteResult> => {
+    throw new Error('dictionary service answered 502 Bad Gateway');
+  },
+};
+
 const lookup: ToolDefinition = {
   name: 'lookup',
   description: 'Looks a word up',
@@ -25,6 +36,7 @@ describe.each([
     llm = await ReplayServer.start();
     t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' });
     t.app.get(ToolRegistryService).register(lookup);
+    t.app.get(ToolRegistryService).register(broken);
   });
   afterAll(async () => {
     await t.close();
@@ -57,5 +69,21 @@ describe.each([
     expect(events.at(-1)!.data.stopReason).toBe('max_tokens');
     const message = await stored(events);
     expect(message).toMatchObject({ content: 'The history of pugs begins in', status: 'complete', stopReason: 'max_tokens' });
+  });
+
+  it('a tool that fails says why in a tool_phase error stage for that call, before its failed progress; a working call says nothing of the kind', async () => {
+    llm.enqueue(
+      respond.turn([{ toolCall: { name: 'lookup', args: { word: 'pug' }, id: 'ok1' } }]),
+      respond.turn([{ toolCall: { name: 'dictionary_service', args: { word: 'pug' }, id: 'bad1' } }]),
+      respond.turn([{ text: 'The dictionary is down; a pug is a small dog.' }]),
+    );
+    const { events } = await send('What is a pug, per the dictionary?');
+    const errors = of(events, 'tool_phase').filter((e) => e.data.stage === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0].data).toMatchObject({ toolId: 'dictionary_service', metadata: { callId: 'bad1', outcome: 'exception' } });
+    expect(errors[0].data.message).toContain('502 Bad Gateway');
+    const failed = events.findIndex((e) => e.event === 'tool_progress' && e.data.callId === 'bad1' && e.data.action === 'failed');
+    expect(failed).toBeGreaterThan(events.indexOf(errors[0]));
+    expect(events.at(-1)!.data.stopReason).toBe('final_answer');
   });
 });

@@ -4,7 +4,7 @@ import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-
 import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
 import { invalidName, resultDigest, ToolCallGuard } from '../../tool-call-guard';
-import { phaseEdge, shownArguments, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
+import { phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
 import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
@@ -193,6 +193,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
       { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p) },
     );
     for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
+    const failure = toolErrorStage(ctx, call, result);
+    if (failure) yield failure;
 
     yield toolFinishedEvent(ctx, call, result);
     const shownArgs = shownArguments(ctx, call);

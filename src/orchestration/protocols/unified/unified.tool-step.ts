@@ -4,7 +4,7 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
-import { toolFinishedEvent } from '../../protocol-steps.util';
+import { toolErrorStage, toolFinishedEvent } from '../../protocol-steps.util';
 import { invalidName, ToolCallGuard } from '../../tool-call-guard';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessageContent } from './unified.messages';
@@ -169,6 +169,8 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
     const message = err instanceof Error ? err.message : String(err);
     result = { ...cancelledResult(call), output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
   }
+  const failure = toolErrorStage(ctx, call, result);
+  if (failure) queue.push(failure);
   queue.push(toolFinishedEvent(ctx, call, result));
   return result;
 }

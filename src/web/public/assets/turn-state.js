@@ -124,7 +124,9 @@ export function applyEvent(s, type, data) {
       break;
     }
     case 'tool_phase': {
-      const tool = [...s.tools].reverse().find((t) => t.name === data.toolId);
+      // the call it names (an error stage carries its callId), else the latest call of that tool
+      const callId = data.metadata && typeof data.metadata === 'object' ? data.metadata.callId : undefined;
+      const tool = (callId !== undefined && s.tools.find((t) => t.callId === callId)) || [...s.tools].reverse().find((t) => t.name === data.toolId);
       if (!tool) break;
       if (ERROR_STAGES.has(String(data.stage))) {
         // a tool reporting its own failure: an error step, whatever the final progress says
