@@ -69,7 +69,8 @@ describeBrowser('chat page: error steps, retrieval metrics, fetch status', () =>
     const step = page.locator('.message.live .tool.error-step[data-tool="fetch_page"]');
     expect(await step.getAttribute('data-step')).toBe('error');
     expect(await step.locator('.tool-status').textContent()).toBe('error');
-    expect(await step.locator('.tool-error').textContent()).toBe('fetch_page invalid arguments');
+    // the tool's own reason, sent by the server in the call's tool_phase error stage
+    expect(await step.locator('.tool-error').textContent()).toBe('Refused: http://127.0.0.1:9/private resolves to a loopback address (127.0.0.1)');
     // the page never fetched: a card with its fetch status (it is not a cited source)
     const card = page.locator('.message.live .source-card.fetch-failed');
     expect(await card.locator('.source-title').getAttribute('href')).toBe(blocked);
@@ -90,7 +91,7 @@ describeBrowser('chat page: error steps, retrieval metrics, fetch status', () =>
     const tools = page.locator('.message.live .tool');
     expect(await tools.count()).toBe(2);
     expect(await tools.nth(0).getAttribute('data-step')).toBe('error');
-    expect(await tools.nth(0).locator('.tool-error').textContent()).toBe('read_file invalid arguments');
+    expect(await tools.nth(0).locator('.tool-error').textContent()).toBe('"docs" is a folder; use list_files to see what it contains');
     expect(await tools.nth(1).getAttribute('data-step')).toBeNull();
     expect(await tools.nth(1).locator('.tool-status').textContent()).toBe('done');
     await docImage('chat-error-step');
