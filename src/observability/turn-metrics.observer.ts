@@ -53,7 +53,7 @@ export class TurnMetricsObserver {
       case 'tool_result': {
         const tool = this.toolLabel(d.name);
         const outcome = str(d.outcome, 'unknown');
-        this.metrics.toolExecutions.inc({ tool, outcome: outcome === 'success' && d.isError === true ? 'tool_error' : outcome });
+        this.metrics.toolExecutions.inc({ tool, outcome });
         if (typeof d.latencyMs === 'number') this.metrics.toolDuration.observe({ tool }, d.latencyMs / 1000);
         return;
       }

@@ -105,6 +105,6 @@ export class ToolFailure extends Error {
 
 /** A path the workspace refused is a tool's `validation_error` (rethrows anything else). */
 export function asToolFailure(err: unknown): never {
-  if (err instanceof WorkspacePathError) throw new ToolFailure('validation_error', err.message);
+  if (err instanceof WorkspacePathError) throw new ToolFailure(err.outcome, err.message);
   throw err;
 }

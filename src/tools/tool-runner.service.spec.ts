@@ -114,12 +114,13 @@ describe('ToolRunnerService', () => {
       }
     });
 
-    it('passes sources and isError through', async () => {
+    it('passes sources through, and a result the tool marks as an error is an exception-class outcome', async () => {
       const sources = [{ type: 'web' as const, title: 'T', url: 'https://example.org' }];
       const { runner } = setup([tool({ name: 'src', execute: async () => ({ output: 'x', sources, isError: true }) })]);
       const r = await runner.run({ name: 'src', arguments: '{}' }, ctx());
-      expect(r.outcome).toBe('success');
+      expect(r.outcome).toBe('exception');
       expect(r.isError).toBe(true);
+      expect(r.output).toBe('x');
       expect(r.sources).toEqual(sources);
     });
 

@@ -179,7 +179,10 @@ export class ToolRunnerService implements ToolRunner {
       return this.fail(st, 'exception', `tool "${name}" returned no result (expected { output })`);
     }
     const sources = Array.isArray(value.sources) ? value.sources.filter((s): s is ToolSource => !!s && typeof s === 'object') : [];
-    return this.finish(st, 'success', value.output, { isError: value.isError === true, sources });
+    // one rule for every source of tools: a result the tool itself marks as an error (an MCP
+    // `isError` result, a built-in's error object) is an `exception`-class outcome, not a success
+    const reportedError = value.isError === true;
+    return this.finish(st, reportedError ? 'exception' : 'success', value.output, { isError: reportedError, sources });
   }
 
   /** Runs `execute` under the tool's timeout merged with the caller's signal; a tool that ignores the signal is abandoned. */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
+import { fixtureServer } from '../support/mcp-test-kit';
 
 /** Issue #6 over real HTTP: Classic and NarrowTopK against the OpenAI-compatible adapter. */
 describe('POST /api/orchestration/execute', () => {
@@ -71,7 +72,7 @@ describe('POST /api/orchestration/execute', () => {
     expect(JSON.stringify(body.executions[0].resultObject)).toMatch(/path/);
   });
 
-  it('a tool that reports an error makes the run execution_failed, not a success', async () => {
+  it('a tool that reports an error is an exception-class outcome; the orchestration itself completed (isSuccess, no error)', async () => {
     const { createServer } = await import('node:http');
     const page = createServer((_req, res) => {
       res.writeHead(404, { 'content-type': 'text/html' });
@@ -83,12 +84,48 @@ describe('POST /api/orchestration/execute', () => {
     try {
       llm.enqueue(respond.turn([{ toolCall: { name: 'fetch_page', args: { url: `http://${host}/missing` } } }]));
       const { body } = await post({ userInput: 'fetch it', mode: 'Classic' }, app.url);
-      expect(body.executions[0]).toMatchObject({ toolName: 'fetch_page', outcome: 'success', isError: true });
-      expect(body).toMatchObject({ isSuccess: false, error: 'execution_failed' });
+      expect(body.executions[0]).toMatchObject({ toolName: 'fetch_page', outcome: 'exception', isError: true });
+      expect(body).toMatchObject({ isSuccess: true, error: null });
     } finally {
       await app.close();
       page.close();
     }
+  });
+
+  it('an MCP tool that returns an isError result (a real stdio server) is an exception-class outcome, not a success', async () => {
+    const fx = fixtureServer('fx');
+    const dir = join(t.workspace, '..', `mcp-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    const config = join(dir, 'mcp.json');
+    writeFileSync(config, JSON.stringify({ mcpServers: { fx: { command: fx.command, args: fx.args, env: {} } } }));
+    const app = await start({ MCP_CONFIG: config });
+    try {
+      llm.enqueue(respond.turn([{ toolCall: { name: 'fx__fail', args: {} } }]));
+      let body: { executions: Array<Record<string, unknown>>; isSuccess: boolean; error: unknown } | undefined;
+      // the server's tools are listed shortly after start
+      // (until then the call is refused as a tool that is not offered)
+      for (let i = 0; i < 50 && (!body || body.executions[0]?.outcome === 'validation_error'); i++) {
+        if (i > 0) {
+          await new Promise((r) => setTimeout(r, 100));
+          llm.reset();
+          llm.enqueue(respond.turn([{ toolCall: { name: 'fx__fail', args: {} } }]));
+        }
+        body = (await post({ userInput: 'call fail', mode: 'Classic' }, app.url)).body;
+      }
+      expect(body!.executions[0]).toMatchObject({ toolName: 'fx__fail', outcome: 'exception', isError: true });
+      expect(JSON.stringify(body!.executions[0].resultObject)).toContain('something went wrong on purpose');
+      expect(body).toMatchObject({ isSuccess: true, error: null });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a missing file is an exception-class outcome with a clear message, not invalid_args', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'no-such-file.md' } } }]));
+    const { body } = await post({ userInput: 'read no-such-file.md', mode: 'Classic' });
+    expect(body.executions[0]).toMatchObject({ toolName: 'read_file', outcome: 'exception', isError: true });
+    expect(body.executions[0].resultObject.message).toMatch(/not found: "no-such-file\.md" does not exist/);
+    expect(body).toMatchObject({ isSuccess: true, error: null });
   });
 
   it('refuses arguments that are JSON null instead of running the tool with {}', async () => {

@@ -20,8 +20,15 @@ import { PROJECT_ID_PATTERN } from './project-id';
 
 /** A requested path that is not usable inside the project folder; the message says why. */
 export class WorkspacePathError extends Error {
-  readonly outcome = 'validation_error' as const;
-  constructor(message: string) {
+  /**
+   * How a tool fared on it: a path that is not allowed is a bad argument (`validation_error`);
+   * a path that is allowed but names nothing is the world differing from the model's guess,
+   * an `exception`-class outcome like any other failed lookup.
+   */
+  constructor(
+    message: string,
+    readonly outcome: 'validation_error' | 'exception' = 'validation_error',
+  ) {
     super(message);
     this.name = 'WorkspacePathError';
   }
@@ -158,7 +165,7 @@ export async function assertOpenedInside(fd: number, opened: Stats, target: Work
 export const SAFE_OPEN_FLAGS = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
 
 export function notFound(relative: string): WorkspacePathError {
-  return new WorkspacePathError(`not found: "${relative}" does not exist in the project folder (list_files shows what exists)`);
+  return new WorkspacePathError(`not found: "${relative}" does not exist in the project folder (list_files shows what exists)`, 'exception');
 }
 
 function escapeFailure(requested: string): WorkspacePathError {

@@ -5,9 +5,9 @@ export const TOOL_MODES = ['Classic', 'NarrowTopK'] as const;
 export type ToolMode = (typeof TOOL_MODES)[number];
 
 /**
- * The contract's codes (docs/API.md), plus Orion's additions: `execution_failed` (a decided call ran but failed:
- * timeout, unavailable, rate limited, exception, or the tool reported an error) and
- * `internal_error` (the mode itself failed unexpectedly).
+ * The contract's codes (docs/API.md), plus Orion's `internal_error` (the mode itself failed
+ * unexpectedly). A decided call that ran and failed is not an error of the orchestration: its
+ * execution's `outcome` says how the tool fared.
  */
 export type ToolCallsError =
   | 'no_tool_calls'
@@ -15,7 +15,6 @@ export type ToolCallsError =
   | 'narrow_topk_unavailable'
   | 'no_candidates'
   | 'llm_error'
-  | 'execution_failed'
   | 'internal_error';
 
 export interface DecidedCall {

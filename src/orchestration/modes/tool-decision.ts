@@ -18,7 +18,10 @@ export interface DecisionDeps {
   logger: Logger;
 }
 
-/** Builds a result; `isSuccess` only when calls were decided and every one succeeded. */
+/**
+ * Builds a result. `isSuccess` says the orchestration completed: calls were decided, none was
+ * refused as invalid, and every one was attempted; how each tool fared is its execution's `outcome`.
+ */
 export function finishResult(
   mode: ToolMode,
   input: ToolModeInput,
@@ -32,7 +35,7 @@ export function finishResult(
     exposedTools: parts.exposedTools,
     decidedCalls,
     executions,
-    isSuccess: parts.error === null && decidedCalls.length > 0 && executions.every((e) => e.outcome === 'success' && !e.isError),
+    isSuccess: parts.error === null && decidedCalls.length > 0 && executions.length === decidedCalls.length,
     error: parts.error,
     totalLatencyMs: Math.round(performance.now() - started),
     requestId: input.requestId,
@@ -109,11 +112,8 @@ export async function* decideAndExecute(
     executions.push(execution);
     yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
   }
-  const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error')
-    ? 'invalid_args'
-    : executions.some((e) => e.outcome !== 'success' || e.isError)
-      ? 'execution_failed'
-      : null;
+  // a tool that ran and failed is not an orchestration error: its execution's outcome says so
+  const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
   return finishResult(mode, input, started, { exposedTools, decidedCalls: decided, executions, error, candidates });
 }
 

@@ -73,11 +73,12 @@ describe('list_files', () => {
     ['a missing folder', 'nope', /^not found/],
     ['a file', 'a.md', /is a file, not a folder; use read_file/],
   ])('refuses %s', async (_label, p, message) => {
-    await expect(list({ path: p })).rejects.toMatchObject({ outcome: 'validation_error', message: expect.stringMatching(message) });
+    const outcome = String(message) === String(/^not found/) ? 'exception' : 'validation_error';
+    await expect(list({ path: p })).rejects.toMatchObject({ outcome, message: expect.stringMatching(message) });
   });
 
   it('refuses a sub-path of a project without a folder', async () => {
-    await expect(list({ path: 'docs' }, 'fresh-project')).rejects.toMatchObject({ outcome: 'validation_error', message: expect.stringMatching(/^not found/) });
+    await expect(list({ path: 'docs' }, 'fresh-project')).rejects.toMatchObject({ outcome: 'exception', message: expect.stringMatching(/^not found/) });
   });
 
   it(`stops at ${LIST_MAX_ENTRIES} entries`, async () => {

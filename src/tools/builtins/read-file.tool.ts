@@ -129,7 +129,7 @@ function openFailure(err: unknown, relative: string): unknown {
   switch ((err as NodeJS.ErrnoException)?.code) {
     case 'ENOENT':
     case 'ENOTDIR':
-      return new ToolFailure('validation_error', notFound(relative).message);
+      return new ToolFailure('exception', notFound(relative).message);
     case 'ELOOP':
     case 'EMLINK':
       return new ToolFailure('validation_error', `"${relative}" changed into a symlink while it was being opened; refusing to read it`);

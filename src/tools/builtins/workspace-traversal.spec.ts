@@ -21,10 +21,12 @@ import { isInside } from '../../common/workspace/workspace-path.util';
  *   TMP/ws/proj/...                the project folder of projectId "proj" (WORKSPACE_ROOT = TMP/ws)
  *   TMP/ws/proj-evil/secret.txt    sibling whose name starts with the project's (prefix trap)
  *
- * Every payload must end as `validation_error`. Two kinds:
- * - "escape": refused as leaving the folder / absolute / NUL / unresolvable / `~`;
- * - "literal": a harmless "not found" INSIDE the project: percent-encodings and Unicode
- *   look-alikes are ordinary file names there, never decoded or normalized.
+ * Every payload fails without reading anything outside. Two kinds:
+ * - "escape": refused as leaving the folder / absolute / NUL / unresolvable / `~`
+ *   (`validation_error`: the argument is not allowed);
+ * - "literal": a harmless "not found" INSIDE the project (`exception`, like any missing file):
+ *   percent-encodings and Unicode look-alikes are ordinary file names there, never decoded or
+ *   normalized.
  */
 
 const CANARY = `CANARY-${process.pid}-${Date.now()}-do-not-leak`;
@@ -211,7 +213,7 @@ describe('workspace traversal', () => {
     it.each(PAYLOADS)('refuses %j (%s)', async (payload, kind) => {
       const p = payload === '__CANARY_ABSOLUTE__' ? path.join(tmp, 'canary.txt') : payload;
       const r = await call(tool, tool === 'list_files' ? { path: p, recursive: true } : { path: p });
-      expect(r.outcome).toBe('validation_error');
+      expect(r.outcome).toBe(kind === 'literal' ? 'exception' : 'validation_error');
       expectContained(r);
       if (kind === 'literal') {
         expect(messageOf(r)).toMatch(/^not found/);
