@@ -120,6 +120,24 @@ describe('POST /api/chat/messages_two_stage', () => {
     expect(last.tools === undefined || last.tool_choice === 'none').toBe(true);
   });
 
+  it('keeps a refused call in its action phase: the same phaseIndex goes on, only the executed tool opens a tool phase', async () => {
+    const read = respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }]);
+    llm.enqueue(read, read, read, respond.turn([{ text: 'It is a demo project.' }]));
+    const res = await send('What is this project?', { maxDuplicateAttempts: 5 });
+    const { requestId } = await checkTurn(res.events, 'final_answer');
+    const phases = of(res.events, 'phase').map((e) => `${e.data.status}:${e.data.phase}:${e.data.phaseIndex}:${e.data.reason ?? ''}`);
+    // action 1 → tool 2 → action 3 (two refusals inside it, then the answer)
+    expect(phases).toEqual(['start:action_phase:1:', 'end:action_phase:1:tool_call', 'start:tool_phase:2:', 'end:tool_phase:2:success', 'start:action_phase:3:', 'end:action_phase:3:final_answer']);
+    const notices = of(res.events, 'notice');
+    expect(notices.map((e) => e.data.code)).toEqual(['duplicate_tool_call', 'duplicate_tool_call']);
+    expect(notices.every((e) => e.data.phaseIndex === 3 && e.data.phase === 'action_phase')).toBe(true);
+    expect(of(res.events, 'tool_calls').map((e) => e.data.phaseIndex)).toEqual([1, 3, 3]);
+    // the trace still shows each refusal, in phase 3
+    const refusals = await traceOf(requestId, 'duplicate_tool_call');
+    expect(refusals).toHaveLength(2);
+    expect(llm.chatRequests).toHaveLength(4);
+  });
+
   it('stops a budget-exhausting model after exactly maxPhaseCycles tools', async () => {
     llm.enqueue(
       respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }]),

@@ -24,7 +24,7 @@ export class StartEventDto extends RunEventEnvelopeDto {
 
 export class PhaseEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['start', 'end'] }) status: string;
-  @ApiPropertyOptional({ description: 'why a phase ended: an action phase tool_call, final_answer, invalid_tool_call, cycle_budget, duplicate_limit, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …)' }) reason?: string;
+  @ApiPropertyOptional({ description: 'why a phase ended: an action phase tool_call (two-stage), tool_calls (unified), final_answer, max_tokens, cycle_budget, duplicate_limit, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …)' }) reason?: string;
 }
 
 export class ChunkEventDto extends RunEventEnvelopeDto {

@@ -50,11 +50,13 @@ export class TwoStageStrategy implements ProtocolStrategy {
     let forced: ForcedReason | null = forcedFinal(this.counters(state), ctx.budgets);
     // some answer text was streamed: the next phase's text starts after a paragraph break
     let wrote = false;
+    // a refused call does not end its action phase: the model is asked again in the same phase
+    let continuing = false;
 
     while (true) {
       if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
       // the action phase's text streams from the model to the consumer (the hot path)
-      const stream = yield* this.startAction(ctx, state, specs, forced, wrote);
+      const stream: ModelStream = yield* this.startAction(ctx, state, specs, forced, wrote, continuing);
       if ((yield* stream.step()).text.length > 0) wrote = true;
       const outcome: StepOutcome = yield* this.endAction(ctx, state, specs, forced, stream);
       switch (outcome.kind) {
@@ -64,22 +66,27 @@ export class TwoStageStrategy implements ProtocolStrategy {
           return yield { type: 'paused', resumeFromPhaseIndex: outcome.resumeFromPhaseIndex };
         case 'run_again':
         case 'refused_duplicate':
+          continuing = outcome.kind === 'refused_duplicate';
           forced = forcedFinal(this.counters(state), ctx.budgets);
           break;
       }
     }
   }
 
-  /** Opens an action phase and starts the model call: tools offered unless a budget forces the answer. */
+  /**
+   * Starts a model call: in a new action phase, or (after a refusal) in the same one. Tools are
+   * offered unless a budget forces the answer.
+   */
   private *startAction(
     ctx: ProtocolExecutionContext,
     s: TurnState,
     specs: LlmToolSpec[],
     forced: ForcedReason | null,
     wrote: boolean,
+    continuing: boolean,
   ): Generator<ProtocolEvent, ModelStream, undefined> {
-    const phaseIndex = ++s.phaseIndex;
-    yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
+    const phaseIndex = continuing ? s.phaseIndex : ++s.phaseIndex;
+    if (!continuing) yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
 
     const offerTools = !forced && specs.length > 0;
     const messages = this.modelMessages(ctx, s, forced);
@@ -154,23 +161,24 @@ export class TwoStageStrategy implements ProtocolStrategy {
       return { kind: 'final', stopReason };
     }
     if (!call) {
-      yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'invalid_tool_call');
+      // refused in the action phase, which goes on: only an executed tool opens a tool phase
       yield* this.handleInvalid(ctx, s, res.invalid[0], specs);
       return { kind: 'refused_duplicate' };
     }
-
-    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
-    yield { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
 
     // stored as a digest: checkpoints keep no argument values (secrets included)
     const guard = new ToolCallGuard(ctx);
     const signature = guard.signature(call)?.digest ?? null;
     // the latest run of this signature: a rerun compares its result with that one
     const earlier = signature ? s.executed.findLast((e) => e.signature === signature) : undefined;
+    const toolCalls: ProtocolEvent = { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
     if (earlier && guard.policy(call.name) === 'refuse') {
+      yield toolCalls;
       yield* this.refuseDuplicate(ctx, s, call, earlier);
       return { kind: 'refused_duplicate' };
     }
+    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
+    yield toolCalls;
     return yield* this.toolPhase(ctx, s, call, signature, earlier);
   }
 
