@@ -11,7 +11,9 @@ import {
   ValidateIf,
   ValidationError,
   validateSync,
+  registerDecorator,
 } from 'class-validator';
+import { parseExtraBody } from './extra-body';
 
 const toBool = ({ value }: { value: unknown }) => {
   if (typeof value === 'boolean') return value;
@@ -36,6 +38,24 @@ export type LlmProviderName = (typeof LLM_PROVIDERS)[number];
  * Every environment variable Orion reads (docs/API.md "Configuration"). Defaults are property initializers; `validateEnv`
  * stops start-up with `NAME=value` and the allowed values when anything is off.
  */
+/** Families whose reasoning switch Orion knows (src/llm/adapters/thinking-switch.ts). */
+export const THINKING_SWITCHES = ['auto', 'qwen', 'deepseek', 'openai', 'none'] as const;
+export type ThinkingSwitch = (typeof THINKING_SWITCHES)[number];
+
+/** A string that parses as a JSON object (not an array, not null). */
+function IsJsonObject(): PropertyDecorator {
+  return (target, key) =>
+    registerDecorator({
+      name: 'isJsonObject',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (v: unknown) => typeof v === 'string' && parseExtraBody(v) !== undefined,
+        defaultMessage: () => `${String(key)} must be a JSON object, e.g. {"top_k": 20}`,
+      },
+    });
+}
+
 export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(0) @Max(65535)
   PORT = 3000;
@@ -80,6 +100,21 @@ export class EnvironmentVariables {
   /** Extension: whether an OpenAI-compatible endpoint can call tools (Ollama is asked via /api/show). */
   @Transform(toBool) @IsBoolean()
   LLM_TOOL_CALLING = true;
+
+  /**
+   * Extension: `off` (default) asks for no reasoning on the model calls that decide tools, with
+   * the switch of the server's family (LLM_THINKING_SWITCH); `on` never does.
+   */
+  @IsIn(['off', 'on'])
+  LLM_THINKING: 'off' | 'on' = 'off';
+
+  /** Extension: which family's reasoning switch an OpenAI-compatible server reads; `auto` goes by the model's name. */
+  @IsIn(THINKING_SWITCHES as unknown as string[])
+  LLM_THINKING_SWITCH: ThinkingSwitch = 'auto';
+
+  /** Extension: a JSON object merged into every model request body (server-specific fields). */
+  @Transform(emptyToUndefined) @IsOptional() @IsJsonObject()
+  LLM_EXTRA_BODY?: string;
 
   /** Extension: the model's context window in tokens, used by the context budget. */
   @Transform(toInt) @IsInt() @Min(1024) @Max(10_000_000)

@@ -1,3 +1,5 @@
+import { parseExtraBody } from '../config/extra-body';
+import { thinkingFamily } from './adapters/thinking-switch';
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import type { LlmProviderName } from '../config/env.schema';
@@ -94,6 +96,9 @@ export class LlmAdapterFactory {
       contextWindow,
       maxLineLength: this.config.get('LLM_MAX_LINE_LENGTH'),
       toolCalling: this.config.get('LLM_TOOL_CALLING'),
+      thinking: thinkingFamily(this.config.get('LLM_THINKING_SWITCH'), s.model),
+      thinkingOn: this.config.get('LLM_THINKING') === 'on',
+      extraBody: parseExtraBody(this.config.get('LLM_EXTRA_BODY')),
       retry: s.retry,
       onRetry: (info) => this.events?.emit({ type: 'retry', provider: s.provider, model: s.model!, code: info.code }),
     };

@@ -1,5 +1,6 @@
 import type { LlmErrorInfo } from '../llm-adapter.port';
 import type { RetryPolicy } from '../retry-policy';
+import type { ThinkingFamily } from './thinking-switch';
 
 /** What an HTTP adapter (OpenAI-compatible, Ollama) needs; the factory fills it from AppConfigService. */
 export interface HttpAdapterOptions {
@@ -18,6 +19,12 @@ export interface HttpAdapterOptions {
   contextWindow: number;
   /** LLM_TOOL_CALLING (OpenAI-compatible; Ollama asks /api/show and falls back to this) */
   toolCalling?: boolean;
+  /** LLM_THINKING_SWITCH resolved for this model: how a tool decision asks for no reasoning */
+  thinking?: ThinkingFamily;
+  /** LLM_THINKING=on: never ask for no reasoning */
+  thinkingOn?: boolean;
+  /** LLM_EXTRA_BODY: server-specific fields merged into every request body */
+  extraBody?: Record<string, unknown>;
   /** overrides of the pre-first-byte retry policy (tests shorten the back-off) */
   retry?: Partial<RetryPolicy>;
   /** told of each retry (metrics) */

@@ -34,8 +34,15 @@ export function toOllamaMessages(messages: LlmMessage[]): OllamaWireMessage[] {
  * - `think:false` is sent only when the model reports the `thinking` capability (`thinking`
  *   argument), because Ollama rejects `think` for models that cannot think.
  */
-export function buildOllamaChatBody(request: LlmRequest, model: string, stream: boolean, thinking: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = { model, messages: toOllamaMessages(request.messages), stream };
+export function buildOllamaChatBody(
+  request: LlmRequest,
+  model: string,
+  stream: boolean,
+  thinking: boolean,
+  opts: { thinkingOn?: boolean; extraBody?: Record<string, unknown> } = {},
+): Record<string, unknown> {
+  // LLM_EXTRA_BODY first: the fields Orion sets win, except `think`, which it may set itself
+  const body: Record<string, unknown> = { ...(opts.extraBody ?? {}), model, messages: toOllamaMessages(request.messages), stream };
   const tools = request.toolChoice === 'none' ? [] : (request.tools ?? []);
   if (tools.length > 0) {
     body.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
@@ -44,6 +51,6 @@ export function buildOllamaChatBody(request: LlmRequest, model: string, stream: 
   if (request.temperature !== undefined) options.temperature = request.temperature;
   if (request.maxTokens !== undefined) options.num_predict = request.maxTokens;
   if (Object.keys(options).length > 0) body.options = options;
-  if (request.disableReasoning && thinking) body.think = false;
+  if (request.disableReasoning && thinking && !opts.thinkingOn && !('think' in (opts.extraBody ?? {}))) body.think = false;
   return body;
 }

@@ -71,7 +71,7 @@ export class OllamaAdapter implements LlmAdapter {
       let response: Response;
       try {
         const thinking = request.disableReasoning ? await this.supports('thinking') : false;
-        response = await this.send(buildOllamaChatBody(request, this.model, true, thinking), guard);
+        response = await this.send(buildOllamaChatBody(request, this.model, true, thinking, this.options), guard);
       } catch (err) {
         yield { type: 'error', error: this.describe(err, guard) };
         return;
@@ -104,7 +104,7 @@ export class OllamaAdapter implements LlmAdapter {
     try {
       if (guard.cause) throw new LlmError(guard.errorInfo()!);
       const thinking = request.disableReasoning ? await this.supports('thinking') : false;
-      const response = await this.send(buildOllamaChatBody(request, this.model, false, thinking), guard);
+      const response = await this.send(buildOllamaChatBody(request, this.model, false, thinking, this.options), guard);
       const body: unknown = await Promise.race([response.json(), guard.fired]);
       const mapper = new OllamaChunkMapper();
       return await collectCompletion([...mapper.mapObject(body), ...mapper.end()]);

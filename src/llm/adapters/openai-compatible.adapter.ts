@@ -67,7 +67,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
       }
       let response: Response;
       try {
-        response = await this.send(buildChatCompletionBody(request, this.model, true), request, guard);
+        response = await this.send(buildChatCompletionBody(request, this.model, true, this.options), request, guard);
       } catch (err) {
         yield { type: 'error', error: this.describe(err, guard) };
         return;
@@ -111,7 +111,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     const guard = new RequestGuard({ signal, timeoutMs: this.options.timeoutMs });
     try {
       if (guard.cause) throw new LlmError(guard.errorInfo()!);
-      const response = await this.send(buildChatCompletionBody(request, this.model, false), request, guard);
+      const response = await this.send(buildChatCompletionBody(request, this.model, false, this.options), request, guard);
       const body: unknown = await Promise.race([response.json(), guard.fired]);
       return this.toCompletion(body);
     } catch (err) {

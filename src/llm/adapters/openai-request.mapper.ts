@@ -1,4 +1,5 @@
 import type { LlmMessage, LlmRequest } from '../llm-adapter.port';
+import { thinkingOffFields, type ThinkingFamily } from './thinking-switch';
 
 /** A Chat Completions message on the wire (snake_case). */
 export type OpenAiWireMessage =
@@ -37,11 +38,22 @@ export function toOpenAiMessages(messages: LlmMessage[]): OpenAiWireMessage[] {
  *   and with no tools offered the model cannot call one anyway. `none` keeps the tools in the
  *   request (their descriptions may matter to the answer) but forbids calling them.
  * - `disableReasoning` has no portable switch on Chat Completions (`reasoning_effort` is
- *   rejected by non-reasoning OpenAI models, `chat_template_kwargs` by OpenAI itself), so it is
- *   deliberately not sent: an unknown parameter that breaks a server is worse than thinking.
+ *   rejected by non-reasoning OpenAI models, `chat_template_kwargs` by OpenAI itself): the
+ *   family's own switch is sent only when the family is known (thinking-switch.ts), and not at
+ *   all with `LLM_THINKING=on`.
+ * - `extraBody` (`LLM_EXTRA_BODY`) comes first, so the fields Orion sets win over it, except the
+ *   thinking switch, which it may replace.
  */
-export function buildChatCompletionBody(request: LlmRequest, model: string, stream: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = { model, messages: toOpenAiMessages(request.messages) };
+export function buildChatCompletionBody(
+  request: LlmRequest,
+  model: string,
+  stream: boolean,
+  opts: { thinking?: ThinkingFamily; thinkingOn?: boolean; extraBody?: Record<string, unknown> } = {},
+): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...(opts.extraBody ?? {}), model, messages: toOpenAiMessages(request.messages) };
+  if (request.disableReasoning && !opts.thinkingOn && opts.thinking) {
+    for (const [k, v] of Object.entries(thinkingOffFields(opts.thinking, model))) if (!(k in (opts.extraBody ?? {}))) body[k] = v;
+  }
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };

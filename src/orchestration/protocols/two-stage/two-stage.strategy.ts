@@ -108,6 +108,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
         temperature: temperatureFor(ctx.mode),
         maxTokens: MAX_RESPONSE_TOKENS,
         requestId: ctx.requestId,
+        // the action phase decides tools (or answers): no reasoning where the server can skip it
+        disableReasoning: true,
       },
       ctx.signal,
       { stopAtFirstCompleteCall: true, ignoreToolCalls: !offerTools, lead: wrote ? PARAGRAPH_BREAK : undefined },
