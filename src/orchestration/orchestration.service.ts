@@ -11,6 +11,7 @@ import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration
 import type { ProtocolStrategy, TurnBudgets } from './protocol-strategy';
 import type { ToolCallsResult, ToolMode, ToolModeOptions, ToolModeProgress, ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
+import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
 
 export interface ExecuteModeRequest {
   userInput: string;
@@ -43,6 +44,7 @@ export class OrchestrationService {
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     @Optional() @Inject(KNOWLEDGE_RETRIEVER) private readonly knowledge?: KnowledgeRetriever,
+    @Optional() private readonly toolSelection?: ToolSelectionService,
   ) {
     for (const s of strategies) {
       const map: Map<string, OrchestrationStrategy> = s.kind === 'tool-mode' ? this.modes : this.protocols;
@@ -79,6 +81,7 @@ export class OrchestrationService {
         systemContext: req.systemContext,
         flags: { orchestratorEnabled: req.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
         knowledge: this.knowledge,
+        ...(this.toolSelection ? { toolSelection: this.toolSelection } : {}),
         contextWindow: req.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
       }),
     };

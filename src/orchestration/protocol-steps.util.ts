@@ -2,6 +2,8 @@ import type { CompletedToolCall } from '../llm/tool-call-accumulator';
 import type { ToolRunResult } from '../tools/tool-definition';
 import type { ProtocolEvent } from './protocol-event';
 import type { ProtocolExecutionContext } from './protocol-strategy';
+import type { LlmToolSpec } from '../llm/llm-adapter.port';
+import { toolRetrievalTrace, toolsOfLastTurn } from './modes/tool-index/tool-selection';
 
 /** What every chat protocol emits the same way: phase edges, finished tools, shown arguments. */
 
@@ -58,4 +60,29 @@ export function toolFinishedEvent(ctx: ProtocolExecutionContext, call: Pick<Comp
 export function shownArguments(ctx: ProtocolExecutionContext, call: CompletedToolCall): string {
   const shown = ctx.tools.redactArgs(call.name, call.args);
   return JSON.stringify(shown) === JSON.stringify(call.args) ? call.arguments : JSON.stringify(shown);
+}
+
+/**
+ * The tools one model step is offered. At or below TOOL_RETRIEVAL_THRESHOLD, the whole catalog
+ * (nothing changes); above it, sticky top-K for the turn's request re-ranked with the model's
+ * latest text, plus every tool called in this turn and in the conversation's last turn, traced
+ * as `tool_retrieval`. Calls are still validated against the whole catalog: a model that names a
+ * real tool it was not offered this step gets it run, not a refusal.
+ */
+export function offeredTools(
+  ctx: ProtocolExecutionContext,
+  catalog: LlmToolSpec[],
+  step: { index: number; calledThisTurn: readonly string[]; latestModelText?: string },
+): LlmToolSpec[] {
+  if (!ctx.toolSelection || catalog.length === 0) return catalog;
+  const request = [...ctx.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const selection = ctx.toolSelection.select({
+    catalog,
+    request: typeof request === 'string' ? request : '',
+    latestModelText: step.latestModelText,
+    calledThisTurn: step.calledThisTurn,
+    lastTurnTools: toolsOfLastTurn(ctx.messages),
+  });
+  if (selection.applied) ctx.trace.record(toolRetrievalTrace(selection, { requestId: ctx.requestId, projectId: ctx.projectId, step: step.index }));
+  return selection.tools;
 }

@@ -1,4 +1,5 @@
-import type { LlmAdapter, LlmMessage } from '../llm/llm-adapter.port';
+import type { ToolSelection, ToolSelectionInput } from './modes/tool-index/tool-selection';
+import type { LlmAdapter, LlmMessage, LlmToolSpec } from '../llm/llm-adapter.port';
 import type { ToolRunner } from '../tools/tool-runner.port';
 import type { TraceSink } from '../trace/trace-sink.port';
 import type { KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
@@ -48,6 +49,8 @@ export interface ProtocolExecutionContext {
   knowledge?: KnowledgeRetriever;
   /** the model's context window in tokens (LLM_CONTEXT_WINDOW or the provider's figure) */
   contextWindow?: number;
+  /** sticky top-K: which tools a model step is offered when the catalog is large (offeredTools) */
+  toolSelection?: { select(input: ToolSelectionInput<LlmToolSpec>): ToolSelection<LlmToolSpec> };
 }
 
 /** What a protocol supports; callers (pause, resume) ask this instead of testing its name. */

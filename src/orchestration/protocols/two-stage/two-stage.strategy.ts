@@ -4,7 +4,7 @@ import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-
 import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
 import { invalidName, resultDigest, ToolCallGuard } from '../../tool-call-guard';
-import { phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
+import { offeredTools, phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
 import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
@@ -52,12 +52,16 @@ export class TwoStageStrategy implements ProtocolStrategy {
     let wrote = false;
     // a refused call does not end its action phase: the model is asked again in the same phase
     let continuing = false;
+    // the model's latest text: the next action phase's tools are re-ranked with it
+    let latestText = '';
 
     while (true) {
       if (ctx.signal.aborted) return yield this.done(state, 'cancelled');
       // the action phase's text streams from the model to the consumer (the hot path)
-      const stream: ModelStream = yield* this.startAction(ctx, state, specs, forced, wrote, continuing);
-      if ((yield* stream.step()).text.length > 0) wrote = true;
+      const stream: ModelStream = yield* this.startAction(ctx, state, specs, forced, wrote, continuing, latestText);
+      const stepText = (yield* stream.step()).text;
+      if (stepText.length > 0) wrote = true;
+      if (stepText.trim()) latestText = stepText;
       const outcome: StepOutcome = yield* this.endAction(ctx, state, specs, forced, stream);
       switch (outcome.kind) {
         case 'final':
@@ -84,17 +88,19 @@ export class TwoStageStrategy implements ProtocolStrategy {
     forced: ForcedReason | null,
     wrote: boolean,
     continuing: boolean,
+    latestText: string,
   ): Generator<ProtocolEvent, ModelStream, undefined> {
     const phaseIndex = continuing ? s.phaseIndex : ++s.phaseIndex;
     if (!continuing) yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
 
     const offerTools = !forced && specs.length > 0;
+    const offered = offerTools ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: latestText || undefined }) : [];
     const messages = this.modelMessages(ctx, s, forced);
     traceStep(ctx, 'llm_request', {
       phase: 'action_phase',
       phaseIndex,
       messages: messages.length,
-      tools: offerTools ? specs.map((t) => t.name) : [],
+      tools: offered.map((t) => t.name),
       toolChoice: offerTools ? 'auto' : 'none',
       forced,
       temperature: temperatureFor(ctx.mode),
@@ -103,7 +109,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
       ctx.llm,
       {
         messages,
-        tools: offerTools ? specs : undefined,
+        tools: offerTools ? offered : undefined,
         toolChoice: offerTools ? 'auto' : 'none',
         temperature: temperatureFor(ctx.mode),
         maxTokens: MAX_RESPONSE_TOKENS,

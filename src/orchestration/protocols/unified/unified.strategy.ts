@@ -9,7 +9,7 @@ import { assembleMessages, splitConversation, unifiedBudget, type StepMessages, 
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';
 import { runToolStep, stepMessages, type ExecutedCall } from './unified.tool-step';
-import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
+import { offeredTools, phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { NOTICES } from '../two-stage/two-stage.budgets';
 import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
@@ -165,13 +165,15 @@ export class UnifiedStrategy implements ProtocolStrategy {
     s.phaseIndex += 1;
     s.modelSteps += 1;
     yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
-    const { messages, report } = assembleMessages({ system: t.system, history: t.history, user: t.user, steps: s.steps, specs: t.specs, budget: t.budget });
+    const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
+    const offered = final ? [] : offeredTools(ctx, t.specs, { index: s.modelSteps, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
+    const { messages, report } = assembleMessages({ system: t.system, history: t.history, user: t.user, steps: s.steps, specs: offered, budget: t.budget });
     traceStep(ctx, 'llm_request', {
       phase: 'action_phase',
       phaseIndex: s.phaseIndex,
       step: s.modelSteps,
       messages: messages.length,
-      tools: t.specs.map((x) => x.name),
+      tools: offered.map((x) => x.name),
       toolChoice: final ? 'none' : 'auto',
       ...(final ? { forced: true } : {}),
       temperature: temperatureFor(ctx.mode),
@@ -182,7 +184,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
       ctx.llm,
       {
         messages,
-        tools: final ? undefined : t.specs,
+        tools: final ? undefined : offered,
         toolChoice: final ? 'none' : 'auto',
         temperature: temperatureFor(ctx.mode),
         maxTokens: t.budget.maxResponseTokens,
