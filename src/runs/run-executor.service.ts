@@ -1,3 +1,4 @@
+import { SplitSecretGuard } from '../common/util/split-secret-guard';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -108,10 +109,22 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
     try {
       for (const ev of p.opening) await stream.emit(ev);
-      for await (const ev of protocol.execute(ctx)) {
+      // a secret split across two chunks is masked too: the end of a chunk that may start one waits
+      const split = new SplitSecretGuard(this.secrets);
+      for await (const raw of protocol.execute(ctx)) {
         if (ended) {
-          this.logger.error(`${protocol.name} yielded ${ev.type} after ${ended}; ignored (run ${p.requestId})`);
+          this.logger.error(`${protocol.name} yielded ${raw.type} after ${ended}; ignored (run ${p.requestId})`);
           continue;
+        }
+        let ev = raw;
+        if (ev.type === 'chunk') {
+          const safe = split.push(ev.content);
+          if (!safe) continue;
+          ev = { ...ev, content: safe };
+        } else {
+          const held = split.flush();
+          if (held) await this.handle(p, stream, { type: 'chunk', content: held }, () => content, (c) => (content += c));
+          if (stream.error) throw stream.error;
         }
         ended = await this.handle(p, stream, ev, () => content, (c) => (content += c));
         if (stream.error) throw stream.error;

@@ -15,6 +15,9 @@ const broken: ToolDefinition = {
   },
 };
 
+/** a configured secret (the model key) that the scripted model will try to say */
+const CANARY = 'canary-SECRET-0123456789';
+
 const lookup: ToolDefinition = {
   name: 'lookup',
   description: 'Looks a word up',
@@ -34,7 +37,7 @@ describe.each([
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
-    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' });
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', LLM_API_KEY: CANARY });
     t.app.get(ToolRegistryService).register(lookup);
     t.app.get(ToolRegistryService).register(broken);
   });
@@ -46,7 +49,7 @@ describe.each([
 
   const send = (content: string) => sse(`${t.url}${route}`, { body: body(content), timeoutMs: 30_000 });
   const of = (events: SseEvent[], type: string) => events.filter((e) => e.event === type);
-  const stored = async (events: SseEvent[]) => {
+  const storedMessage = async (events: SseEvent[]) => {
     const msgs = await (await fetch(`${t.url}/api/chat/conversations/${events[0].data.conversationId}/messages`)).json();
     return msgs.find((m: { role: string; requestId: string }) => m.role === 'assistant' && m.requestId === events[0].data.requestId);
   };
@@ -57,7 +60,7 @@ describe.each([
     const done = events.at(-1)!.data;
     expect(done.fullContent).toBe('Let me look it up.\n\nSummary: a pug is a small dog.');
     expect(of(events, 'chunk').map((e) => e.data.content).join('')).toBe(done.fullContent);
-    const message = await stored(events);
+    const message = await storedMessage(events);
     expect(message.content).toBe(done.fullContent);
     expect(message.stopReason).toBe('final_answer');
   });
@@ -67,7 +70,7 @@ describe.each([
     const { events } = await send('Tell me everything about pugs.');
     expect(of(events, 'notice').map((e) => e.data.code)).toEqual(['response_truncated']);
     expect(events.at(-1)!.data.stopReason).toBe('max_tokens');
-    const message = await stored(events);
+    const message = await storedMessage(events);
     expect(message).toMatchObject({ content: 'The history of pugs begins in', status: 'complete', stopReason: 'max_tokens' });
   });
 
@@ -85,5 +88,20 @@ describe.each([
     const failed = events.findIndex((e) => e.event === 'tool_progress' && e.data.callId === 'bad1' && e.data.action === 'failed');
     expect(failed).toBeGreaterThan(events.indexOf(errors[0]));
     expect(events.at(-1)!.data.stopReason).toBe('final_answer');
+  });
+
+  it('a configured secret split across model chunks reaches neither the stream, the stored events nor the stored message', async () => {
+    llm.enqueue(respond.turn([{ text: 'Your key: canary-SEC' }, { text: 'RET-0123' }, { text: '456789. Keep it safe.' }]));
+    const { events } = await send('What is my key?');
+    const done = events.at(-1)!.data;
+    const streamed = of(events, 'chunk').map((e) => e.data.content).join('');
+    const stored = await (await fetch(`${t.url}/api/chat/runs/${done.requestId}/events`)).text();
+    const message = await storedMessage(events);
+    for (const text of [streamed, String(done.fullContent), stored, JSON.stringify(message)]) {
+      expect(text).not.toContain(CANARY);
+      expect(text).not.toContain('RET-0123456789');
+    }
+    expect(streamed).toMatch(/^Your key: .+\. Keep it safe\.$/);
+    expect(message.content).toBe(streamed);
   });
 });
