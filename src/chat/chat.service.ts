@@ -48,7 +48,7 @@ export class ChatService {
     const debugShowToolResults = !!options.debugShowToolResults;
 
     const contextWindow = await this.orchestration.contextWindow();
-    const { conversation, history, userMessageId } = await this.dbOrUnavailable(async () => {
+    const { conversation, history, lastTurnTools, userMessageId } = await this.dbOrUnavailable(async () => {
       let conversation: ConversationEntity | null = null;
       if (dto.conversationId) {
         conversation = await this.conversations.findById(dto.conversationId);
@@ -56,7 +56,7 @@ export class ChatService {
           throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
         }
       }
-      const history = conversation ? await this.history(conversation.id, contextWindow) : [];
+      const { history, lastTurnTools } = conversation ? await this.history(conversation.id, contextWindow) : { history: [], lastTurnTools: [] };
       conversation ??= await this.conversations.create(projectId, dto.content);
       const user = await this.conversations.insertUserMessage(conversation.id, dto.content, requestId);
       await this.runs.open({
@@ -67,7 +67,7 @@ export class ChatService {
         protocol: protocol.name,
         options: { mode, budgets, debugShowToolResults, detach },
       });
-      return { conversation, history, userMessageId: user.id };
+      return { conversation, history, lastTurnTools, userMessageId: user.id };
     });
 
     this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode } });
@@ -84,6 +84,7 @@ export class ChatService {
       systemContext: conversation.settings?.customInstructions,
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       contextWindow,
+      lastTurnTools,
     });
     return this.runs.start(
       {
@@ -140,19 +141,26 @@ export class ChatService {
         lastSeq: point.lastSeq,
         envelope: point.envelope,
         priorContent: point.priorContent,
+        priorSteps: point.priorSteps,
       },
       flow,
       clientGone,
     );
   }
 
-  /** Stored history as model messages, trimmed to the history share of the context window. */
-  private async history(conversationId: string, contextWindow: number): Promise<LlmMessage[]> {
+  /**
+   * Stored history as model messages, trimmed to the history share of the context window, and
+   * the tools the previous turn called (from its answer's stored steps).
+   */
+  private async history(conversationId: string, contextWindow: number): Promise<{ history: LlmMessage[]; lastTurnTools: string[] }> {
     const rows = await this.conversations.recentMessages(conversationId, HISTORY_FETCH_LIMIT);
     const msgs: LlmMessage[] = rows
       .filter((m) => m.content.trim().length > 0)
       .map((m) => ({ role: m.role, content: m.content }));
-    return trimHistory(msgs, contextBudget(contextWindow).historyTokens);
+    const last = rows.at(-1);
+    const steps = last?.role === 'assistant' && Array.isArray(last.metadata?.steps) ? last.metadata.steps : [];
+    const lastTurnTools = [...new Set(steps.flatMap((s) => (s.type === 'tool' && (s.status === 'completed' || s.status === 'failed') ? [s.name] : [])))];
+    return { history: trimHistory(msgs, contextBudget(contextWindow).historyTokens), lastTurnTools };
   }
 
   /** A database failure before the stream starts is a 503 that says so, not a 500. */

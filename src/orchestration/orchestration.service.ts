@@ -83,6 +83,7 @@ export class OrchestrationService {
         knowledge: this.knowledge,
         ...(this.toolSelection ? { toolSelection: this.toolSelection } : {}),
         contextWindow: req.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
+        lastTurnTools: req.lastTurnTools ?? [],
       }),
     };
   }

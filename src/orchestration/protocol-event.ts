@@ -43,6 +43,8 @@ export type ProtocolEvent =
       /** raw output: only when the request asked for debugShowToolResults */
       output?: unknown;
       outcome?: string;
+      /** how long the call ran (completed / failed) */
+      durationMs?: number;
     }
   | { type: 'tool_phase'; toolId: string; stage: string; message: string; metadata?: Record<string, unknown> }
   | {

@@ -52,6 +52,7 @@ export function toolFinishedEvent(ctx: ProtocolExecutionContext, call: Pick<Comp
     params: ctx.tools.redactArgs(call.name, result.args),
     isError: failed,
     outcome: result.outcome,
+    durationMs: result.latencyMs,
     ...(ctx.debugShowToolResults ? { output: result.output } : {}),
   };
 }
@@ -81,7 +82,8 @@ export function offeredTools(
     request: typeof request === 'string' ? request : '',
     latestModelText: step.latestModelText,
     calledThisTurn: step.calledThisTurn,
-    lastTurnTools: toolsOfLastTurn(ctx.messages),
+    // the history carries no tool calls; the previous turn's stored steps say which ran
+    lastTurnTools: [...new Set([...toolsOfLastTurn(ctx.messages), ...(ctx.lastTurnTools ?? [])])],
   });
   if (selection.applied) ctx.trace.record(toolRetrievalTrace(selection, { requestId: ctx.requestId, projectId: ctx.projectId, step: step.index }));
   return selection.tools;

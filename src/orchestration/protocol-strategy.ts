@@ -51,6 +51,8 @@ export interface ProtocolExecutionContext {
   contextWindow?: number;
   /** sticky top-K: which tools a model step is offered when the catalog is large (offeredTools) */
   toolSelection?: { select(input: ToolSelectionInput<LlmToolSpec>): ToolSelection<LlmToolSpec> };
+  /** tools the conversation's previous turn called, kept on offer (sticky) */
+  lastTurnTools?: readonly string[];
 }
 
 /** What a protocol supports; callers (pause, resume) ask this instead of testing its name. */

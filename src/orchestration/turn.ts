@@ -18,6 +18,8 @@ export interface TurnRequest {
   orchestratorEnabled?: boolean;
   resumeFrom?: ProtocolExecutionContext['resumeFrom'];
   contextWindow?: number;
+  /** tools the conversation's previous turn called (its stored steps), for sticky tool selection */
+  lastTurnTools?: readonly string[];
 }
 
 /** A turn ready to run: its protocol, and its context around the run's signal and control. */

@@ -10,7 +10,33 @@ export interface AnswerMetadata {
   usage?: TurnUsage;
   /** why a turn closed without its protocol (`instance_lost`, `storage_error`, …) */
   error?: string;
+  /** what happened in the turn, in order: tools, sources, notices, errors, phases */
+  steps?: TurnStep[];
 }
+
+/** One tool call of a turn as its stream showed it (arguments secret-masked). */
+export interface TurnToolStep {
+  type: 'tool';
+  callId: string;
+  name: string;
+  /** `requested`/`running` remain only for a turn that ended while the call was open */
+  status: 'requested' | 'running' | 'completed' | 'failed' | 'refused';
+  arguments?: unknown;
+  outcome?: string;
+  isError: boolean;
+  durationMs?: number;
+  /** the tool's own reason when it failed */
+  message?: string;
+  phaseIndex?: number;
+}
+
+/** A stored step of a turn (the messages route returns them as `steps`). */
+export type TurnStep =
+  | TurnToolStep
+  | { type: 'sources'; data: unknown[]; sourceTypes: string[]; ragCount: number; webCount: number; confidence: string; metrics?: Record<string, unknown> }
+  | { type: 'notice'; code: string; message: string }
+  | { type: 'error'; code: string; message: string }
+  | { type: 'phase'; phase: string; phaseIndex: number; cycleIndex: number; endReason?: string | null };
 
 /**
  * Where a run's answer is kept: the conversation's assistant message. Implemented by the chat

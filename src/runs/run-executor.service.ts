@@ -15,6 +15,8 @@ import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
 import { RunStream, type EnvelopeState, type WireEvent } from './run-stream';
 import { storageSafe } from '../common/util/text-safety.util';
+import { TurnStepsRecorder } from './turn-steps';
+import type { TurnStep } from './answer-store.port';
 
 /** Version of the checkpoint format stored on runs (see run-state/run-checkpoint.ts). */
 export const CHECKPOINT_SCHEMA_VERSION = 1;
@@ -41,6 +43,14 @@ export interface ExecuteRunParams {
   envelope?: EnvelopeState;
   /** text streamed by earlier legs of the run (resume), part of the stored answer */
   priorContent: string;
+  /** steps of earlier legs of the run (resume), stored with the answer */
+  priorSteps?: TurnStep[];
+}
+
+/** What one leg of a run accumulates for its assistant message. */
+interface Leg {
+  content: string;
+  readonly steps: TurnStepsRecorder;
 }
 
 /** An identity for this process in leases: host, pid, a random suffix. */
@@ -102,7 +112,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.events.appendFenced(id, INSTANCE_ID, rows, closing) };
     const stream = new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
-    let content = p.priorContent;
+    const leg: Leg = { content: p.priorContent, steps: new TurnStepsRecorder(p.priorSteps) };
     let ended: 'done' | 'paused' | null = null;
     const protocol = p.turn.protocol;
     const ctx = p.turn.context(live.abort.signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
@@ -123,15 +133,15 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
           ev = { ...ev, content: safe };
         } else {
           const held = split.flush();
-          if (held) await this.handle(p, stream, { type: 'chunk', content: held }, () => content, (c) => (content += c));
+          if (held) await this.handle(p, stream, { type: 'chunk', content: held }, leg);
           if (stream.error) throw stream.error;
         }
-        ended = await this.handle(p, stream, ev, () => content, (c) => (content += c));
+        ended = await this.handle(p, stream, ev, leg);
         if (stream.error) throw stream.error;
       }
       if (!ended) {
         this.logger.error(`${protocol.name} ended without done; closing run ${p.requestId}`);
-        await this.finishWithError(p, stream, content, 'protocol_error', 'The protocol ended without an answer', live.abort.signal);
+        await this.finishWithError(p, stream, leg, 'protocol_error', 'The protocol ended without an answer', live.abort.signal);
         ended = 'done';
       }
     } catch (err) {
@@ -146,7 +156,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         await this.finishWithError(
           p,
           stream,
-          content,
+          leg,
           storage ? 'storage_error' : 'internal_error',
           storage ? 'Could not store the run events; the turn was stopped' : 'Internal error while running the turn',
           live.abort.signal,
@@ -163,25 +173,20 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   }
 
   /** Handles one protocol event; returns how the stream ended, if it did. */
-  private async handle(
-    p: ExecuteRunParams,
-    stream: RunStream,
-    raw: ProtocolEvent,
-    content: () => string,
-    append: (c: string) => void,
-  ): Promise<'done' | 'paused' | null> {
+  private async handle(p: ExecuteRunParams, stream: RunStream, raw: ProtocolEvent, leg: Leg): Promise<'done' | 'paused' | null> {
     // the one place run events are made safe: NUL cannot be stored, secrets must not be
-    // streamed; what is stored (and appended to the answer) is what is sent
+    // streamed; what is stored (and appended to the answer, and kept as a step) is what is sent
     const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets);
     switch (ev.type) {
       case 'checkpoint':
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
         return null;
       case 'chunk':
-        append(ev.content);
+        leg.content += ev.content;
         await stream.emit(ev);
         return null;
       case 'phase':
+        leg.steps.apply(ev.type, ev);
         await stream.emit(ev);
         await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq }, INSTANCE_ID);
         return null;
@@ -195,7 +200,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         if (stream.error) throw stream.error;
         return 'paused';
       case 'done':
-        await this.finish(p, stream, { ...ev, fullContent: content() });
+        await this.finish(p, stream, { ...ev, fullContent: leg.content }, leg.steps.steps());
         return 'done';
       case 'tool_calls':
       case 'tool_progress':
@@ -203,6 +208,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       case 'sources':
       case 'notice':
       case 'error':
+        leg.steps.apply(ev.type, { ...ev, phaseIndex: stream.envelope.phaseIndex });
         await stream.emit(ev);
         return null;
       default:
@@ -211,7 +217,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   }
 
   /** Stores the assistant message once, then sends `done` with its id and closes the run. */
-  private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>): Promise<void> {
+  private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>, steps: TurnStep[]): Promise<void> {
     const status: AnswerStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
     const runStatus: Exclude<RunStatus, 'running' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
     await stream.flush();
@@ -220,6 +226,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       stopReason: done.stopReason,
       protocol: p.turn.protocol.name,
       usage: done.usage,
+      steps,
     });
     const type = runStatus === 'completed' ? 'run_completed' : runStatus === 'cancelled' ? 'run_cancelled' : 'run_failed';
     this.trace.record({
@@ -245,11 +252,12 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private async finishWithError(
     p: ExecuteRunParams,
     stream: RunStream,
-    content: string,
+    leg: Leg,
     code: string,
     message: string,
     signal: AbortSignal,
   ): Promise<void> {
+    const { content } = leg;
     const stopReason: StopReason = signal.aborted ? 'cancelled' : 'error';
     if (stream.error) {
       // the event store is down: the client still hears why, the message is stored if possible
@@ -257,7 +265,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       await p.client?.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true } }]);
       let messageId: string | null = null;
       try {
-        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code })).message.id;
+        leg.steps.apply('error', { code, message });
+        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, steps: leg.steps.steps() })).message.id;
         await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSeq);
       } catch (e) {
         this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
@@ -265,8 +274,11 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       await p.client?.deliver([{ seq: seq + 1, type: 'done', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq: seq + 1, phase: 'complete', phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, fullContent: content, messageId, stopReason, usage: emptyUsage() } }]);
       return;
     }
-    if (stopReason === 'error') await stream.emit({ type: 'error', code, message, retryable: false });
-    await this.finish(p, stream, { type: 'done', fullContent: content, stopReason, usage: emptyUsage() });
+    if (stopReason === 'error') {
+      leg.steps.apply('error', { code, message });
+      await stream.emit({ type: 'error', code, message, retryable: false });
+    }
+    await this.finish(p, stream, { type: 'done', fullContent: content, stopReason, usage: emptyUsage() }, leg.steps.steps());
   }
 
   /**

@@ -6,6 +6,9 @@ import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus } from './run-event-bus.service';
+import { TurnStepsRecorder } from './turn-steps';
+
+const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
 
 /**
  * Closes runs whose instance died. A running instance renews its lease every RUN_LEASE_MS / 3;
@@ -64,9 +67,13 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
     const content = stored.filter((e) => e.type === 'chunk').map((e) => String(e.data.content ?? '')).join('');
     const stopReason = status === 'failed' ? 'error' : 'cancelled';
+    const steps = new TurnStepsRecorder();
+    for (const e of stored) steps.apply(e.type, e.data);
+    if (status === 'failed') steps.apply('error', { code: 'instance_lost', message: INSTANCE_LOST_MESSAGE });
     const { message } = await this.conversations.insertAssistantOnce(run.conversationId, run.requestId, content, status === 'failed' ? 'error' : 'cancelled', {
       stopReason,
       ...(status === 'failed' ? { error: 'instance_lost' } : {}),
+      steps: steps.steps(),
     });
     const last = stored.at(-1);
     if (last?.type !== 'done') {
@@ -82,7 +89,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       const closing = [];
       if (status === 'failed') {
         seq += 1;
-        closing.push({ seq, type: 'error', data: { ...base, seq, code: 'instance_lost', message: 'The instance running this turn stopped; the turn was closed with what it had streamed', retryable: true } });
+        closing.push({ seq, type: 'error', data: { ...base, seq, code: 'instance_lost', message: INSTANCE_LOST_MESSAGE, retryable: true } });
       }
       seq += 1;
       closing.push({ seq, type: 'done', data: { ...base, seq, phase: 'complete', fullContent: content, messageId: message.id, stopReason, usage: emptyUsage() } });

@@ -16,6 +16,8 @@ import type { SentEvent } from './run-event-bus.service';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
 import { RunsException, RunsExceptionCode } from './runs.exception';
+import { TurnStepsRecorder } from './turn-steps';
+import type { TurnStep } from './answer-store.port';
 
 export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
 
@@ -33,6 +35,8 @@ export interface ResumePoint {
   lastSeq: number;
   envelope?: ExecuteRunParams['envelope'];
   priorContent: string;
+  /** the stored steps of those legs, kept with the answer */
+  priorSteps: TurnStep[];
 }
 
 /**
@@ -170,10 +174,12 @@ export class RunsService {
       .filter((e) => e.type === 'chunk' && Number(e.data.phaseIndex) <= plan.phaseIndex)
       .map((e) => String(e.data.content ?? ''))
       .join('');
+    const priorSteps = TurnStepsRecorder.fromStored(stored, plan.phaseIndex);
     return {
       lastSeq: last?.seq ?? 0,
       envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
       priorContent,
+      priorSteps,
     };
   }
 

@@ -78,6 +78,46 @@ describeBrowser('chat page: error steps, retrieval metrics, fetch status', () =>
     expect(problems.errors).toEqual([]);
   });
 
+  it('a reloaded conversation draws each old turn exactly as the live turn was drawn: tool steps, error reasons, sources, phases', async () => {
+    writeFileSync(join(t.workspace, 'default', 'docs', 'install.md'), '# Installing\n\nRun npm install, then npm start.\n');
+    expect((await fetch(`${t.url}/api/knowledge/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectId: 'default' }) })).status).toBeLessThan(300);
+    const turns: string[] = [];
+    const liveTurn = async (n: number) => {
+      await page.waitForFunction((k) => { const a = document.querySelectorAll('.message.assistant'); return a.length === k && a[k - 1].querySelector('.status-pill')?.textContent === 'Done'; }, n, { timeout: 15_000 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      turns.push(await page.locator('.message.assistant').nth(n - 1).innerHTML());
+    };
+    llm.enqueue(
+      respond.turn([{ text: 'Looking.' }, { toolCall: { name: 'rag_query', args: { query: 'install' }, id: 'q1' } }]),
+      respond.turn([{ toolCall: { name: 'fetch_page', args: { url: 'http://127.0.0.1:9/private' }, id: 'f1' } }]),
+      respond.turn([{ text: 'Run **npm install**, then npm start.' }]),
+    );
+    await open('unified');
+    await send('How do I install it?');
+    await liveTurn(1);
+    writeFileSync(join(t.workspace, 'default', 'README.md'), '# Demo\n');
+    llm.enqueue(
+      respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' }, id: 'r1' } }]),
+      respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' }, id: 'r2' } }]),
+      respond.turn([{ text: 'The README says Demo.' }]),
+    );
+    await send('And the README?');
+    await liveTurn(2);
+
+    await page.reload();
+    await page.waitForFunction(() => document.documentElement.dataset.ready === 'true' && document.querySelectorAll('.message.assistant').length === 2);
+    expect(await page.locator('.message.live').count()).toBe(0);
+    const old = page.locator('.message.assistant');
+    expect([await old.nth(0).innerHTML(), await old.nth(1).innerHTML()]).toEqual(turns);
+    // and what that is: the failed fetch with its reason, the knowledge sources, the refused duplicate
+    expect(await old.nth(0).locator('.tool.error-step[data-tool="fetch_page"] .tool-error').textContent()).toContain('loopback');
+    expect(await old.nth(0).locator('.source-card.rag').count()).toBeGreaterThan(0);
+    expect(await old.nth(1).locator('.tool').allTextContents()).toHaveLength(2);
+    expect(await old.nth(1).locator('.notice').count()).toBeGreaterThan(0);
+    await screenshot(old.nth(0), 'chat-reloaded-turn');
+    expect(problems.errors).toEqual([]);
+  });
+
   it("shows a two-stage turn's failed tool result as an error step, next to a tool that worked", async () => {
     writeFileSync(join(t.workspace, 'default', 'README.md'), '# Demo\n');
     llm.enqueue(

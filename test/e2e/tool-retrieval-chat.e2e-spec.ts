@@ -85,4 +85,24 @@ describe.each([
     const second = retrievals[1].details.selected as Array<{ name: string; reason: string }>;
     expect(second.find((s) => s.name === 'get_weather_forecast')?.reason).toBe('called_this_turn');
   });
+
+  it("keeps offering the tools the conversation's previous turn called, from that answer's stored steps", async () => {
+    llm.enqueue(
+      respond.turn([{ toolCall: { name: 'watch_package_tracking', args: { query: 'parcel 42' } } }]),
+      respond.turn([{ text: 'Your parcel is out for delivery.' }]),
+    );
+    const first = await sse(`${t.url}${route}`, { body: body('Watch the package tracking of parcel 42'), timeoutMs: 30_000 });
+    expect(first.events.at(-1)!.data.stopReason).toBe('final_answer');
+    const conversationId = first.events[0].data.conversationId as string;
+    llm.reset();
+    // a follow-up whose words retrieve other tools: the previous turn's tool stays on offer
+    llm.enqueue(respond.turn([{ text: 'Still out for delivery; the flight is on time.' }]));
+    const second = await sse(`${t.url}${route}`, { body: { ...body('And check the flight status of AF 123 as well'), conversationId }, timeoutMs: 30_000 });
+    expect(second.events.at(-1)!.data.stopReason).toBe('final_answer');
+    expect(offered(0)).toContain('watch_package_tracking');
+    expect(offered(0).some((n) => n.endsWith('_flight_status'))).toBe(true);
+    expect(offered(0).length).toBeLessThan(40);
+    const trace = (await (await fetch(`${t.url}/api/trace?requestId=${second.events[0].data.requestId}&type=tool_retrieval`)).json()) as Array<{ details: { selected: Array<{ name: string; reason: string }> } }>;
+    expect(trace[0].details.selected.find((x) => x.name === 'watch_package_tracking')?.reason).toBe('last_turn');
+  });
 });

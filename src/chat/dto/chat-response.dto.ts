@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { TurnStep } from '../../runs/answer-store.port';
 import type { ChatMessageEntity } from '../entities/chat-message.entity';
 import type { ConversationEntity } from '../entities/conversation.entity';
 
@@ -11,6 +12,17 @@ export class ChatMessageDto {
   @ApiProperty() createdAt: string;
   /** added (issue 13): how an assistant message's turn ended (`max_tokens`: cut off by the token limit); null for user messages */
   @ApiPropertyOptional({ nullable: true, type: String }) stopReason?: string | null;
+  /**
+   * added (issue 13): what happened in an assistant message's turn, in order, as its stream
+   * showed it; [] for user messages and for turns stored before steps were kept
+   */
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'object', additionalProperties: true },
+    description:
+      'Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`',
+  })
+  steps?: TurnStep[];
 }
 
 export class ConversationDto {
@@ -24,7 +36,8 @@ export class ConversationDto {
 
 export function mapMessage(m: ChatMessageEntity): ChatMessageDto {
   const stopReason = m.role === 'assistant' && typeof m.metadata?.stopReason === 'string' ? m.metadata.stopReason : null;
-  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason };
+  const steps = m.role === 'assistant' && Array.isArray(m.metadata?.steps) ? m.metadata.steps : [];
+  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, steps };
 }
 
 export function mapConversation(c: ConversationEntity): ConversationDto {

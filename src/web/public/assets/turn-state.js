@@ -66,6 +66,61 @@ export function createTurnState(init = {}) {
 
 /** @typedef {ReturnType<typeof createTurnState>} TurnState */
 
+/** What a tool step's stored status is on the page (a call the turn ended during stays running). */
+const STORED_TOOL_STATUS = { requested: 'requested', running: 'calling', completed: 'completed', failed: 'failed', refused: 'refused' };
+
+/**
+ * The settled state of a stored turn, from the messages route: its answer, how it ended and
+ * the steps kept with it (`steps`, issue 13), so it is drawn exactly like the live turn was.
+ * Messages stored before steps were kept have none and show the answer alone.
+ * @param {{ content: string, status: string, requestId: string | null, stopReason?: string | null, steps?: Array<Record<string, any>> }} m
+ */
+export function stateFromStored(m) {
+  const s = createTurnState({
+    status: m.status === 'cancelled' ? 'stopped' : m.status === 'error' ? 'failed' : 'done',
+    requestId: m.requestId,
+    content: m.content,
+    stopReason: m.stopReason ?? null,
+  });
+  for (const step of Array.isArray(m.steps) ? m.steps : []) {
+    switch (step.type) {
+      case 'phase':
+        // a phase the turn ended inside (no end event) shows as the live one did: not ended
+        s.phases.push({ phaseIndex: step.phaseIndex, phase: step.phase, cycleIndex: step.cycleIndex, ended: step.endReason !== undefined, reason: step.endReason ?? undefined });
+        break;
+      case 'tool':
+        s.tools.push({
+          callId: String(step.callId),
+          name: String(step.name),
+          status: STORED_TOOL_STATUS[/** @type {keyof typeof STORED_TOOL_STATUS} */ (step.status)] ?? String(step.status),
+          isError: !!step.isError,
+          outcome: typeof step.outcome === 'string' ? step.outcome : undefined,
+          errorMessage: typeof step.message === 'string' ? step.message : undefined,
+          params: step.arguments,
+          hasOutput: false,
+        });
+        break;
+      case 'sources': {
+        const { type: _type, ...sources } = step;
+        s.sources = sources;
+        break;
+      }
+      case 'notice':
+        s.notices.push({ code: String(step.code ?? ''), message: String(step.message ?? '') });
+        break;
+      case 'error':
+        s.error = { code: String(step.code ?? 'error'), message: String(step.message ?? '') };
+        break;
+      default:
+        break; // a step kind this page does not know yet
+    }
+  }
+  if (s.stopReason === 'max_tokens' && !s.notices.some((n) => n.code === 'response_truncated')) {
+    s.notices.push({ code: 'response_truncated', message: 'The answer was cut off: the model reached its token limit.' });
+  }
+  return s;
+}
+
 /** The status a running turn shows while its stream is open: what the user asked for, if anything. */
 export function liveStatus(/** @type {TurnState} */ s) {
   return s.intent === 'stop' ? 'stopping' : s.intent === 'pause' ? 'pausing' : 'streaming';

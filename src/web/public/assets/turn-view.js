@@ -4,12 +4,12 @@
 import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { renderSources } from './sources-view.js';
-import { isErrorStep, isSettled, outcomeLabel, STATUS_LABELS } from './turn-state.js';
+import { isErrorStep, isSettled, outcomeLabel, stateFromStored, STATUS_LABELS } from './turn-state.js';
 
 /** The assistant side of a live turn: phases, tool activity, notices, the answer, sources. */
 export class TurnView {
   /**
-   * @param {HTMLElement} container the message list
+   * @param {HTMLElement | null} container the message list; null for a stored turn, placed by the caller
    * @param {string | null} userText null when following a run whose user message is already shown
    */
   constructor(container, userText) {
@@ -31,12 +31,25 @@ export class TurnView {
       this.sources,
       this.footer,
     ]);
-    if (userText !== null) container.append(userMessage(userText));
-    container.append(this.article);
+    if (container && userText !== null) container.append(userMessage(userText));
+    container?.append(this.article);
     this.rendered = { content: null, tools: '', notices: -1, sources: null, sourcesTools: '', phases: '' };
     /** @type {import('./turn-state.js').TurnState | null} */
     this.pending = null;
-    scrollToEnd(this.container, true);
+    if (container) scrollToEnd(container, true);
+  }
+
+  /**
+   * A stored turn drawn by the same code as a live one, from the steps its message kept, so a
+   * reloaded conversation shows what the live turn showed.
+   * @param {Parameters<typeof stateFromStored>[0]} m
+   */
+  static stored(m) {
+    const view = new TurnView(null, null);
+    view.article.classList.remove('live');
+    view.pending = stateFromStored(m);
+    view.paint();
+    return view.article;
   }
 
   /** Coalesces bursts of events into one paint per frame. @param {import('./turn-state.js').TurnState} s */
@@ -50,7 +63,7 @@ export class TurnView {
     const s = this.pending;
     this.pending = null;
     if (!s) return;
-    const nearEnd = isNearEnd(this.container);
+    const nearEnd = this.container !== null && isNearEnd(this.container);
     this.article.dataset.status = s.status;
     this.pill.textContent = STATUS_LABELS[s.status] ?? s.status;
     this.pill.className = `status-pill ${s.status}`;
@@ -100,7 +113,7 @@ export class TurnView {
     this.footer.replaceChildren(
       ...[s.stopReason && s.stopReason !== 'final_answer' ? el('span', { class: 'stop-reason' }, `stop reason: ${s.stopReason}`) : null, traceLink(s.requestId)].filter(Boolean),
     );
-    if (nearEnd) scrollToEnd(this.container, false);
+    if (nearEnd && this.container) scrollToEnd(this.container, false);
   }
 }
 
@@ -128,19 +141,9 @@ function toolItem(t) {
   ]);
 }
 
-/** @param {{ role: string, content: string, status: string, requestId: string | null, stopReason?: string | null }} m */
+/** A message of the messages route. @param {{ role: string } & Parameters<typeof stateFromStored>[0]} m */
 export function storedMessage(m) {
-  if (m.role === 'user') return userMessage(m.content);
-  const body = el('div', { class: 'markdown' });
-  body.replaceChildren(renderMarkdown(m.content));
-  const note = m.status === 'cancelled' ? 'Stopped' : m.status === 'error' ? 'Ended with an error' : null;
-  const stop = m.stopReason && !['final_answer', 'cancelled', 'error'].includes(m.stopReason) ? m.stopReason : null;
-  return el('article', { class: 'message assistant', 'aria-label': 'Assistant' }, [
-    // a cut-off answer says so after a reload too, as the live turn's notice did
-    m.stopReason === 'max_tokens' ? el('div', { class: 'notices' }, [el('p', { class: 'notice', 'data-code': 'response_truncated' }, 'The answer was cut off: the model reached its token limit.')]) : null,
-    body,
-    el('footer', { class: 'message-footer' }, [note ? el('span', { class: `status-pill ${m.status}` }, note) : null, stop ? el('span', { class: 'stop-reason' }, `stop reason: ${stop}`) : null, traceLink(m.requestId)]),
-  ]);
+  return m.role === 'user' ? userMessage(m.content) : TurnView.stored(m);
 }
 
 /** @param {string} text */

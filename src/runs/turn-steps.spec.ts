@@ -1,0 +1,51 @@
+import { TurnStepsRecorder } from './turn-steps';
+
+const ev = (type: string, data: Record<string, unknown>, phaseIndex = 1) => ({ type, data: { phaseIndex, ...data } });
+
+describe('TurnStepsRecorder', () => {
+  it('a call id reused by a later model step is a second call, not an update of the first', () => {
+    const steps = TurnStepsRecorder.fromStored([
+      ev('tool_calls', { calls: [{ id: 'call_0', name: 'list_files', arguments: '{"path":"a"}' }] }),
+      ev('tool_progress', { callId: 'call_0', tool: 'list_files', action: 'calling', params: { path: 'a' } }),
+      ev('tool_progress', { callId: 'call_0', tool: 'list_files', action: 'completed', outcome: 'success', durationMs: 3, isError: false }),
+      ev('tool_calls', { calls: [{ id: 'call_0', name: 'read_file', arguments: '{"path":"a/b"}' }] }, 3),
+      ev('tool_progress', { callId: 'call_0', tool: 'read_file', action: 'calling', params: { path: 'a/b' } }, 3),
+    ]);
+    expect(steps).toEqual([
+      { type: 'tool', callId: 'call_0', name: 'list_files', status: 'completed', isError: false, arguments: { path: 'a' }, outcome: 'success', durationMs: 3, phaseIndex: 1 },
+      // the turn ended while it ran: it stays `running`
+      { type: 'tool', callId: 'call_0', name: 'read_file', status: 'running', isError: false, arguments: { path: 'a/b' }, phaseIndex: 3 },
+    ]);
+  });
+
+  it("a tool_phase error gives the call its reason; the call's final progress keeps it an error", () => {
+    const r = new TurnStepsRecorder();
+    r.apply('tool_progress', { callId: 'x', tool: 'fetch_page', action: 'calling', params: { url: 'http://h/' } });
+    r.apply('tool_phase', { toolId: 'fetch_page', stage: 'searching', message: 'Fetching…', metadata: {} });
+    r.apply('tool_phase', { toolId: 'fetch_page', stage: 'error', message: 'HTTP 404', metadata: { callId: 'x', outcome: 'exception' } });
+    r.apply('tool_progress', { callId: 'x', tool: 'fetch_page', action: 'failed', outcome: 'exception', isError: true, durationMs: 12 });
+    expect(r.steps()).toEqual([{ type: 'tool', callId: 'x', name: 'fetch_page', status: 'failed', isError: true, message: 'HTTP 404', arguments: { url: 'http://h/' }, outcome: 'exception', durationMs: 12 }]);
+  });
+
+  it('a resumed leg starts from the first leg’s steps up to its checkpoint, and steps() hands out copies', () => {
+    const first = TurnStepsRecorder.fromStored([
+      ev('phase', { status: 'start', phase: 'action_phase', cycleIndex: 0 }, 1),
+      ev('notice', { code: 'duplicate_tool_call', message: 'Duplicate tool call detected' }, 1),
+      ev('phase', { status: 'end', phase: 'action_phase', cycleIndex: 0, reason: 'tool_call' }, 1),
+      ev('notice', { code: 'cycle_budget_reached', message: 'later' }, 4),
+    ], 2);
+    expect(first).toEqual([
+      { type: 'phase', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0, endReason: 'tool_call' },
+      { type: 'notice', code: 'duplicate_tool_call', message: 'Duplicate tool call detected' },
+    ]);
+    const leg = new TurnStepsRecorder(first);
+    leg.apply('sources', { data: [{ type: 'rag', title: 'a' }], sourceTypes: ['rag'], ragCount: 1, webCount: 0, confidence: 'high' });
+    leg.apply('sources', { data: [{ type: 'rag', title: 'b' }], sourceTypes: ['rag'], ragCount: 1, webCount: 0, confidence: 'low' });
+    const steps = leg.steps();
+    // one sources step: the latest batch
+    expect(steps.filter((s) => s.type === 'sources')).toEqual([{ type: 'sources', data: [{ type: 'rag', title: 'b' }], sourceTypes: ['rag'], ragCount: 1, webCount: 0, confidence: 'low' }]);
+    (steps[1] as { message: string }).message = 'changed';
+    expect(leg.steps()[1]).toMatchObject({ message: 'Duplicate tool call detected' });
+    expect(first[1]).toMatchObject({ message: 'Duplicate tool call detected' });
+  });
+});
