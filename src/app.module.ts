@@ -19,6 +19,8 @@ import { ProjectScopeGuard } from './common/auth/project-scope.guard';
 import { AdminModule } from './admin/admin.module';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { KeyThrottlerGuard } from './common/limits/key-throttler.guard';
+import { DatabaseThrottlerStorage } from './common/limits/database-throttler.storage';
+import { DataSource } from 'typeorm';
 import { TurnLimitGuard } from './common/limits/turn-limit.guard';
 import { AppConfigService } from './config/app-config.service';
 
@@ -30,10 +32,11 @@ export class AppModule {
       module: AppModule,
       imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
         ThrottlerModule.forRootAsync({
-          inject: [AppConfigService],
-          useFactory: (config: AppConfigService) => {
+          inject: [AppConfigService, DataSource],
+          useFactory: (config: AppConfigService, ds: DataSource) => {
             const limit = config.get('RATE_LIMIT_PER_MINUTE');
-            return { throttlers: [{ ttl: 60_000, limit: limit > 0 ? limit : Number.MAX_SAFE_INTEGER }] };
+            // counted on the shared database, so the rate holds across instances
+            return { throttlers: [{ ttl: 60_000, limit: limit > 0 ? limit : Number.MAX_SAFE_INTEGER }], storage: new DatabaseThrottlerStorage(ds) };
           },
         }),
       ],

@@ -195,7 +195,7 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
   RATE_LIMIT_PER_MINUTE = 600;
 
-  /** Extension: concurrent running turns per key in one instance. */
+  /** Extension: concurrent running turns per key, across instances (shared database). */
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
   MAX_CONCURRENT_TURNS_PER_KEY = 8;
 

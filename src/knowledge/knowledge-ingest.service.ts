@@ -91,7 +91,7 @@ export class KnowledgeIngestService {
     const warnings: string[] = [];
     for (const doc of documents) {
       signal?.throwIfAborted();
-      const read = await readDocument(doc, target.root);
+      const read = await readDocument(doc, target.root, { allowHardLinks: this.config.get('FILE_ALLOW_HARDLINKS') });
       if ('skip' in read) {
         skipped.push({ path: doc.relative, reason: read.skip });
         continue;

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
@@ -185,5 +185,16 @@ describe('knowledge ingest (medium)', () => {
     expect(x.added + y.added).toBe(2);
     expect(y).toMatchObject({ added: 0, updated: 0 });
     expect((await knowledge.modules(P)).find((m) => m.name === 'notes')).toMatchObject({ chunks: 2, docType: 'md' });
+  });
+
+  it('a hard link to a file outside the project is skipped as hardlink, its text never indexed', async () => {
+    mkdirSync(join(ws, P, 'linked'), { recursive: true });
+    linkSync(join(ws, 'outside', 'leak.md'), join(ws, P, 'linked', 'leak.md'));
+    file('linked/own.md', '# Own\n\nours\n');
+    const s = await ingest.ingest({ projectId: P, path: 'linked' });
+    expect(s.skipped).toEqual([{ path: 'linked/leak.md', reason: 'hardlink' }]);
+    expect(s.added).toBe(1);
+    const leaked = await ds.query(`SELECT count(*)::int AS n FROM knowledge_chunks WHERE project_id = $1 AND content LIKE '%outside secret%'`, [P]);
+    expect(leaked[0].n).toBe(0);
   });
 });

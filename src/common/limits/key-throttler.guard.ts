@@ -6,9 +6,9 @@ import { principalOf } from '../auth/principal';
 import { tooMany } from './too-many';
 
 /**
- * RATE_LIMIT_PER_MINUTE per key, with @nestjs/throttler (its in-memory storage: the count is per
- * instance, see the README). Runs after the ApiKeyGuard so the tracker is the key, not the IP:
- * clients behind one proxy do not share a budget. Public routes (page, probes) and local mode
+ * RATE_LIMIT_PER_MINUTE per key, with @nestjs/throttler, counted on the shared database by
+ * DatabaseThrottlerStorage so the rate holds across instances. Runs after the ApiKeyGuard so the
+ * tracker is the key, not the IP: clients behind one proxy do not share a budget. Public routes (page, probes) and local mode
  * (no key configured) are not limited, so orchestrators' probes never see a 429.
  */
 @Injectable()

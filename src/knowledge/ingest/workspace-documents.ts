@@ -17,11 +17,13 @@ export interface FoundDocument {
  * - `unsupported_type`: not a document type the knowledge base reads (only when named explicitly;
  *   during a walk such files are ignored silently, like dotfiles and node_modules);
  * - `symlink`: symlinks are never followed, wherever they point;
+ * - `hardlink`: a file with more than one hard link may be a file from outside the project that
+ *   a path check cannot tell apart (FILE_ALLOW_HARDLINKS=true indexes it);
  * - `too_large`: over INGEST_MAX_FILE_BYTES; `binary`: contains NUL bytes;
  * - `unreadable`: permission denied, not a regular file, or changed while being opened;
  * - `too_deep`: a folder nested deeper than INGEST_MAX_DEPTH; `limit`: beyond INGEST_MAX_FILES.
  */
-export type SkipReason = 'unsupported_type' | 'symlink' | 'too_large' | 'binary' | 'unreadable' | 'too_deep' | 'limit';
+export type SkipReason = 'unsupported_type' | 'symlink' | 'hardlink' | 'too_large' | 'binary' | 'unreadable' | 'too_deep' | 'limit';
 
 export interface SkippedFile {
   path: string;
@@ -94,7 +96,7 @@ export async function findDocuments(target: WorkspaceTarget, signal?: AbortSigna
  * a final symlink and the open descriptor is proven to be the checked file inside the project
  * (assertOpenedInside) before anything is read.
  */
-export async function readDocument(doc: FoundDocument, root: string): Promise<{ bytes: Buffer } | { skip: SkipReason }> {
+export async function readDocument(doc: FoundDocument, root: string, opts: { allowHardLinks?: boolean } = {}): Promise<{ bytes: Buffer } | { skip: SkipReason }> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(doc.absolute, SAFE_OPEN_FLAGS);
@@ -105,6 +107,7 @@ export async function readDocument(doc: FoundDocument, root: string): Promise<{ 
   try {
     const st = await handle.stat();
     if (!st.isFile()) return { skip: 'unreadable' };
+    if (st.nlink > 1 && !opts.allowHardLinks) return { skip: 'hardlink' };
     if (st.size > INGEST_MAX_FILE_BYTES) return { skip: 'too_large' };
     const target: WorkspaceTarget = { root, rootExists: true, absolute: doc.absolute, relative: doc.relative, exists: true };
     await assertOpenedInside(handle.fd, st, target);
