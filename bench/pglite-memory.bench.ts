@@ -4,8 +4,9 @@
  * Where the embedded database's memory goes at idle (issue 17, deliverable 3, measurement only).
  * Each case runs in a fresh Node process: open PGlite the given way, run one query, collect
  * garbage, wait, then read RSS, the JS heap, external memory and the size of PGlite's WebAssembly
- * memory. Then the whole service, `node dist/main.js` fresh and idle, on embedded PGlite and on
- * PostgreSQL (DATABASE_URL; skipped without it).
+ * memory. Then the whole service, `node dist/main.js` idle — on its first start, on the next, and
+ * after 40 turns — on embedded PGlite with each PGLITE_PROFILE and on PostgreSQL (DATABASE_URL;
+ * skipped without it).
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { rssBytes } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion } from './load/processes';
 
 // `initialMemory` cannot go below 128 MB: the WebAssembly module declares 2,048 pages as its minimum
-type Case = { name: string; dataDir: boolean; vector: boolean; params?: string[] };
+type Case = { name: string; dataDir: boolean; vector: boolean; params?: string[]; nodeFlags?: string[] };
 const CASES: Case[] = [
   { name: 'Node alone (no PGlite)', dataDir: false, vector: false },
   { name: 'PGlite in memory', dataDir: false, vector: false },
@@ -23,6 +24,7 @@ const CASES: Case[] = [
   { name: 'PGlite data dir + pgvector (Orion default)', dataDir: true, vector: true },
   { name: '… + shared_buffers=16MB', dataDir: true, vector: true, params: ['-c', 'shared_buffers=16MB'] },
   { name: '… + shared_buffers=16MB, work_mem=1MB, temp_buffers=1MB', dataDir: true, vector: true, params: ['-c', 'shared_buffers=16MB', '-c', 'work_mem=1MB', '-c', 'temp_buffers=1MB'] },
+  { name: '… + shared_buffers=16MB, WebAssembly by Liftoff only (PGLITE_PROFILE=small)', dataDir: true, vector: true, params: ['-c', 'shared_buffers=16MB'], nodeFlags: ['--liftoff-only'] },
 ];
 /** the size of PGlite's WebAssembly memory, found on its Emscripten module (not a public API) */
 function wasmBytes(db: object): number {
@@ -61,7 +63,7 @@ async function main(): Promise<void> {
   console.log('|---|---:|---:|---:|---:|');
   for (let i = 0; i < CASES.length; i++) {
     const r = await new Promise<{ rss: number; heap: number; external: number; wasm: number }>((resolve, reject) => {
-      const p = fork(__filename, ['--case', String(i)], { execArgv: [...process.execArgv, '--expose-gc'] });
+      const p = fork(__filename, ['--case', String(i)], { execArgv: [...process.execArgv, '--expose-gc', ...(CASES[i].nodeFlags ?? [])] });
       p.once('message', (m) => {
         resolve(m as never);
         p.kill();
@@ -74,12 +76,26 @@ async function main(): Promise<void> {
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
   const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', WORKSPACE_ROOT: makeWorkspace() };
   try {
-    for (const [name, extra] of [['Orion, embedded PGlite', {}], ['Orion, PostgreSQL', process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : undefined]] as const) {
+    const services: Array<[string, Record<string, string> | undefined]> = [
+      ['Orion, embedded PGlite, PGLITE_PROFILE=small (default)', { PGLITE_PROFILE: 'small' }],
+      ['Orion, embedded PGlite, PGLITE_PROFILE=fast', { PGLITE_PROFILE: 'fast' }],
+      ['Orion, PostgreSQL', process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : undefined],
+    ];
+    for (const [name, extra] of services) {
       if (!extra) continue;
-      const o = await startOrion(join(__dirname, '..', 'dist', 'main.js'), { ...env, ...extra });
-      await new Promise((r) => setTimeout(r, 3000));
-      console.log(`| ${name}: fresh start, idle 3 s | ${mb(rssBytes(o.pid))} | | | |`);
-      await o.stop();
+      const dataDir = mkdtempSync(join(tmpdir(), 'orion-pglite-svc-'));
+      const run = async (what: string, turns: number) => {
+        const o = await startOrion(join(__dirname, '..', 'dist', 'main.js'), { ...env, DATA_DIR: dataDir, ...extra });
+        for (let round = 0; round < turns / 10; round++) {
+          await Promise.all(Array.from({ length: 10 }, () => fetch(`http://127.0.0.1:${o.port}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'hello' }) }).then((r) => r.text())));
+        }
+        await new Promise((r) => setTimeout(r, 3000));
+        console.log(`| ${name}: ${what}, idle 3 s | ${mb(rssBytes(o.pid))} | | | |`);
+        await o.stop();
+      };
+      await run('first start (new database)', 0);
+      await run('next start', 0);
+      await run('after 40 turns (10 at a time)', 40);
     }
   } finally {
     await model.stop();

@@ -1,0 +1,13 @@
+import v8 from 'node:v8'; if (process.env.LO) v8.setFlagsFromString('--liftoff-only');
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { mkdtempSync } from 'node:fs';
+const extra = (process.env.P || '').split(' ').filter(Boolean);
+const db = await PGlite.create({ dataDir: mkdtempSync('/tmp/pgm/d-'), extensions: process.env.NOVEC ? {} : { vector }, startParams: [...PGlite.defaultStartParams, ...extra] });
+if (!process.env.NOVEC) await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
+await db.query('SELECT 1');
+const heap = (db.mod?.HEAPU8?.byteLength ?? 0) / 1048576;
+globalThis.gc?.();
+await new Promise(r => setTimeout(r, 1500));
+const m = process.memoryUsage();
+console.log(process.execArgv.join(' '), process.env.P || '', process.env.NOVEC ? 'novec' : '', 'rss', (m.rss/1048576).toFixed(0), 'ext', (m.external/1048576).toFixed(0), 'wasm', heap.toFixed(0));

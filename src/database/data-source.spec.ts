@@ -1,0 +1,30 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { openDatabase } from './data-source';
+
+/** The embedded default: a new data folder is created, migrated, and opened again as it was left. */
+describe('openDatabase (embedded PGlite in DATA_DIR)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orion-embedded-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates a new database (in a child process), runs the migrations, and finds its data on the next open', async () => {
+    const first = await openDatabase(undefined, dir, { profile: 'small' });
+    expect(first.kind).toBe('pglite');
+    expect(existsSync(join(dir, 'pglite', 'PG_VERSION'))).toBe(true);
+    const ds = await new DataSource(first.options).initialize();
+    await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 'kept')`);
+    // the small profile's shared buffers are in force
+    expect((await ds.query('SHOW shared_buffers'))[0].shared_buffers).toBe('16MB');
+    await ds.destroy();
+    await first.pglite!.close();
+
+    const again = await openDatabase(undefined, dir, { profile: 'fast' });
+    const ds2 = await new DataSource(again.options).initialize();
+    expect(await ds2.query(`SELECT title FROM conversations WHERE project_id = 'p'`)).toEqual([{ title: 'kept' }]);
+    expect((await ds2.query('SHOW shared_buffers'))[0].shared_buffers).not.toBe('16MB');
+    await ds2.destroy();
+    await again.pglite!.close();
+  }, 120_000);
+});
