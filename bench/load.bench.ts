@@ -103,7 +103,8 @@ async function main() {
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
   const workspace = makeWorkspace();
   const pg = url && dbs.includes('postgres') ? await PgStats.connect(url) : undefined;
-  const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace };
+  // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
+  const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; run timeout ${TIMEOUT_MS / 1000} s`);
   console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');

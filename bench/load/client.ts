@@ -45,8 +45,12 @@ export async function runLoad(opts: { port: number; path: string; n: number; ram
       };
       const req = request({ host: '127.0.0.1', port: opts.port, path: opts.path, method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } }, (res) => {
         if (res.statusCode !== 200) {
-          res.resume();
-          return finish(`HTTP ${res.statusCode}`);
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c.slice(0, 300 - body.length)));
+          res.on('end', () => finish(`HTTP ${res.statusCode} ${body}`));
+          res.on('error', () => finish(`HTTP ${res.statusCode}`));
+          return;
         }
         let buf = '';
         let done = false;
