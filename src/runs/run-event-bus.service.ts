@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import { DbNotifierService } from '../database/db-notifier.service';
 
@@ -12,25 +12,51 @@ export interface SentEvent {
   data: Record<string, unknown>;
 }
 
+/** NOTIFY channel on which a follower on another instance says it watches a run; payload: the requestId. */
+export const RUN_WATCH_CHANNEL = 'orion_run_watch';
+
 /**
  * Wake-ups for followers of a run (the reconnect route) once its events are stored: in-process
  * for followers on this instance, and a NOTIFY for followers on other instances. Followers
  * always read the events themselves from run_events, so what they send is what was stored.
+ *
+ * A run's events are announced by NOTIFY only while a follower elsewhere watches it: such a
+ * follower says so on RUN_WATCH_CHANNEL when it starts and every WATCH_TTL_MS / 2 after. Every
+ * NOTIFY is a commit and reaches every listening instance, so announcing every streaming run
+ * would cost each run ten commits a second and each instance every other instance's traffic.
+ * Until the first announcement arrives the follower's own poll covers it; the end of a run is
+ * always announced.
  */
 @Injectable()
-export class RunEventBus {
+export class RunEventBus implements OnApplicationShutdown {
   /** at most one NOTIFY per run per this many ms while it streams (the trailing one is kept) */
   static readonly NOTIFY_INTERVAL_MS = 100;
+  /** how long a follower's announcement counts; it repeats it twice as often */
+  static readonly WATCH_TTL_MS = 10_000;
   private readonly emitter = new EventEmitter();
   private readonly pendingNotify = new Map<string, NodeJS.Timeout>();
+  /** runs announced as watched by another instance, until when */
+  private readonly watched = new Map<string, number>();
+  /** runs executing here (published, not ended) */
+  private readonly local = new Set<string>();
+  private watchListener: Promise<() => void> | null = null;
 
   constructor(private readonly notifier: DbNotifierService) {
     this.emitter.setMaxListeners(0);
   }
 
   publish(requestId: string, events: SentEvent[]): void {
+    if (!this.local.has(requestId)) {
+      this.local.add(requestId);
+      this.watchListener ??= this.notifier
+        .listen(RUN_WATCH_CHANNEL, (p) => {
+          // announcements reach every instance; only the one executing the run keeps them
+          if (this.local.has(p)) this.watched.set(p, Date.now() + RunEventBus.WATCH_TTL_MS);
+        })
+        .catch(() => () => undefined);
+    }
     this.emitter.emit(requestId, events);
-    if (events.length && !this.pendingNotify.has(requestId)) {
+    if (events.length && !this.pendingNotify.has(requestId) && (this.watched.get(requestId) ?? 0) > Date.now()) {
       const t = setTimeout(() => {
         this.pendingNotify.delete(requestId);
         void this.notifier.notify(RUN_EVENTS_CHANNEL, requestId);
@@ -46,6 +72,8 @@ export class RunEventBus {
     const t = this.pendingNotify.get(requestId);
     if (t) clearTimeout(t);
     this.pendingNotify.delete(requestId);
+    this.local.delete(requestId);
+    this.watched.delete(requestId);
     void this.notifier.notify(RUN_EVENTS_CHANNEL, requestId);
   }
 
@@ -55,10 +83,22 @@ export class RunEventBus {
     const remote = await this.notifier.listen(RUN_EVENTS_CHANNEL, (p) => {
       if (p === requestId) onWake();
     });
+    // a run executing here wakes its followers in-process; one elsewhere is told someone watches
+    const announce = () => {
+      if (!this.local.has(requestId)) void this.notifier.notify(RUN_WATCH_CHANNEL, requestId);
+    };
+    announce();
+    const again = setInterval(announce, RunEventBus.WATCH_TTL_MS / 2);
+    again.unref?.();
     return () => {
+      clearInterval(again);
       local();
       remote();
     };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    (await this.watchListener)?.();
   }
 
   subscribe(requestId: string, onEvents: (events: SentEvent[]) => void, onEnd: () => void): () => void {
