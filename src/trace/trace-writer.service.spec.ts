@@ -55,6 +55,9 @@ describe('TraceWriterService', () => {
     const w = new TraceWriterService({ insertMany: () => new Promise(() => undefined) } as unknown as TraceEventRepository, config);
     for (let i = 0; i < TraceWriterService.MAX_QUEUE + 500; i++) w.record({ type: 'x' });
     expect((w as unknown as { queue: unknown[] }).queue.length).toBeLessThanOrEqual(TraceWriterService.MAX_QUEUE);
+    // what did not fit is counted, not lost silently
+    expect(w.droppedEvents).toBe(TraceWriterService.MAX_QUEUE + 500 - (w as unknown as { queue: unknown[] }).queue.length);
+    expect(w.health).toMatchObject({ status: 'dropping', dropped: w.droppedEvents });
     void r;
   });
 

@@ -22,7 +22,7 @@ if (!DB) throw new Error('test:faults needs DATABASE_URL (PostgreSQL)');
 
 type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'during-tool' | 'after-tool-result' | 'before-done' | 'after-done' | 'during-cancel' | 'after-start' | 'frozen' | 'none' | 'surrogate' | 'deep-args';
 /** Cases that are not one turn killed at a point: a resume killed, a paused run resumed on the survivor, a multi-MB model line. */
-type Special = 'during-resume' | 'paused-then-kill' | 'long-line';
+type Special = 'during-resume' | 'paused-then-kill' | 'racing-resumes-after-kill' | 'long-line';
 /** a tool that is still running when the kill comes: fetch_page of a page the scripted server answers slowly */
 const SLOW_PAGE_MS = 1500;
 /** longer than the default LLM_MAX_LINE_LENGTH (8 MiB) */
@@ -48,20 +48,25 @@ async function main() {
   const b = await startOrion(DIST, await freePort(), env);
   const table: Array<{ case: string; protocol: string; runs: number; violations: number; notes: Set<string> }> = [];
   try {
-    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'frozen', 'surrogate', 'deep-args', 'long-line'];
+    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'racing-resumes-after-kill', 'frozen', 'surrogate', 'deep-args', 'long-line'];
     // --cases a,b: only those (while working on one fault)
     const only = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : null;
     const cases = only ? all.filter((c) => only.includes(c)) : all;
     for (const point of cases) {
       for (const [protocol, route] of Object.entries(PROTOCOLS)) {
         // pause and resume exist on the two-stage route only
-        if ((point === 'during-resume' || point === 'paused-then-kill') && protocol !== 'two-stage') continue;
+        const resumes = point === 'during-resume' || point === 'paused-then-kill' || point === 'racing-resumes-after-kill';
+        if (resumes && protocol !== 'two-stage') continue;
         const row = { case: point, protocol, runs: 0, violations: 0, notes: new Set<string>() };
         table.push(row);
         const n = point === 'frozen' || point === 'long-line' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
         for (let i = 0; i < n; i++) {
-          const problems =
-            point === 'during-resume' || point === 'paused-then-kill' ? await resumeRun(a, b, pg, point) : point === 'long-line' ? await longLineRun(a, b, pg, route) : await oneRun(a, b, pg, route, point);
+          let problems: string[];
+          if (point === 'racing-resumes-after-kill') {
+            const r = await racingResumes(a, b, pg, env);
+            a = r.a;
+            problems = r.problems;
+          } else problems = resumes ? await resumeRun(a, b, pg, point as 'during-resume' | 'paused-then-kill') : point === 'long-line' ? await longLineRun(a, b, pg, route) : await oneRun(a, b, pg, route, point as Point);
           row.runs++;
           row.violations += problems.length;
           problems.forEach((p) => row.notes.add(p));
@@ -70,26 +75,20 @@ async function main() {
         console.error(`${point} ${protocol}: ${row.runs} runs, ${row.violations} violations ${[...row.notes].join('; ')}`);
       }
     }
-    // the trace test: GET /api/trace on the other instance the moment done arrives
-    const traceRow = { case: 'trace-at-done', protocol: 'two-stage', runs: 0, violations: 0, notes: new Set<string>() };
-    table.push(traceRow);
-    script = { words: ['ok'], calls: CALLS, delayMs: 0 };
-    for (let i = 0; i < TRACE_RUNS; i++) {
-      let check: Promise<number> = Promise.resolve(-1);
-      let made = 0;
-      await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list twice' }, (e) => {
-        if (e.event === 'tool_calls') made += (e.data.calls as unknown[]).length;
-        // a repeated call is traced as duplicate_tool_call (refused, not run): both are tool calls of the turn
-        if (e.event === 'done')
-          check = fetch(`${b.url}/api/trace?requestId=${e.data.requestId}`).then(async (r) =>
-            ((await r.json()) as Array<{ type: string }>).filter((t) => ['tool_call', 'duplicate_tool_call', 'tool_call_invalid', 'tool_call_refused'].includes(t.type)).length,
-          );
-      });
-      traceRow.runs++;
-      const seen = await check;
-      if (seen !== made || made === 0) {
-        traceRow.violations++;
-        traceRow.notes.add(`trace showed ${seen} of ${made} tool calls`);
+    // the trace test: GET /api/trace on the other instance the moment done arrives — a plain turn
+    // on each route, and a two-stage turn paused on A and resumed on B (trace read from A)
+    for (const variant of ['two-stage', 'unified', 'two-stage paused on A, resumed on B'] as const) {
+      const traceRow = { case: 'trace-at-done', protocol: variant, runs: 0, violations: 0, notes: new Set<string>() };
+      table.push(traceRow);
+      const resumed = variant.startsWith('two-stage paused');
+      const runs = resumed ? Math.max(1, Math.ceil(TRACE_RUNS / 5)) : TRACE_RUNS;
+      for (let i = 0; i < runs; i++) {
+        const r = resumed ? await traceAfterResume(a, b) : await traceAtDone(a, b, variant === 'unified' ? PROTOCOLS.unified : PROTOCOLS['two-stage']);
+        traceRow.runs++;
+        if (r) {
+          traceRow.violations++;
+          traceRow.notes.add(r);
+        }
       }
     }
   } finally {
@@ -121,14 +120,12 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
   let frozenAt = 0;
   let modelRequests = 0;
   let woken: Promise<void> = Promise.resolve();
-  let pageFetched = false;
+  let pages = 0;
   onModel = (h, n) => {
     if (h === 'request') modelRequests++;
+    if (h === 'page') pages++;
     // the page is being fetched: the tool is running
-    if (point === 'during-tool' && h === 'page') {
-      pageFetched = true;
-      setTimeout(kill, 100);
-    }
+    if (point === 'during-tool' && h === 'page') setTimeout(kill, 100);
     if (point === 'before-model' && h === 'request' && modelRequests === 1) kill();
     if (point === 'mid-stream' && h === 'answer-chunk' && n === 5) kill();
     if (point === 'before-done' && h === 'answer-end') kill();
@@ -143,7 +140,9 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
       });
     }
   };
-  const received = await readSse(`${a.url}${route}`, { content: 'list the files twice' }, (e) => {
+  // a content of its own, so the run can be found by its user message when `start` never arrived
+  const content = `list the files twice (${point} ${Math.random().toString(36).slice(2, 10)})`;
+  const received = await readSse(`${a.url}${route}`, { content }, (e) => {
     if (e.event === 'start') requestId = String(e.data.requestId);
     if (point === 'after-start' && e.event === 'start') kill();
     if (point === 'after-tool-calls' && e.event === 'tool_calls') kill();
@@ -158,12 +157,15 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     await woken;
     await sleep(1500);
   }
-  if (point === 'before-model' && !requestId) {
-    // killed before `start` reached the client: find the run by its user message
-    return [];
+  if (!requestId) {
+    // killed before `start` reached the client: find the run by its user message; a user
+    // message stored without its run would be a half-opened turn
+    const found = (await pg.query<{ request_id: string | null; n: string }>(`SELECT max(r.request_id::text) AS request_id, count(m.id) AS n FROM chat_messages m LEFT JOIN runs r ON r.user_message_id = m.id WHERE m.role = 'user' AND m.content = $1`, [content])).rows[0];
+    if (!found.request_id) return Number(found.n) > 0 ? ['a user message stored without its run'] : [];
+    requestId = found.request_id;
   }
-  const v = await check(pg, b, requestId, received.events, point);
-  if (point === 'during-tool' && !pageFetched) v.push('the slow tool never ran (no kill during a tool)');
+  const v = await check(pg, b, requestId, received.events, point, pages);
+  if (point === 'during-tool' && pages === 0) v.push('the slow tool never ran (no kill during a tool)');
   return v;
 }
 
@@ -179,12 +181,19 @@ async function resumeRun(a: Instance, b: Instance, pg: Client, point: 'during-re
   script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 30, pageDelayMs: 800 };
   let requestId = '';
   let pauseAsked: Promise<string> | null = null;
+  let pages = 0;
+  onModel = (h) => {
+    if (h === 'page') pages++;
+  };
   const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list the files twice' }, (e) => {
     if (e.event === 'start') requestId = String(e.data.requestId);
     if (e.event === 'tool_calls' && !pauseAsked) pauseAsked = fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' }).then(async (r) => `${r.status} ${await r.text()}`);
   });
   const paused = first.events.find((e) => e.event === 'paused');
-  if (!paused) return [`no paused event (pause answered ${await pauseAsked}; got ${first.events.map((e) => e.event).join(',')})`];
+  if (!paused) {
+    onModel = () => undefined;
+    return [`no paused event (pause answered ${await pauseAsked}; got ${first.events.map((e) => e.event).join(',')})`];
+  }
   const resumeBody = { requestId, resumeFromPhaseIndex: paused.data.resumeFromPhaseIndex };
   let second: { status: number; events: Received[] };
   if (point === 'paused-then-kill') {
@@ -192,12 +201,13 @@ async function resumeRun(a: Instance, b: Instance, pg: Client, point: 'during-re
     second = await readSse(`${b.url}/api/chat/messages_two_stage/resume`, resumeBody, () => undefined);
   } else {
     onModel = (h, n) => {
+      if (h === 'page') pages++;
       if (h === 'answer-chunk' && n === 4) a.child.kill('SIGKILL');
     };
     second = await readSse(`${a.url}/api/chat/messages_two_stage/resume`, resumeBody, () => undefined);
-    onModel = () => undefined;
   }
-  const v = await check(pg, b, requestId, [...first.events, ...second.events], 'none');
+  onModel = () => undefined;
+  const v = await check(pg, b, requestId, [...first.events, ...second.events], 'none', pages);
   if (point === 'paused-then-kill') {
     if (second.status !== 200) v.push(`resume on the survivor answered ${second.status}`);
     if ((await runOf(pg, requestId))?.status !== 'completed') v.push(`paused run resumed on the survivor ended ${(await runOf(pg, requestId))?.status}`);
@@ -239,6 +249,86 @@ async function longLineRun(a: Instance, b: Instance, pg: Client, route: string):
 }
 const longLineGaps: number[] = [];
 
+const TRACED_CALLS = ['tool_call', 'duplicate_tool_call', 'tool_call_invalid', 'tool_call_refused'];
+const callsMade = (events: Received[]) => events.filter((e) => e.event === 'tool_calls').reduce((n, e) => n + (e.data.calls as unknown[]).length, 0);
+const tracedCalls = async (at: Instance, requestId: string) => ((await (await fetch(`${at.url}/api/trace?requestId=${requestId}`)).json()) as Array<{ type: string }>).filter((t) => TRACED_CALLS.includes(t.type)).length;
+
+/** A turn on A; the moment `done` arrives, B's trace route must show every tool call it made (a repeat is traced as refused). */
+async function traceAtDone(a: Instance, b: Instance, route: string): Promise<string | null> {
+  script = { words: ['ok'], calls: CALLS, delayMs: 0 };
+  let check: Promise<number> = Promise.resolve(-1);
+  const got = await readSse(`${a.url}${route}`, { content: 'list twice' }, (e) => {
+    if (e.event === 'done') check = tracedCalls(b, String(e.data.requestId));
+  });
+  const made = callsMade(got.events);
+  const seen = await check;
+  return seen !== made || made === 0 ? `trace showed ${seen} of ${made} tool calls` : null;
+}
+
+/** A two-stage turn paused on A (asked through B), resumed on B; the moment B sends `done`, A's trace must show every call of both legs. */
+async function traceAfterResume(a: Instance, b: Instance): Promise<string | null> {
+  script = { words: ['ok'], calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 0, pageDelayMs: 300 };
+  let requestId = '';
+  let asked = false;
+  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list twice' }, (e) => {
+    if (e.event === 'start') requestId = String(e.data.requestId);
+    if (e.event === 'tool_calls' && !asked) {
+      asked = true;
+      void fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' });
+    }
+  });
+  const paused = first.events.find((e) => e.event === 'paused');
+  if (!paused) return `not paused (${first.events.map((e) => e.event).join(',')})`;
+  let check: Promise<number> = Promise.resolve(-1);
+  const second = await readSse(`${b.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: paused.data.resumeFromPhaseIndex }, (e) => {
+    if (e.event === 'done') check = tracedCalls(a, requestId);
+  });
+  const made = callsMade([...first.events, ...second.events]);
+  const seen = await check;
+  // a rerun tool's repeat is traced both as a call and as a repeat: at least every call made
+  return seen < made || made === 0 ? `after a resume on B, A's trace showed ${seen} of ${made} tool calls at done` : null;
+}
+
+/**
+ * A two-stage turn paused after its slow first tool, A killed, A started again, then two resumes
+ * at once, one on each instance: exactly one wins (the other is a 409), the run completes once,
+ * and every fetch of the tool's page is an execution the run recorded (none ran twice).
+ */
+async function racingResumes(a: Instance, b: Instance, pg: Client, env: Record<string, string>): Promise<{ a: Instance; problems: string[] }> {
+  script = { words: Array.from({ length: 6 }, (_, i) => `w${i}`), calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 20, pageDelayMs: 800 };
+  let requestId = '';
+  let asked = false;
+  let pages = 0;
+  onModel = (h) => {
+    if (h === 'page') pages++;
+  };
+  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list the files twice' }, (e) => {
+    if (e.event === 'start') requestId = String(e.data.requestId);
+    if (e.event === 'tool_calls' && !asked) {
+      asked = true;
+      void fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' });
+    }
+  });
+  const paused = first.events.find((e) => e.event === 'paused');
+  if (!paused) {
+    onModel = () => undefined;
+    return { a, problems: [`not paused (${first.events.map((e) => e.event).join(',')})`] };
+  }
+  a.child.kill('SIGKILL');
+  await new Promise((r) => a.child.once('exit', r));
+  const a2 = await startOrion(DIST, a.port, env);
+  const body = { requestId, resumeFromPhaseIndex: paused.data.resumeFromPhaseIndex };
+  const both = await Promise.all([readSse(`${a2.url}/api/chat/messages_two_stage/resume`, body, () => undefined), readSse(`${b.url}/api/chat/messages_two_stage/resume`, body, () => undefined)]);
+  onModel = () => undefined;
+  const problems: string[] = [];
+  const statuses = both.map((x) => x.status).sort();
+  if (statuses.join(',') !== '200,409') problems.push(`racing resumes answered ${statuses.join(' and ')}`);
+  const winner = both.find((x) => x.status === 200);
+  problems.push(...(await check(pg, b, requestId, [...first.events, ...(winner?.events ?? [])], 'none', pages)));
+  if ((await runOf(pg, requestId))?.status !== 'completed') problems.push(`the resumed run ended ${(await runOf(pg, requestId))?.status}`);
+  return { a: a2, problems };
+}
+
 async function runOf(pg: Client, requestId: string) {
   return (await pg.query<{ status: string; conversation_id: string; user_message_id: string; stop_reason: string }>('SELECT status, conversation_id, user_message_id, stop_reason FROM runs WHERE request_id = $1', [requestId])).rows[0];
 }
@@ -252,7 +342,12 @@ async function until(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
   return false;
 }
 
-async function check(pg: Client, b: Instance, requestId: string, got: Received[], point: Point): Promise<string[]> {
+/**
+ * The invariants of one run. `pages`: how many times the scripted server served fetch_page's
+ * page during the run — each must be an execution the stored events show (`tool_progress
+ * calling`), so a tool that ran again after a kill or a resume, unrecorded, is caught at the tool.
+ */
+async function check(pg: Client, b: Instance, requestId: string, got: Received[], point: Point, pages?: number): Promise<string[]> {
   const v: string[] = [];
   if (!requestId) return ['no start event'];
   // the run ends exactly once: by A, or by B's sweeper within a few leases
@@ -294,6 +389,20 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
     if (tc < madeCalls) v.push(`trace has ${tc} of ${madeCalls} tool calls`);
   }
   if ((point === 'surrogate' || point === 'deep-args') && run?.status !== 'completed') v.push(`hostile output ended the run ${run?.status}`);
+  if (point === 'surrogate') {
+    // the text around the lone surrogates arrives and is stored (the halves are replaced, not fatal)
+    const text = stored.filter((e) => e.type === 'chunk').map((e) => String(e.data.content ?? '')).join('');
+    if (!text.includes('half an emoji') || !text.includes('then text')) v.push('the text around lone surrogates was lost');
+  }
+  if (point === 'deep-args') {
+    // the 50,000-deep arguments never reach a tool (unified refuses them with a reason; two-stage
+    // takes the first usable call of the step, as it always does)
+    if (stored.some((e) => e.type === 'tool_progress' && e.data.action === 'calling' && JSON.stringify(e.data.params ?? '').includes('[[[['))) v.push('a tool ran with the deep arguments');
+  }
+  if (pages !== undefined) {
+    const shown = stored.filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && e.data.tool === 'fetch_page').length;
+    if (pages !== shown) v.push(`fetch_page's page was served ${pages} times for ${shown} recorded executions`);
+  }
   return v;
 }
 

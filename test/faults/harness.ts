@@ -4,7 +4,7 @@
  * every event a client received, and direct SQL to read what was stored.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -89,7 +89,10 @@ export interface Instance {
 }
 
 export async function startOrion(dist: string, port: number, env: Record<string, string>): Promise<Instance> {
-  const child = spawn(process.execPath, [dist], { cwd: mkdtempSync(join(tmpdir(), 'orion-fault-')), env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'ignore'] });
+  const cwd = mkdtempSync(join(tmpdir(), 'orion-fault-'));
+  const child = spawn(process.execPath, [dist], { cwd, env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'ignore'] });
+  // its working folder goes with it, however it ends
+  child.once('exit', () => rmSync(cwd, { recursive: true, force: true }));
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 600; i++) {
     try {

@@ -9,7 +9,8 @@
  *   `db.status: down` and `/api/health/ready` is 503;
  * - once the database is back the same processes serve a new turn (no restart), and both LISTEN
  *   connections are back;
- * - a cancel whose NOTIFY was missed (only the stored flag is set) still stops the run.
+ * - a cancel whose NOTIFY was missed (only the stored flag is set) still stops the run, and so
+ *   does one announced while only the LISTEN connections are cut; they come back by themselves.
  * Prints one line per check; exits 1 on any failure, 0 with a note when PostgreSQL is missing.
  */
 import { execFileSync } from 'node:child_process';
@@ -125,6 +126,28 @@ async function main() {
         if (e.event === 'chunk' && e.id === 3) void pg.query(`UPDATE runs SET control = 'cancel' WHERE request_id = $1`, [requestId]);
       });
       ok(cancelled.events.at(-1)?.data.stopReason === 'cancelled', `a cancel stored while its NOTIFY was lost stops the run: ${String(cancelled.events.at(-1)?.data.stopReason)}`);
+
+      // 5. only the LISTEN connections are cut (the database stays up), and a cancel is stored
+      // and announced in the same moment, before they can be back: its NOTIFY reaches nobody
+      let cutId = '';
+      let cutAt: Promise<{ listeningAfter: number }> | null = null;
+      const cutRun = await readSse(`${A.url}/api/chat/messages`, { content: 'talk while LISTEN is cut' }, (e) => {
+        if (e.event === 'start') cutId = String(e.data.requestId);
+        if (e.event === 'chunk' && e.id === 3 && !cutAt) {
+          cutAt = pg
+            .query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'orion_outage' AND query LIKE 'LISTEN %';
+               UPDATE runs SET control = 'cancel' WHERE request_id = '${cutId}';
+               SELECT pg_notify('orion_run_control', json_build_object('requestId', '${cutId}'::text, 'control', 'cancel')::text);`,
+            )
+            .then(async () => ({ listeningAfter: await listening() }));
+        }
+      });
+      const severed = await (cutAt as Promise<{ listeningAfter: number }> | null);
+      ok(!!severed, 'the LISTEN connections were cut while a turn streamed');
+      console.log(`     (LISTEN connections up right after the cancel was announced: ${severed?.listeningAfter})`);
+      ok(cutRun.events.at(-1)?.data.stopReason === 'cancelled', `a cancel announced while LISTEN was cut still stops the run: ${String(cutRun.events.at(-1)?.data.stopReason)}`);
+      ok(await until(async () => (await listening()) >= 2, 30_000), 'both instances LISTEN again after their LISTEN connections were cut');
     } finally {
       await pg.end();
     }
