@@ -9,7 +9,8 @@ import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService, secretValues } from '../config/app-config.service';
 import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
-import { LeaseLostError, RunEventRepository, type RunClosing } from './repositories/run-event.repository';
+import { LeaseLostError, type RunClosing } from './repositories/run-event.repository';
+import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
@@ -73,7 +74,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   constructor(
     @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
     private readonly runs: RunRepository,
-    private readonly events: RunEventRepository,
+    private readonly writer: RunEventWriter,
     private readonly bus: RunEventBus,
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
@@ -109,7 +110,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
     if (client) sinks.unshift((e) => client.deliver(e));
-    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.events.appendFenced(id, INSTANCE_ID, rows, closing) };
+    // stored under this instance's lease, grouped with the other runs' events of the moment
+    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.writer.append(id, INSTANCE_ID, rows, closing) };
     const stream = new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
     const leg: Leg = { content: p.priorContent, steps: new TurnStepsRecorder(p.priorSteps) };

@@ -5,6 +5,7 @@ import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { RunEventEntity } from './entities/run-event.entity';
 import { RunEntity } from './entities/run.entity';
 import { RunEventRepository } from './repositories/run-event.repository';
+import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunDeletionService } from './run-deletion.service';
@@ -31,6 +32,7 @@ export class RunsModule {
         { provide: ANSWER_STORE, useClass: answers.store },
         RunRepository,
         RunEventRepository,
+        RunEventWriter,
         RunEventBus,
         RunControlService,
         RunExecutorService,

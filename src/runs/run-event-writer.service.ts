@@ -1,0 +1,124 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
+
+interface Pending {
+  requestId: string;
+  owner: string;
+  rows: StoredRunEvent[];
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * Group commit of run events. Every event is still stored before it is sent, but the events of
+ * every run on this instance that arrive while a write is in flight are stored together by the
+ * next one: one multi-row INSERT, one commit, whatever the number of streaming runs. With one
+ * run it behaves like a write per batch; under load a commit carries many runs' events, so the
+ * commits per turn fall as the load grows instead of queueing behind each other.
+ *
+ * The lease fence is kept per run: a run's rows are inserted only while this instance holds its
+ * lease (row locked FOR SHARE), and a run whose rows were not all inserted gets LeaseLostError.
+ * A statement that fails is retried run by run, so one bad run cannot fail the others. A run's
+ * closing write (its terminal event with its status) goes alone through appendFenced.
+ */
+@Injectable()
+export class RunEventWriter {
+  /** PostgreSQL takes at most 65,535 parameters per statement; 5 per row */
+  static readonly MAX_ROWS = 2000;
+  private readonly logger = new Logger('RunEventWriter');
+  private queue: Pending[] = [];
+  private writing = false;
+  /** statements written and rows they carried, since start (for the load benchmark and tests) */
+  readonly stats = { statements: 0, rows: 0 };
+
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly events: RunEventRepository,
+  ) {}
+
+  /** Stores `rows` of a run while `owner` holds its lease; resolves once committed. */
+  append(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
+    if (rows.length === 0) return Promise.resolve();
+    if (closing) return this.events.appendFenced(requestId, owner, rows, closing);
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ requestId, owner, rows, resolve, reject });
+      // what else arrives in this tick rides along
+      if (!this.writing) {
+        this.writing = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch: Pending[] = [];
+      let rows = 0;
+      while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0].rows.length <= RunEventWriter.MAX_ROWS)) {
+        const p = this.queue.shift()!;
+        batch.push(p);
+        rows += p.rows.length;
+      }
+      await this.write(batch);
+    }
+    this.writing = false;
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    let inserted: Map<string, number>;
+    try {
+      inserted = await this.insert(batch);
+    } catch (err) {
+      if (batch.length === 1) return batch[0].reject(err as Error);
+      // one run's bad rows must not fail every run in the statement: each on its own
+      this.logger.warn(`a grouped write of ${batch.length} runs failed (${(err as Error).message}); writing them one by one`);
+      for (const p of batch) await this.write([p]);
+      return;
+    }
+    for (const p of batch) {
+      const got = inserted.get(p.requestId) ?? 0;
+      inserted.set(p.requestId, got - p.rows.length);
+      if (got >= p.rows.length) p.resolve();
+      else p.reject(new LeaseLostError(p.requestId));
+    }
+  }
+
+  /** One statement for the batch; returns the rows inserted per run. */
+  private async insert(batch: Pending[]): Promise<Map<string, number>> {
+    const params: unknown[] = [];
+    const tuples: string[] = [];
+    for (const p of batch) {
+      for (const r of p.rows) {
+        params.push(p.requestId, p.owner, r.seq, r.type, JSON.stringify(r.data));
+        const i = params.length;
+        tuples.push(`($${i - 4}::uuid, $${i - 3}::text, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
+      }
+    }
+    const res: unknown = await this.ds.query(
+      `WITH v (request_id, owner, seq, type, data) AS (VALUES ${tuples.join(', ')}),
+       lease AS (
+         SELECT r.request_id FROM runs r
+          WHERE r.status = 'running' AND (r.request_id, r.lease_owner) IN (SELECT DISTINCT request_id, owner FROM v)
+          FOR SHARE OF r)
+       INSERT INTO run_events (request_id, seq, type, data)
+       SELECT v.request_id, v.seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id
+       RETURNING request_id`,
+      params,
+    );
+    this.stats.statements++;
+    const out = new Map<string, number>();
+    for (const row of returnedRows(res)) {
+      out.set(row.request_id, (out.get(row.request_id) ?? 0) + 1);
+      this.stats.rows++;
+    }
+    return out;
+  }
+}
+
+/** TypeORM returns the rows of an INSERT … RETURNING as an array, or as [rows, count] on some drivers. */
+function returnedRows(res: unknown): Array<{ request_id: string }> {
+  if (Array.isArray(res) && Array.isArray(res[0])) return res[0] as Array<{ request_id: string }>;
+  return Array.isArray(res) ? (res as Array<{ request_id: string }>) : [];
+}

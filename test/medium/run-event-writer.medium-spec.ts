@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
+import { RunEntity } from '../../src/runs/entities/run.entity';
+import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
+import { RunRepository } from '../../src/runs/repositories/run.repository';
+import { RunEventWriter } from '../../src/runs/run-event-writer.service';
+import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
+
+/** Group commit of run events against the real database (PGlite here, PostgreSQL on test:db). */
+describe('RunEventWriter (medium)', () => {
+  let db: DatabaseContext;
+  let ds: DataSource;
+  let runs: RunRepository;
+  let writer: RunEventWriter;
+  let conversationId: string;
+
+  beforeAll(async () => {
+    db = await startDatabaseContext([RunEntity, RunEventEntity], [RunRepository, RunEventRepository, RunEventWriter]);
+    ds = db.ds;
+    runs = db.ctx.get(RunRepository);
+    writer = db.ctx.get(RunEventWriter);
+    [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  const open = async (owner = 'me') => {
+    const requestId = randomUUID();
+    await runs.create({ requestId, conversationId, projectId: 'p', userMessageId: null, protocol: 'unified', options: { mode: 'act', detach: true }, leaseOwner: owner, leaseMs: 30_000 });
+    return requestId;
+  };
+  const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ seq: from + i, type: 'chunk', data: { seq: from + i, content: `c${from + i}` } }));
+  const stored = async (id: string) => (await ds.query('SELECT seq FROM run_events WHERE request_id = $1 ORDER BY seq', [id])).map((r: { seq: number }) => r.seq);
+
+  it('stores the events of many runs arriving together in one statement, each run in order', async () => {
+    const ids = await Promise.all(Array.from({ length: 20 }, () => open()));
+    const before = writer.stats.statements;
+    await Promise.all(ids.map((id) => writer.append(id, 'me', rows(1, 3))));
+    expect(writer.stats.statements - before).toBe(1);
+    for (const id of ids) expect(await stored(id)).toEqual([1, 2, 3]);
+    // while a write is in flight, what arrives meanwhile waits for the next one, not for a write each
+    const next = ids.map((id) => writer.append(id, 'me', rows(4, 1)));
+    const more = ids.map((id) => writer.append(id, 'me', rows(5, 1)));
+    await Promise.all([...next, ...more]);
+    expect(writer.stats.statements - before).toBeLessThanOrEqual(3);
+    for (const id of ids) expect(await stored(id)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('fences each run by its own lease: a run this instance lost fails alone, the others are stored', async () => {
+    const mine = await open('me');
+    const taken = await open('someone-else');
+    const results = await Promise.allSettled([writer.append(mine, 'me', rows(1, 2)), writer.append(taken, 'me', rows(1, 2))]);
+    expect(results[0].status).toBe('fulfilled');
+    expect(results[1].status).toBe('rejected');
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect(await stored(mine)).toEqual([1, 2]);
+    expect(await stored(taken)).toEqual([]);
+  });
+
+  it('a run whose rows cannot be stored (a seq written twice) fails alone; the runs written with it are kept', async () => {
+    const good = await open();
+    const bad = await open();
+    await writer.append(bad, 'me', rows(1, 1));
+    const results = await Promise.allSettled([writer.append(good, 'me', rows(1, 2)), writer.append(bad, 'me', rows(1, 1))]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    expect(await stored(good)).toEqual([1, 2]);
+    expect(await stored(bad)).toEqual([1]);
+  });
+});
