@@ -5,17 +5,9 @@ import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
 import type { ToolDefinition, ToolExecuteResult } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
+import { failingTool } from '../support/test-tools';
 
-const broken: ToolDefinition = {
-  name: 'dictionary_service',
-  description: 'Asks the dictionary service',
-  parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
-  origin: 'builtin',
-  isAvailable: () => true,
-  execute: async (): Promise<ToolExecuteResult> => {
-    throw new Error('dictionary service answered 502 Bad Gateway');
-  },
-};
+const broken = failingTool('dictionary_service', 'dictionary service answered 502 Bad Gateway');
 
 type Step = Record<string, any>;
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -3,17 +3,9 @@ import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
 import type { ToolDefinition, ToolExecuteResult } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
+import { failingTool } from '../support/test-tools';
 
-const broken: ToolDefinition = {
-  name: 'dictionary_service',
-  description: 'Asks the dictionary service',
-  parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
-  origin: 'builtin',
-  isAvailable: () => true,
-  execute: async (): Promise<ToolExecuteResult> => {
-    throw new Error('dictionary service answered 502 Bad Gateway');
-  },
-};
+const broken = failingTool('dictionary_service', 'dictionary service answered 502 Bad Gateway');
 
 /** a configured secret (the model key) that the scripted model will try to say */
 const CANARY = 'canary-SECRET-0123456789';

@@ -265,19 +265,24 @@ async function traceAtDone(a: Instance, b: Instance, route: string): Promise<str
   return seen !== made || made === 0 ? `trace showed ${seen} of ${made} tool calls` : null;
 }
 
-/** A two-stage turn paused on A (asked through B), resumed on B; the moment B sends `done`, A's trace must show every call of both legs. */
-async function traceAfterResume(a: Instance, b: Instance): Promise<string | null> {
-  script = { words: ['ok'], calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 0, pageDelayMs: 300 };
+/** A two-stage turn on A whose pause is asked through B at its first `tool_calls` (its first tool, fetch_page, is slow). */
+async function pausedOnA(a: Instance, b: Instance): Promise<{ requestId: string; first: { events: Received[] }; paused?: Received }> {
   let requestId = '';
   let asked = false;
-  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list twice' }, (e) => {
+  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list the files twice' }, (e) => {
     if (e.event === 'start') requestId = String(e.data.requestId);
     if (e.event === 'tool_calls' && !asked) {
       asked = true;
       void fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' });
     }
   });
-  const paused = first.events.find((e) => e.event === 'paused');
+  return { requestId, first, paused: first.events.find((e) => e.event === 'paused') };
+}
+
+/** A two-stage turn paused on A (asked through B), resumed on B; the moment B sends `done`, A's trace must show every call of both legs. */
+async function traceAfterResume(a: Instance, b: Instance): Promise<string | null> {
+  script = { words: ['ok'], calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 0, pageDelayMs: 300 };
+  const { requestId, first, paused } = await pausedOnA(a, b);
   if (!paused) return `not paused (${first.events.map((e) => e.event).join(',')})`;
   let check: Promise<number> = Promise.resolve(-1);
   const second = await readSse(`${b.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: paused.data.resumeFromPhaseIndex }, (e) => {
@@ -296,20 +301,11 @@ async function traceAfterResume(a: Instance, b: Instance): Promise<string | null
  */
 async function racingResumes(a: Instance, b: Instance, pg: Client, env: Record<string, string>): Promise<{ a: Instance; problems: string[] }> {
   script = { words: Array.from({ length: 6 }, (_, i) => `w${i}`), calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS], delayMs: 20, pageDelayMs: 800 };
-  let requestId = '';
-  let asked = false;
   let pages = 0;
   onModel = (h) => {
     if (h === 'page') pages++;
   };
-  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'list the files twice' }, (e) => {
-    if (e.event === 'start') requestId = String(e.data.requestId);
-    if (e.event === 'tool_calls' && !asked) {
-      asked = true;
-      void fetch(`${b.url}/api/chat/runs/${requestId}/pause`, { method: 'POST' });
-    }
-  });
-  const paused = first.events.find((e) => e.event === 'paused');
+  const { requestId, first, paused } = await pausedOnA(a, b);
   if (!paused) {
     onModel = () => undefined;
     return { a, problems: [`not paused (${first.events.map((e) => e.event).join(',')})`] };
