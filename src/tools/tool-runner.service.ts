@@ -9,6 +9,7 @@ import type { LlmToolSpec } from '../llm/llm-adapter.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import {
   ToolFailure,
+  type ArgumentRefusal,
   type RepeatPolicy,
   type ToolDefinition,
   type ToolExecuteResult,
@@ -149,6 +150,9 @@ export class ToolRunnerService implements ToolRunner {
     };
     // validating first also applies the defaults the canonical signature needs
     const validation = parsed.ok && def ? this.validator.validate(def.parameters, parsed.value, this.cacheKey(def)) : undefined;
+    // asked before the call is traced, so what the policy refuses is masked in the trace too
+    const policyRefusal = parsed.ok ? safePolicy(ctx?.argumentPolicy, JSON.stringify(parsed.value)) : null;
+    if (policyRefusal?.mask) st.secretValues.push(...policyRefusal.mask);
     if (parsed.ok) {
       st.signature = this.safeSignature(name, def?.action, parsed.value, ctx?.projectId);
       const masked = redactSecrets(parsed.value, [...this.secrets.values(), ...st.secretValues], secretKeys);
@@ -174,6 +178,7 @@ export class ToolRunnerService implements ToolRunner {
     if (ctx?.signal?.aborted) return this.fail(st, 'exception', 'cancelled');
     // a configured secret never leaves through a tool, whatever put it into the arguments
     if (this.secrets.foundIn(JSON.stringify(validation.value))) return this.refuse(st, 'configured_secret', 'its arguments carry a configured secret');
+    if (policyRefusal) return this.refuse(st, policyRefusal.reason, policyRefusal.why);
 
     // the tool gets its own copy: whatever it does to it, `args` in the result stays what was validated
     const execution = await this.execute(def, structuredClone(validation.value), ctx);
@@ -347,6 +352,16 @@ export class ToolRunnerService implements ToolRunner {
 
   private cacheKey(def: ToolDefinition): string {
     return this.registry.hashOf(def.name) ?? definitionHash(def);
+  }
+}
+
+/** The caller's argument policy; one that throws refuses (a broken policy must not let calls through). */
+function safePolicy(policy: ToolExecutionContext['argumentPolicy'], argsJson: string): ArgumentRefusal | null {
+  if (!policy) return null;
+  try {
+    return policy(argsJson);
+  } catch {
+    return { reason: 'policy_error', why: 'the argument policy could not decide' };
   }
 }
 
