@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { DataSource } from 'typeorm';
 import { Logger, PARAMS_PROVIDER_TOKEN } from 'nestjs-pino';
 import { AppConfigService } from '../../src/config/app-config.service';
 import { SecretRegistry } from '../../src/common/secrets/secret-registry';
@@ -65,8 +66,10 @@ describe('secret canaries', () => {
     const stored = await (await fetch(`${t.url}/api/chat/runs/${requestId}/events`)).text();
     const messages = await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).text();
     const trace = await (await fetch(`${t.url}/api/trace?requestId=${requestId}&limit=5000`)).text();
+    // the checkpoint a paused run would resume from is stored too
+    const [run] = await t.app.get(DataSource).query('SELECT checkpoint::text AS checkpoint FROM runs WHERE request_id = $1', [requestId]);
     await new Promise((r) => setTimeout(r, 100));
-    return { raw, stored, messages, trace, logs: logs.join('') };
+    return { raw, stored, messages, trace, checkpoint: String(run?.checkpoint ?? ''), logs: logs.join('') };
   };
   const occurrences = (texts: Record<string, string>, needle: string) =>
     Object.fromEntries(Object.entries(texts).map(([where, text]) => [where, text.split(needle).length - 1]));
@@ -91,7 +94,7 @@ describe('secret canaries', () => {
       expect(llm.chatRequests).toHaveLength(2);
       // what the model was given as the tool's result is masked too
       expect(JSON.stringify(llm.chatRequests[1].body)).not.toContain(MCP_CANARY);
-      expect(occurrences(texts, MCP_CANARY)).toEqual({ raw: 0, stored: 0, messages: 0, trace: 0, logs: 0 });
+      expect(occurrences(texts, MCP_CANARY)).toEqual({ raw: 0, stored: 0, messages: 0, trace: 0, checkpoint: 0, logs: 0 });
       expect(String(res.events.at(-1)!.data.fullContent)).toMatch(/^The token is .+, keep it\.$/);
     });
 
@@ -117,7 +120,7 @@ describe('secret canaries', () => {
       expect(JSON.stringify(res.events)).toContain('refused by policy: its arguments carry a configured secret');
       // the model is told too
       expect(JSON.stringify(llm.chatRequests.at(-1)!.body)).toContain('refused by policy');
-      expect(occurrences({ ...texts, toModel: JSON.stringify(llm.chatRequests.at(-1)!.body.messages.slice(-1)) }, KEY_CANARY)).toEqual({ raw: 0, stored: 0, messages: 0, trace: 0, logs: 0, toModel: 0 });
+      expect(occurrences({ ...texts, toModel: JSON.stringify(llm.chatRequests.at(-1)!.body.messages.slice(-1)) }, KEY_CANARY)).toEqual({ raw: 0, stored: 0, messages: 0, trace: 0, checkpoint: 0, logs: 0, toModel: 0 });
     });
   });
 
