@@ -23,6 +23,7 @@ import { DatabaseThrottlerStorage } from './common/limits/database-throttler.sto
 import { DataSource } from 'typeorm';
 import { TurnLimitGuard } from './common/limits/turn-limit.guard';
 import { AppConfigService } from './config/app-config.service';
+import { SecretsModule } from './common/secrets/secrets.module';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
 @Module({})
@@ -30,7 +31,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
+      imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
         ThrottlerModule.forRootAsync({
           inject: [AppConfigService, DataSource],
           useFactory: (config: AppConfigService, ds: DataSource) => {

@@ -9,6 +9,8 @@ import { AppConfigService } from './config/app-config.service';
 import { readDotEnv } from './config/config.module';
 import { validateEnv } from './config/env.schema';
 import { configureApp } from './bootstrap';
+import { SecretRegistry } from './common/secrets/secret-registry';
+import { MaskingConsoleLogger } from './observability/logging';
 
 async function main(): Promise<void> {
   // the same validation the config module runs, before Nest logs anything of its own
@@ -18,7 +20,7 @@ async function main(): Promise<void> {
   const app = await NestFactory.create(AppModule.forRoot(), { bodyParser: false, ...(json ? { bufferLogs: true } : { logger: ['error', 'warn', 'log'] }) });
   configureApp(app);
   const config = app.get(AppConfigService);
-  app.useLogger(json ? app.get(PinoNestLogger) : logLevels(config.get('LOG_LEVEL')));
+  app.useLogger(json ? app.get(PinoNestLogger) : new MaskingConsoleLogger(app.get(SecretRegistry), logLevels(config.get('LOG_LEVEL'))));
   const port = config.get('PORT');
   await app.listen(port);
   new Logger('Orion').log(`listening on http://localhost:${port} (Swagger UI: /docs)`);

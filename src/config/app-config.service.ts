@@ -18,7 +18,3 @@ export class AppConfigService {
   }
 }
 
-/** Values that must never reach logs, traces or streams: LLM_API_KEY and every API key. */
-export function secretValues(config: Pick<AppConfigService, 'get' | 'list'>): string[] {
-  return [config.get('LLM_API_KEY') ?? '', ...config.list('API_KEYS')].filter(Boolean);
-}

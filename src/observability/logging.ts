@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ConsoleLogger, type LogLevel } from '@nestjs/common';
 import { LoggerModule, type Params } from 'nestjs-pino';
-import type { DestinationStream, Level } from 'pino';
+import { destination as pinoDestination, type DestinationStream, type Level } from 'pino';
 import { AppConfigService } from '../config/app-config.service';
+import { SecretRegistry } from '../common/secrets/secret-registry';
 
 /** LOG_LEVEL keeps Nest's names; pino calls `log` info and `verbose` trace. */
 const LEVELS: Record<string, Level> = { error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'trace' };
@@ -21,7 +23,7 @@ export function loggableUrl(url: string | undefined): string {
  * `requestId` once the turn has started (the observability wiring assigns it). Headers are not
  * logged at all (keys, cookies). `destination` defaults to stdout.
  */
-export function loggingParams(config: AppConfigService, destination?: DestinationStream): Params {
+export function loggingParams(config: AppConfigService, destination?: DestinationStream, secrets: SecretRegistry = SecretRegistry.fromConfig(config)): Params {
   const options = {
     level: LEVELS[config.get('LOG_LEVEL')] ?? 'info',
     base: { service: 'orion' },
@@ -38,10 +40,47 @@ export function loggingParams(config: AppConfigService, destination?: Destinatio
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
     },
   };
-  return { assignResponse: true, pinoHttp: destination ? [options, destination] : options };
+  return { assignResponse: true, pinoHttp: [options, maskingDestination(destination ?? pinoDestination(1), secrets)] };
+}
+
+/**
+ * Every finished log line passes through here: a secret the registry knows (a configured key,
+ * an MCP server's env or header value) is masked whatever logged it, a library's error text
+ * or a server's stderr included. Values are looked for as they are and as JSON escapes them.
+ */
+export function maskingDestination(inner: DestinationStream, secrets: SecretRegistry): DestinationStream {
+  return {
+    write(line: string) {
+      return inner.write(maskLogText(line, secrets));
+    },
+  };
+}
+
+export function maskLogText(line: string, secrets: SecretRegistry): string {
+  let out = line;
+  for (const v of secrets.values()) {
+    const escaped = JSON.stringify(v).slice(1, -1);
+    if (out.includes(v)) out = out.split(v).join('[REDACTED]');
+    if (escaped !== v && out.includes(escaped)) out = out.split(escaped).join('[REDACTED]');
+  }
+  return out;
+}
+
+/** The plain-text logger (LOG_FORMAT=text) with the same masking as the JSON lines. */
+export class MaskingConsoleLogger extends ConsoleLogger {
+  constructor(
+    private readonly secrets: SecretRegistry,
+    logLevels: LogLevel[],
+  ) {
+    super({ logLevels });
+  }
+
+  protected override formatMessage(...args: Parameters<ConsoleLogger['formatMessage']>): string {
+    return maskLogText(super.formatMessage(...args), this.secrets);
+  }
 }
 
 export const LoggingModule = LoggerModule.forRootAsync({
-  inject: [AppConfigService],
-  useFactory: (config: AppConfigService) => loggingParams(config),
+  inject: [AppConfigService, SecretRegistry],
+  useFactory: (config: AppConfigService, secrets: SecretRegistry) => loggingParams(config, undefined, secrets),
 });

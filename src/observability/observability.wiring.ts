@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
+import { SecretRegistry } from '../common/secrets/secret-registry';
 import { PinoLogger } from 'nestjs-pino';
-import { AppConfigService, secretValues } from '../config/app-config.service';
-import { redactString } from '../common/util/redact.util';
+import { AppConfigService } from '../config/app-config.service';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
 import { LlmEvents } from '../llm/llm-events';
 import { ToolRegistryService } from '../tools/tool-registry.service';
@@ -27,6 +27,7 @@ export class ObservabilityWiring implements OnModuleInit, OnApplicationShutdown 
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
     private readonly registry: ToolRegistryService,
     @Optional() private readonly pino?: PinoLogger,
+    @Optional() private readonly secrets: SecretRegistry = SecretRegistry.fromConfig(config),
   ) {}
 
   onModuleInit(): void {
@@ -35,10 +36,9 @@ export class ObservabilityWiring implements OnModuleInit, OnApplicationShutdown 
     this.unsubscribe.push(this.trace.observe((r, at) => metrics.onRecord(r, at)), this.llmEvents.on((e) => metrics.onLlmEvent(e)));
     if (this.pino) this.unsubscribe.push(this.trace.observe((r) => this.tagLogs(r)));
     if (!tracingEnabled()) return;
-    const secrets = secretValues(this.config);
     const captureContent = this.config.get('OTEL_CAPTURE_CONTENT');
     this.llmEvents.captureContent = captureContent;
-    const spans = new TurnSpansObserver({ ...model, captureContent, redact: (text) => redactString(text, secrets), redactToolArgs: (tool, args) => this.tools.redactArgs(tool, args) });
+    const spans = new TurnSpansObserver({ ...model, captureContent, redact: (text) => this.secrets.mask(text), redactToolArgs: (tool, args) => this.tools.redactArgs(tool, args) });
     this.unsubscribe.push(this.trace.observe((r, at) => spans.onRecord(r, at)), this.llmEvents.on((e) => spans.onLlmEvent(e)));
   }
 

@@ -1,3 +1,4 @@
+import { trustedText, UntrustedValues, withUntrustedMasking } from './untrusted-output';
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfigService } from '../config/app-config.service';
@@ -8,7 +9,7 @@ import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import type { Turn, TurnRequest } from './turn';
 import { OrchestrationException, OrchestrationExceptionCode } from './orchestration.exception';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
-import type { ProtocolStrategy, TurnBudgets } from './protocol-strategy';
+import type { ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
 import type { ToolCallsResult, ToolMode, ToolModeOptions, ToolModeProgress, ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
@@ -64,27 +65,34 @@ export class OrchestrationService {
     const protocol = typeof req.protocol === 'string' ? this.protocol(req.protocol) : req.protocol;
     return {
       protocol,
-      context: (signal, control) => ({
-        requestId: req.requestId,
-        projectId: req.projectId,
-        conversationId: req.conversationId,
-        messages: req.messages,
-        mode: req.mode,
-        llm: this.llm,
-        tools: this.tools,
-        trace: this.trace,
-        budgets: req.budgets,
-        debugShowToolResults: req.debugShowToolResults,
-        signal,
-        control,
-        resumeFrom: req.resumeFrom,
-        systemContext: req.systemContext,
-        flags: { orchestratorEnabled: req.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
-        knowledge: this.knowledge,
-        ...(this.toolSelection ? { toolSelection: this.toolSelection } : {}),
-        contextWindow: req.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
-        lastTurnTools: req.lastTurnTools ?? [],
-      }),
+      context: (signal, control) => this.context(req, signal, control),
+    };
+  }
+
+  private context(req: TurnRequest, signal: AbortSignal, control: ProtocolExecutionContext['control']): ProtocolExecutionContext {
+    // per turn: the values its tool output brings in, and the runner that masks them when shown
+    const untrusted = new UntrustedValues(trustedText(req.messages));
+    return {
+      requestId: req.requestId,
+      projectId: req.projectId,
+      conversationId: req.conversationId,
+      messages: req.messages,
+      mode: req.mode,
+      llm: this.llm,
+      tools: withUntrustedMasking(this.tools, untrusted),
+      trace: this.trace,
+      budgets: req.budgets,
+      debugShowToolResults: req.debugShowToolResults,
+      signal,
+      control,
+      resumeFrom: req.resumeFrom,
+      systemContext: req.systemContext,
+      flags: { orchestratorEnabled: req.orchestratorEnabled ?? this.config.get('ORCHESTRATOR_ENABLED') },
+      knowledge: this.knowledge,
+      ...(this.toolSelection ? { toolSelection: this.toolSelection } : {}),
+      contextWindow: req.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
+      untrusted,
+      lastTurnTools: req.lastTurnTools ?? [],
     };
   }
 

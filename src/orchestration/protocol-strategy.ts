@@ -1,3 +1,4 @@
+import type { UntrustedValues } from './untrusted-output';
 import type { ToolSelection, ToolSelectionInput } from './modes/tool-index/tool-selection';
 import type { LlmAdapter, LlmMessage, LlmToolSpec } from '../llm/llm-adapter.port';
 import type { ToolRunner } from '../tools/tool-runner.port';
@@ -49,6 +50,8 @@ export interface ProtocolExecutionContext {
   knowledge?: KnowledgeRetriever;
   /** the model's context window in tokens (LLM_CONTEXT_WINDOW or the provider's figure) */
   contextWindow?: number;
+  /** this turn's values seen only in tool output (the untrusted-output policy); absent: no such policy */
+  untrusted?: UntrustedValues;
   /** sticky top-K: which tools a model step is offered when the catalog is large (offeredTools) */
   toolSelection?: { select(input: ToolSelectionInput<LlmToolSpec>): ToolSelection<LlmToolSpec> };
   /** tools the conversation's previous turn called, kept on offer (sticky) */

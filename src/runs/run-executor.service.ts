@@ -1,12 +1,13 @@
 import { SplitSecretGuard } from '../common/util/split-secret-guard';
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { SecretRegistry } from '../common/secrets/secret-registry';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { assertUnreachable } from '../common/util/assert-unreachable.util';
 import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestration/protocol-event';
 import type { Turn } from '../orchestration/turn';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
-import { AppConfigService, secretValues } from '../config/app-config.service';
+import { AppConfigService } from '../config/app-config.service';
 import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
 import { LeaseLostError, type RunClosing } from './repositories/run-event.repository';
@@ -68,7 +69,7 @@ export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0,
 export class RunExecutorService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('RunExecutor');
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly secrets: string[];
+  private readonly secrets: SecretRegistry;
   private shuttingDown = false;
 
   constructor(
@@ -79,8 +80,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    @Optional() secrets?: SecretRegistry,
   ) {
-    this.secrets = secretValues(config);
+    this.secrets = secrets ?? SecretRegistry.fromConfig(config);
   }
 
   /** Runs the turn to its end; resolves when the run is closed (or paused). */
@@ -122,7 +124,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     try {
       for (const ev of p.opening) await stream.emit(ev);
       // a secret split across two chunks is masked too: the end of a chunk that may start one waits
-      const split = new SplitSecretGuard(this.secrets);
+      const split = new SplitSecretGuard(this.secrets.values());
       for await (const raw of protocol.execute(ctx)) {
         if (ended) {
           this.logger.error(`${protocol.name} yielded ${raw.type} after ${ended}; ignored (run ${p.requestId})`);
@@ -178,7 +180,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private async handle(p: ExecuteRunParams, stream: RunStream, raw: ProtocolEvent, leg: Leg): Promise<'done' | 'paused' | null> {
     // the one place run events are made safe: NUL cannot be stored, secrets must not be
     // streamed; what is stored (and appended to the answer, and kept as a step) is what is sent
-    const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets);
+    const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets.values());
     switch (ev.type) {
       case 'checkpoint':
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);

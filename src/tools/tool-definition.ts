@@ -28,6 +28,20 @@ export interface ToolExecutionContext {
   signal: AbortSignal;
   /** optional progress sink; tools own their messages */
   progress?: (p: ToolProgress) => void;
+  /**
+   * The caller's policy on arguments (the chat turn's untrusted-output rule): asked with the
+   * validated arguments as JSON before the tool runs; a refusal means the tool does not run.
+   * Never passed on to the tool itself.
+   */
+  argumentPolicy?: (argsJson: string) => ArgumentRefusal | null;
+}
+
+/** Why a call is refused by policy: a short code for traces and a sentence for the model (never the value). */
+export interface ArgumentRefusal {
+  reason: string;
+  why: string;
+  /** values of the arguments to mask in the trace of the refused call */
+  mask?: string[];
 }
 
 /** What `execute` returns: any JSON value, plus optional sources for the unified route. */

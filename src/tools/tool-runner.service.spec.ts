@@ -1,3 +1,4 @@
+import { SecretRegistry } from '../common/secrets/secret-registry';
 import type { AppConfigService } from '../config/app-config.service';
 import type { TraceRecord, TraceSink } from '../trace/trace-sink.port';
 import { ToolFailure, type ToolDefinition, type ToolExecutionContext, type ToolRunResult } from './tool-definition';
@@ -555,5 +556,45 @@ describe('ToolRunnerService.repeatPolicy (issue 13)', () => {
     expect(runner.repeatPolicy('poll')).toBe('rerun');
     expect(runner.repeatPolicy('strict')).toBe('rerun');
     expect(runner.repeatPolicy('missing')).toBe('refuse');
+  });
+});
+
+describe('ToolRunnerService: calls refused by policy', () => {
+  it('refuses a call carrying a configured secret (also one added to the registry later) before the tool runs, and never names it', async () => {
+    let ran = 0;
+    const spy = tool({ name: 'send', execute: async () => ((ran += 1), { output: { sent: true } }) });
+    const trace = new MemoryTraceSink();
+    const cfg = fakeConfig();
+    const registry = new ToolRegistryService(cfg, trace);
+    registry.register(spy);
+    const secrets = SecretRegistry.fromConfig(cfg);
+    const runner = new ToolRunnerService(registry, cfg, trace, secrets);
+    secrets.set('mcp:remote', ['Bearer later-added-token-42']);
+    for (const value of ['sk-test-known-secret-123456', 'later-added-token-42']) {
+      const r = await runner.run({ name: 'send', arguments: { url: `https://x.example/?k=${value}` } }, ctx());
+      expect(r).toMatchObject({ outcome: 'validation_error', isError: true, output: { details: { refused: 'configured_secret' } } });
+      expect(JSON.stringify(r.output)).not.toContain(value);
+      expect(JSON.stringify(trace.records)).not.toContain(value);
+    }
+    expect(ran).toBe(0);
+    expect(trace.ofType('tool_call_refused').map((e) => e.details?.reason)).toEqual(['configured_secret', 'configured_secret']);
+  });
+
+  it('asks the caller`s argument policy; a refusal masks what it names in the trace, a policy that throws refuses', async () => {
+    let ran = 0;
+    const { runner, trace } = setup([tool({ name: 'send', execute: async () => ((ran += 1), { output: { sent: true } }) })]);
+    const refusing: ToolExecutionContext = { ...ctx(), argumentPolicy: (a) => (a.includes('Planted9xY') ? { reason: 'untrusted_secret', why: 'came from a tool', mask: ['Planted9xY'] } : null) };
+    expect((await runner.run({ name: 'send', arguments: { q: 'Planted9xY' } }, refusing)).output).toMatchObject({ details: { refused: 'untrusted_secret' } });
+    expect(JSON.stringify(trace.records)).not.toContain('Planted9xY');
+    expect((await runner.run({ name: 'send', arguments: { q: 'fine' } }, refusing)).outcome).toBe('success');
+    const broken: ToolExecutionContext = { ...ctx(), argumentPolicy: () => { throw new Error('boom'); } };
+    expect((await runner.run({ name: 'send', arguments: { q: 'x' } }, broken)).output).toMatchObject({ details: { refused: 'policy_error' } });
+    expect(ran).toBe(1);
+  });
+
+  it('masks a registry value a tool returns before the model gets it', async () => {
+    const { runner } = setup([tool({ name: 'leak', execute: async () => ({ output: { text: 'key is sk-test-known-secret-123456 ok' } }) })]);
+    const r = await runner.run({ name: 'leak', arguments: {} }, ctx());
+    expect(r.outputText).toBe('{"text":"key is [REDACTED] ok"}');
   });
 });

@@ -1,13 +1,15 @@
 import { deepMap, WALK } from '../common/util/deep-map.util';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { SecretRegistry } from '../common/secrets/secret-registry';
 import { randomUUID } from 'node:crypto';
-import { AppConfigService, secretValues } from '../config/app-config.service';
+import { AppConfigService } from '../config/app-config.service';
 import { abortReason } from '../common/util/abort.util';
 import { isSecretKey, REDACTED, redactSecrets, redactString } from '../common/util/redact.util';
 import type { LlmToolSpec } from '../llm/llm-adapter.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import {
   ToolFailure,
+  type ArgumentRefusal,
   type RepeatPolicy,
   type ToolDefinition,
   type ToolExecuteResult,
@@ -67,17 +69,18 @@ export class ToolRunnerService implements ToolRunner {
   private readonly validator = new JsonSchemaValidator();
   private readonly defaultTimeoutMs: number;
   private readonly maxResultBytes: number;
-  private readonly knownSecrets: string[];
+  private readonly secrets: SecretRegistry;
   private readonly rerun: Set<string>;
 
   constructor(
     private readonly registry: ToolRegistryService,
     config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    @Optional() secrets?: SecretRegistry,
   ) {
     this.defaultTimeoutMs = config.get('TOOL_TIMEOUT_MS');
     this.maxResultBytes = config.get('TOOL_RESULT_MAX_BYTES');
-    this.knownSecrets = secretValues(config);
+    this.secrets = secrets ?? SecretRegistry.fromConfig(config);
     this.rerun = new Set(config.list('TOOLS_RERUN'));
   }
 
@@ -129,7 +132,7 @@ export class ToolRunnerService implements ToolRunner {
   /** Arguments as they may appear in logs or streams: `x-secret` properties and secret-looking keys masked. */
   redactArgs(name: string, args: unknown): unknown {
     const def = this.registry.get(name);
-    return redactSecrets(args, this.knownSecrets, def ? secretPropertyNames(def.parameters) : new Set());
+    return redactSecrets(args, this.secrets.values(), def ? secretPropertyNames(def.parameters) : new Set());
   }
 
   private async runChecked(call: ToolCallRequest, ctx: ToolExecutionContext, started: number, name: string): Promise<ToolRunResult> {
@@ -147,9 +150,12 @@ export class ToolRunnerService implements ToolRunner {
     };
     // validating first also applies the defaults the canonical signature needs
     const validation = parsed.ok && def ? this.validator.validate(def.parameters, parsed.value, this.cacheKey(def)) : undefined;
+    // asked before the call is traced, so what the policy refuses is masked in the trace too
+    const policyRefusal = parsed.ok ? safePolicy(ctx?.argumentPolicy, JSON.stringify(parsed.value)) : null;
+    if (policyRefusal?.mask) st.secretValues.push(...policyRefusal.mask);
     if (parsed.ok) {
       st.signature = this.safeSignature(name, def?.action, parsed.value, ctx?.projectId);
-      const masked = redactSecrets(parsed.value, [...this.knownSecrets, ...st.secretValues], secretKeys);
+      const masked = redactSecrets(parsed.value, [...this.secrets.values(), ...st.secretValues], secretKeys);
       st.traceSignature = this.safeSignature(name, def?.action, masked, ctx?.projectId);
     }
     this.traceCall(st);
@@ -170,6 +176,9 @@ export class ToolRunnerService implements ToolRunner {
       });
     }
     if (ctx?.signal?.aborted) return this.fail(st, 'exception', 'cancelled');
+    // a configured secret never leaves through a tool, whatever put it into the arguments
+    if (this.secrets.foundIn(JSON.stringify(validation.value))) return this.refuse(st, 'configured_secret', 'its arguments carry a configured secret');
+    if (policyRefusal) return this.refuse(st, policyRefusal.reason, policyRefusal.why);
 
     // the tool gets its own copy: whatever it does to it, `args` in the result stays what was validated
     const execution = await this.execute(def, structuredClone(validation.value), ctx);
@@ -247,14 +256,25 @@ export class ToolRunnerService implements ToolRunner {
     return this.fail(st, 'exception', errorMessage(err));
   }
 
+  /**
+   * A call refused by policy before it runs: traced as `tool_call_refused` (the reason, never the
+   * value) and answered like invalid arguments, so the model is told and the turn goes on.
+   */
+  private refuse(st: CallState, reason: string, why: string): ToolRunResult {
+    this.record(st, 'tool_call_refused', { name: st.name, callId: st.callId, reason });
+    return this.fail(st, 'validation_error', `refused by policy: ${why}; the call was not made. Do not put such values into tool arguments.`, { refused: reason });
+  }
+
   private fail(st: CallState, outcome: Exclude<ToolOutcome, 'success'>, message: string, details?: unknown): ToolRunResult {
-    const output: Record<string, unknown> = { error: outcome, message: redactString(message, this.knownSecrets) };
+    const output: Record<string, unknown> = { error: outcome, message: redactString(message, this.secrets.values()) };
     if (details !== undefined) output.details = details;
     return this.finish(st, outcome, output, { isError: true, sources: [] });
   }
 
   private finish(st: CallState, outcome: ToolOutcome, rawOutput: unknown, extra: { isError: boolean; sources: ToolSource[] }): ToolRunResult {
-    const { text, output: jsonOutput } = toJsonText(rawOutput);
+    const first = toJsonText(rawOutput);
+    // a tool that echoes a secret (an MCP server printing its own token) does not hand it on
+    const { text, output: jsonOutput } = first.text.length > 0 && this.secrets.foundIn(first.text) ? toJsonText(this.secrets.maskKnown(first.output, first.text)) : first;
     const capped = capJsonText(text, this.maxResultBytes);
     const output = capped.truncated ? capped.wrapper : jsonOutput;
     const latencyMs = Math.round(performance.now() - st.started);
@@ -275,7 +295,7 @@ export class ToolRunnerService implements ToolRunner {
   }
 
   private traceCall(st: CallState): void {
-    const secrets = [...this.knownSecrets, ...st.secretValues];
+    const secrets = [...this.secrets.values(), ...st.secretValues];
     const args =
       typeof st.args === 'string'
         ? redactRawArguments(redactString(cutUtf8(st.args, TRACE_OUTPUT_MAX_BYTES), secrets), st.secretKeys)
@@ -284,12 +304,12 @@ export class ToolRunnerService implements ToolRunner {
   }
 
   private traceOutput(st: CallState, output: unknown, text: string): unknown {
-    const secrets = [...this.knownSecrets, ...st.secretValues];
+    const secrets = [...this.secrets.values(), ...st.secretValues];
     if (Buffer.byteLength(text, 'utf8') <= TRACE_OUTPUT_MAX_BYTES) return redactSecrets(output, secrets, st.secretKeys);
     return `${redactString(cutUtf8(text, TRACE_OUTPUT_MAX_BYTES), secrets)}… [trace copy cut at ${TRACE_OUTPUT_MAX_BYTES} bytes]`;
   }
 
-  private record(st: CallState, type: 'tool_call' | 'tool_result', details: Record<string, unknown>): void {
+  private record(st: CallState, type: 'tool_call' | 'tool_result' | 'tool_call_refused', details: Record<string, unknown>): void {
     try {
       this.trace.record({ type, requestId: st.ctx?.requestId ?? null, projectId: st.ctx?.projectId ?? null, details });
     } catch (err) {
@@ -332,6 +352,16 @@ export class ToolRunnerService implements ToolRunner {
 
   private cacheKey(def: ToolDefinition): string {
     return this.registry.hashOf(def.name) ?? definitionHash(def);
+  }
+}
+
+/** The caller's argument policy; one that throws refuses (a broken policy must not let calls through). */
+function safePolicy(policy: ToolExecutionContext['argumentPolicy'], argsJson: string): ArgumentRefusal | null {
+  if (!policy) return null;
+  try {
+    return policy(argsJson);
+  } catch {
+    return { reason: 'policy_error', why: 'the argument policy could not decide' };
   }
 }
 

@@ -1,5 +1,6 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { AppConfigService, secretValues } from '../config/app-config.service';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { AppConfigService } from '../config/app-config.service';
+import { SecretRegistry } from '../common/secrets/secret-registry';
 import { redactSecrets } from '../common/util/redact.util';
 import { TraceEventRepository } from './trace-event.repository';
 import type { TraceRecord, TraceSink } from './trace-sink.port';
@@ -31,18 +32,19 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
   private dropped = 0;
-  private readonly secrets: string[];
+  private readonly secrets: SecretRegistry;
   private readonly observers = new Set<TraceObserver>();
 
   constructor(
     private readonly repo: TraceEventRepository,
     config: AppConfigService,
+    @Optional() secrets?: SecretRegistry,
   ) {
-    this.secrets = secretValues(config);
+    this.secrets = secrets ?? SecretRegistry.fromConfig(config);
   }
 
   record(event: TraceRecord): void {
-    const redacted = { ...event, details: redactSecrets(event.details ?? {}, this.secrets) };
+    const redacted = { ...event, details: redactSecrets(event.details ?? {}, this.secrets.values()) };
     if (this.observers.size > 0) this.notify(redacted);
     if (this.queue.length >= TraceWriterService.MAX_QUEUE) {
       this.dropped++;

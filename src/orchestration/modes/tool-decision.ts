@@ -85,9 +85,11 @@ export async function* decideAndExecute(
     deps.trace.record({ requestId, projectId, type: 'llm_error', details: { mode, message } });
     return finishResult(mode, input, started, { exposedTools, error: 'llm_error', errorMessage: message, candidates });
   }
-  yield { stage: 'LLMDecision', decidedCalls: decided };
+  // what the caller is shown of the calls: a configured secret the model wrote is masked
+  const shown: DecidedCall[] = decided.map((c) => ({ toolName: c.toolName, args: deps.tools.redactArgs(c.toolName, c.args) }));
+  yield { stage: 'LLMDecision', decidedCalls: shown };
   if (decided.length === 0) {
-    return finishResult(mode, input, started, { exposedTools, decidedCalls: decided, error: 'no_tool_calls', errorMessage: 'The model called no tool', candidates });
+    return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, error: 'no_tool_calls', errorMessage: 'The model called no tool', candidates });
   }
 
   const exposed = new Set(exposedTools);
@@ -103,18 +105,18 @@ export async function* decideAndExecute(
           : null;
     if (refusal) {
       const schema = specs.find((s) => s.name === call.toolName)?.parameters;
-      execution = invalid(call, refusal, exposedTools, schema);
+      execution = invalid(shown[index], refusal, exposedTools, schema);
       deps.trace.record({ requestId, projectId, type: 'tool_call_refused', details: { mode, index, toolName: call.toolName, reason: refusal } });
     } else {
       const r = await deps.tools.run({ name: call.toolName, arguments: call.args as Record<string, unknown> }, { projectId, requestId, signal: input.signal });
-      execution = { toolName: call.toolName, args: r.args, outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs, ...(r.isError ? { isError: true } : {}) };
+      execution = { toolName: call.toolName, args: deps.tools.redactArgs(call.toolName, r.args), outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs, ...(r.isError ? { isError: true } : {}) };
     }
     executions.push(execution);
     yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
   }
   // a tool that ran and failed is not an orchestration error: its execution's outcome says so
   const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
-  return finishResult(mode, input, started, { exposedTools, decidedCalls: decided, executions, error, candidates });
+  return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, executions, error, candidates });
 }
 
 function invalid(call: DecidedCall, message: string, exposedTools: string[], schema?: Record<string, unknown>): ToolExecution {

@@ -137,7 +137,7 @@ describe('McpClientManagerService lifecycle', () => {
       writeFileSync(file, JSON.stringify({ mcpServers: { fx: { command: fx.command, args: fx.args } } }));
       const manager = fromConfig(file);
       await manager.start();
-      expect(manager.servers()).toEqual([{ name: 'fx', transport: 'stdio', status: 'connected', toolCount: 11 }]);
+      expect(manager.servers()).toEqual([{ name: 'fx', transport: 'stdio', status: 'connected', toolCount: 13 }]);
     });
   });
 

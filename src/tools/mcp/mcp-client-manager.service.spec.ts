@@ -80,7 +80,7 @@ describe('McpClientManagerService over stdio (real servers)', () => {
       { name: 'fx', transport: 'stdio', status: 'connected' },
     ]);
     expect(servers.find((s) => s.name === 'fs')!.toolCount).toBe(registry.all().filter((t) => t.origin === 'mcp:fs').length);
-    expect(servers.find((s) => s.name === 'fx')!.toolCount).toBe(11); // 12 tools, one collision
+    expect(servers.find((s) => s.name === 'fx')!.toolCount).toBe(13); // 14 tools, one collision
     expect(trace.ofType('mcp_server_status').map((e) => e.details?.status)).toEqual(['connected', 'connected', 'connected']);
   });
 
@@ -180,7 +180,7 @@ describe('McpClientManagerService over stdio (real servers)', () => {
     expect(trace.ofType('tool_unregistered').map((e) => e.details?.name)).toEqual(['fx__added_tool']);
     // re-listing did not re-register unchanged tools
     expect(trace.ofType('tool_registration').filter((e) => e.details?.name === 'fx__crash')).toHaveLength(1);
-    expect(manager.servers().find((s) => s.name === 'fx')!.toolCount).toBe(11);
+    expect(manager.servers().find((s) => s.name === 'fx')!.toolCount).toBe(13);
   });
 
   it('maps the signal: a timeout is ToolFailure(timeout), a cancellation stays an abort', async () => {

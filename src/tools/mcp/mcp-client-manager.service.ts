@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfigService } from '../../config/app-config.service';
+import { SecretRegistry } from '../../common/secrets/secret-registry';
 import { TRACE_SINK, type TraceSink } from '../../trace/trace-sink.port';
 import { definitionHash, ToolRegistryService } from '../tool-registry.service';
 import { loadMcpConfig, resolveMcpConfigSource, type McpServerConfig, type McpTransportKind } from './mcp-config';
@@ -71,14 +72,17 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
   private readonly states = new Map<string, ServerState>();
   private readonly reportedSkips = new Set<string>();
   private started = false;
+  readonly secrets: SecretRegistry;
 
   constructor(
     private readonly config: AppConfigService,
     private readonly registry: ToolRegistryService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     @Optional() @Inject(MCP_MANAGER_OPTIONS) options?: Partial<McpManagerOptions>,
+    @Optional() secrets?: SecretRegistry,
   ) {
     this.options = { ...DEFAULT_MCP_MANAGER_OPTIONS, ...options };
+    this.secrets = secrets ?? SecretRegistry.fromConfig(config);
   }
 
   async onModuleInit(): Promise<void> {
@@ -99,6 +103,8 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
     const servers =
       this.options.servers ?? loadMcpConfig(resolveMcpConfigSource(this.config.get('MCP_CONFIG')));
     if (servers.length === 0) return;
+    // before any server starts: whatever it prints or returns is masked from its first line
+    for (const server of servers) this.secrets.set(`mcp:${server.name}`, serverSecrets(server));
     this.logger.log(`connecting ${servers.length} MCP server(s): ${servers.map((s) => s.name).join(', ')}`);
     const attempts = servers.map((server) => {
       const connection = new McpServerConnection(
@@ -109,6 +115,7 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
         },
         this.options,
         this.logger,
+        (text) => this.secrets.mask(text),
       );
       this.states.set(server.name, { connection, tools: new Map() });
       return connection.start();
@@ -215,4 +222,9 @@ function toParameters(inputSchema: unknown): Record<string, unknown> {
   if (typeof inputSchema !== 'object' || inputSchema === null || Array.isArray(inputSchema)) return { type: 'object' };
   const { $schema: _ignored, ...schema } = inputSchema as Record<string, unknown>;
   return { ...schema, type: 'object' };
+}
+
+/** The values of a server's `env` (stdio) or `headers` (HTTP): its credentials, secrets like Orion's own. */
+export function serverSecrets(server: McpServerConfig): string[] {
+  return Object.values(server.transport === 'stdio' ? server.env : server.headers);
 }

@@ -88,6 +88,8 @@ export class McpServerConnection implements McpToolConnection {
     private readonly events: McpConnectionEvents,
     private readonly timings: McpConnectionTimings,
     private readonly logger: Pick<Logger, 'log' | 'warn' | 'debug'>,
+    /** masks secrets in what is logged or kept as `lastError` (the registry's values, in the app) */
+    private readonly mask: (text: string) => string = (text) => redactString(text),
   ) {}
 
   get serverName(): string {
@@ -149,7 +151,7 @@ export class McpServerConnection implements McpToolConnection {
       if (this.status === 'connected') this.fail(client, this.withStderr('connection closed'));
     };
     client.onerror = (err) => {
-      this.logger.debug(`${this.serverName}: ${redactString(err.message)}`);
+      this.logger.debug(`${this.serverName}: ${this.mask(err.message)}`);
       // Streamable HTTP: the session's event stream is gone for good (server down or restarted).
       if (this.status === 'connected' && /Maximum reconnection attempts/.test(err.message)) {
         this.fail(client, `event stream lost: ${err.message}`);
@@ -157,7 +159,7 @@ export class McpServerConnection implements McpToolConnection {
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       await this.refreshTools(client).catch((err) =>
-        this.logger.warn(`${this.serverName}: re-listing tools failed: ${errorText(err)}`),
+        this.logger.warn(`${this.serverName}: re-listing tools failed: ${this.mask(errorText(err))}`),
       );
     });
     try {
@@ -225,7 +227,7 @@ export class McpServerConnection implements McpToolConnection {
     this.setStatus('failed', reason);
     this.closeClient(client);
     const delay = backoffDelay(this.attempt++, this.timings.initialBackoffMs, this.timings.maxBackoffMs);
-    this.logger.warn(`${this.serverName}: ${reason}; reconnecting in ${delay} ms (attempt ${this.attempt})`);
+    this.logger.warn(`${this.serverName}: ${this.mask(reason)}; reconnecting in ${delay} ms (attempt ${this.attempt})`);
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();
   }
@@ -233,7 +235,7 @@ export class McpServerConnection implements McpToolConnection {
   private setStatus(status: McpServerStatus, error?: string): void {
     if (status === this.status && error === undefined) return;
     this.status = status;
-    if (error !== undefined) this.lastError = redactString(error);
+    if (error !== undefined) this.lastError = this.mask(error);
     this.events.onStatus(status, error !== undefined ? this.lastError : undefined);
   }
 
@@ -253,7 +255,7 @@ export class McpServerConnection implements McpToolConnection {
         t.stderr?.on('data', (chunk: Buffer) => {
           const text = chunk.toString('utf8');
           this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_BYTES);
-          this.logger.debug(`${c.name} stderr: ${redactString(text.trimEnd())}`);
+          this.logger.debug(`${c.name} stderr: ${this.mask(text.trimEnd())}`);
         });
         return t;
       }

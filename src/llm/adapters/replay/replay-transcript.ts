@@ -1,3 +1,4 @@
+import { unwrapUntrustedBlock } from '../../../common/util/untrusted-block';
 import type { LlmMessage, LlmRequest } from '../../llm-adapter.port';
 
 /** What a transcript sees of a request, pre-digested so each transcript stays a few lines. */
@@ -57,7 +58,7 @@ function isToolResultSystemMessage(content: string): boolean {
 const TWO_STAGE_HEADER = /^\[Tool result(?: #\d+)?(?: — |: )([A-Za-z0-9_.:-]+)[^\n]*/;
 
 function toolResultOf(m: LlmMessage, callNames: Map<string, string>): ReplayToolResult {
-  const content = m.content ?? '';
+  const content = unwrapUntrustedBlock(m.content ?? '');
   if (m.role === 'tool') {
     const tool = m.name ?? (m.toolCallId ? callNames.get(m.toolCallId) : undefined);
     return { ...(tool ? { tool } : {}), content, isError: /^\s*\{\s*"is_error"\s*:\s*true/.test(content) };
@@ -68,7 +69,7 @@ function toolResultOf(m: LlmMessage, callNames: Map<string, string>): ReplayTool
   const body =
     lines.length === 1
       ? content.slice(header[0].indexOf(']') + 1).trim() // one-line form: "[Tool result: name] output"
-      : lines.slice(1, /^\[End of tool result/.test(lines[lines.length - 1]) ? -1 : undefined).join('\n');
+      : unwrapUntrustedBlock(lines.slice(1, /^\[End of tool result/.test(lines[lines.length - 1]) ? -1 : undefined).join('\n'));
   // "[Tool result #N — name args — outcome( — output truncated)]": the third segment is the outcome
   const status = header[0].split(' — ')[2];
   return { tool: header[1], content: body, isError: status !== undefined && !status.startsWith('success') };

@@ -1,4 +1,5 @@
 import type { ToolRunResult } from '../../../tools/tool-definition';
+import { untrustedBlock } from '../../../common/util/untrusted-block';
 import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
 import type { ForcedReason } from './two-stage.budgets';
 
@@ -19,7 +20,7 @@ export function toolResultMessage(n: number, name: string, args: string, r: Tool
   const body = r.outputText.length > MAX_QUOTED_CHARS ? `${r.outputText.slice(0, MAX_QUOTED_CHARS)}… [cut]` : r.outputText;
   return [
     `[Tool result #${n} — ${name} ${compact(args)} — ${status}${r.truncated ? ' — output truncated' : ''}]`,
-    body,
+    untrustedBlock(name, body),
     `[End of tool result #${n}]`,
   ].join('\n');
 }

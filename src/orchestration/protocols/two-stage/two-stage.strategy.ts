@@ -4,6 +4,7 @@ import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-
 import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
 import { invalidName, resultDigest, ToolCallGuard } from '../../tool-call-guard';
+import { argumentPolicyOf } from '../../untrusted-output';
 import { offeredTools, phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
 import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
@@ -206,8 +207,9 @@ export class TwoStageStrategy implements ProtocolStrategy {
     const progress: ToolProgress[] = [];
     const result = await ctx.tools.run(
       { name: call.name, arguments: call.arguments, callId: call.id },
-      { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p) },
+      { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p), ...argumentPolicyOf(ctx) },
     );
+    ctx.untrusted?.learn(result.outputText);
     for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
     const failure = toolErrorStage(ctx, call, result);
     if (failure) yield failure;
@@ -325,6 +327,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
   private initialState(ctx: ProtocolExecutionContext): TurnState {
     if (ctx.resumeFrom) {
       const c = parseTwoStageCheckpoint(ctx.resumeFrom.state);
+      // a resumed leg remembers what the tool output of the earlier legs brought in
+      for (const m of c.injected) ctx.untrusted?.learn(m.content ?? '');
       return { ...c, usage: { ...c.usage } };
     }
     return {

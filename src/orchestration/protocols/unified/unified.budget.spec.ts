@@ -58,7 +58,7 @@ describe('unified context budget', () => {
       specs: [],
       budget: unifiedBudget(10_000),
     });
-    expect(messages.map((m) => `${m.role}:${m.content ?? ''}`.slice(0, 15))).toEqual(['system:sys', 'user:old', 'assistant:ans', 'user:new', 'assistant:', 'tool:xxxxxxxxxx']);
+    expect(messages.map((m) => `${m.role}:${m.content ?? ''}`.slice(0, 15))).toEqual(['system:sys', 'user:old', 'assistant:ans', 'user:new', 'assistant:', 'tool:<<<UNTRUST']);
     expect(report).toMatchObject({ shortenedToolOutputs: 0, removedToolChars: 0 });
   });
 });

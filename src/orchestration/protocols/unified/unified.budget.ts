@@ -1,3 +1,4 @@
+import { UNTRUSTED_BLOCK_OVERHEAD_CHARS, untrustedBlock } from '../../../common/util/untrusted-block';
 import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import { CHARS_PER_TOKEN, contextBudget, estimateTokens, trimHistory, type ContextBudget } from '../../context-budget';
 import { MAX_RESPONSE_TOKENS } from '../prompts';
@@ -79,15 +80,20 @@ export function assembleMessages(input: AssembleInput): { messages: LlmMessage[]
     input.steps.reduce((n, s) => n + cost({ ...s.assistant }), 0) +
     (input.specs.length ? estimateTokens(JSON.stringify(input.specs)) : 0);
   const toolMessages = input.steps.flatMap((s) => s.tools);
-  const room = input.budget.window - input.budget.responseTokens - fixed;
+  // every tool message reaches the model inside the untrusted-output block, shortened inside it
+  const blocks = toolMessages.length * Math.ceil(UNTRUSTED_BLOCK_OVERHEAD_CHARS / CHARS_PER_TOKEN);
+  const room = input.budget.window - input.budget.responseTokens - fixed - blocks;
   const fitted = shortenOldestFirst(toolMessages, room);
   let i = 0;
   const messages = [...head];
   for (const s of input.steps) {
     messages.push(s.assistant);
-    for (let k = 0; k < s.tools.length; k++) messages.push(fitted.messages[i++]);
+    for (let k = 0; k < s.tools.length; k++) {
+      const m = fitted.messages[i++];
+      messages.push({ ...m, content: untrustedBlock(m.name ?? 'tool', m.content ?? '') });
+    }
   }
-  const toolTokens = fitted.messages.reduce((n, m) => n + cost(m), 0);
+  const toolTokens = fitted.messages.reduce((n, m) => n + cost(m), 0) + blocks;
   return {
     messages,
     report: { estimatedPromptTokens: fixed + toolTokens, shortenedToolOutputs: fitted.shortened, removedToolChars: fitted.removedChars },

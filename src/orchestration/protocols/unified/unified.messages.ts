@@ -13,7 +13,7 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
  * - unusable arguments: `{"is_error":true,"tool","error":"invalid_arguments","message","parameters"}`.
  *
  * `outputText` is always valid JSON (ToolRunner guarantees it), so splicing it in keeps the
- * whole content valid JSON.
+ * JSON valid. The model gets it inside the untrusted-output block (assembleMessages wraps it).
  */
 
 const ERROR_HINT = 'The call failed. Correct the arguments and call again, try another tool, or tell the user what went wrong.';

@@ -6,6 +6,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
 import { toolErrorStage, toolFinishedEvent } from '../../protocol-steps.util';
 import { invalidName, ToolCallGuard } from '../../tool-call-guard';
+import { argumentPolicyOf } from '../../untrusted-output';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessageContent } from './unified.messages';
 
@@ -162,8 +163,10 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
         requestId: ctx.requestId,
         signal: ctx.signal,
         progress: (p) => queue.push({ type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, ...(p.metadata ? { metadata: p.metadata } : {}) }),
+        ...argumentPolicyOf(ctx),
       },
     );
+    ctx.untrusted?.learn(result.outputText);
   } catch (err) {
     // the ToolRunner port never throws; a broken implementation still gets an answer for the model
     const message = err instanceof Error ? err.message : String(err);
