@@ -103,6 +103,8 @@ describe('injection canaries', () => {
       stored: notSources(stored.split('\n\n')).join('\n\n'),
       storedAll: stored,
       messages,
+      // the stored answer keeps its sources step, the same citation as the `sources` event
+      messagesNotSources: JSON.stringify((JSON.parse(messages) as Array<{ steps?: Array<{ type: string }> }>).map((m) => ({ ...m, steps: (m.steps ?? []).filter((x) => x.type !== 'sources') }))),
       trace,
       logs: logs.join(''),
     };
@@ -162,7 +164,7 @@ describe('injection canaries', () => {
       // the planted value: not on the stream (but for a knowledge citation quoting the document),
       // in stored events, messages or logs; in the trace only where the source's own content was
       // recorded (the read's result), never as sent
-      for (const text of [got.stream, got.stored, got.messages, got.logs]) expect(count(text, PLANTED[source])).toBe(0);
+      for (const text of [got.stream, got.stored, got.messagesNotSources, got.logs]) expect(count(text, PLANTED[source])).toBe(0);
       const traced = got.trace.filter((r) => JSON.stringify(r).includes(PLANTED[source]));
       expect(traced.map((r) => `${r.type}:${String(r.details.name ?? '')}`)).toEqual([`tool_result:${read.call.name}`]);
     });
