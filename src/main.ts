@@ -12,6 +12,9 @@ import { configureApp } from './bootstrap';
 import { SecretRegistry } from './common/secrets/secret-registry';
 import { MaskingConsoleLogger } from './observability/logging';
 
+/** Linux caps it at net.core.somaxconn (4096 on current kernels). */
+const LISTEN_BACKLOG = 4096;
+
 async function main(): Promise<void> {
   // the same validation the config module runs, before Nest logs anything of its own
   const env = validateEnv({ ...readDotEnv(), ...process.env });
@@ -22,7 +25,10 @@ async function main(): Promise<void> {
   const config = app.get(AppConfigService);
   app.useLogger(json ? app.get(PinoNestLogger) : new MaskingConsoleLogger(app.get(SecretRegistry), logLevels(config.get('LOG_LEVEL'))));
   const port = config.get('PORT');
-  await app.listen(port);
+  // a longer accept queue than Node's 511: a burst of connections arriving while the event loop
+  // is busy (embedded PGlite runs on it) waits in the kernel instead of being reset; Nest hands
+  // the options object to Node's server.listen as it is
+  await app.listen({ port, backlog: LISTEN_BACKLOG } as unknown as number);
   new Logger('Orion').log(`listening on http://localhost:${port} (Swagger UI: /docs)`);
 }
 
