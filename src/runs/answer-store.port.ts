@@ -10,6 +10,8 @@ export interface AnswerMetadata {
   usage?: TurnUsage;
   /** why a turn closed without its protocol (`instance_lost`, `storage_error`, …) */
   error?: string;
+  /** the answer of a fork: the run it was forked from (whose own answer is kept) and the checkpoint */
+  forkOf?: { requestId: string; phaseIndex: number };
 }
 
 /**

@@ -7,7 +7,7 @@ import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestratio
 import type { Turn } from '../orchestration/turn';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService, secretValues } from '../config/app-config.service';
-import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
+import { ANSWER_STORE, type AnswerMetadata, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
 import { LeaseLostError, RunEventRepository, type RunClosing } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
@@ -41,6 +41,8 @@ export interface ExecuteRunParams {
   envelope?: EnvelopeState;
   /** text streamed by earlier legs of the run (resume), part of the stored answer */
   priorContent: string;
+  /** a fork: the run and checkpoint it continues from (kept with the answer) */
+  fork?: { parentRequestId: string; fromPhaseIndex: number };
 }
 
 /** An identity for this process in leases: host, pid, a random suffix. */
@@ -220,6 +222,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       stopReason: done.stopReason,
       protocol: p.turn.protocol.name,
       usage: done.usage,
+      ...forkOf(p),
     });
     const type = runStatus === 'completed' ? 'run_completed' : runStatus === 'cancelled' ? 'run_cancelled' : 'run_failed';
     this.trace.record({
@@ -257,7 +260,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       await p.client?.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true } }]);
       let messageId: string | null = null;
       try {
-        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code })).message.id;
+        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, ...forkOf(p) })).message.id;
         await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSeq);
       } catch (e) {
         this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
@@ -284,4 +287,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
   }
+}
+
+/** The answer metadata that links a fork's answer to its parent run. */
+function forkOf(p: ExecuteRunParams): Pick<AnswerMetadata, 'forkOf'> {
+  return p.fork ? { forkOf: { requestId: p.fork.parentRequestId, phaseIndex: p.fork.fromPhaseIndex } } : {};
 }

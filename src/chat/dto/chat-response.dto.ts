@@ -11,6 +11,9 @@ export class ChatMessageDto {
   @ApiProperty() createdAt: string;
   /** added (issue 13): how an assistant message's turn ended (`max_tokens`: cut off by the token limit); null for user messages */
   @ApiPropertyOptional({ nullable: true, type: String }) stopReason?: string | null;
+  /** added (issue 13): the answer of a forked run names the run it was forked from; null otherwise */
+  @ApiPropertyOptional({ nullable: true, type: String, format: 'uuid', description: 'the answer of a fork: the run it was forked from (whose answer is kept, earlier in the list)' })
+  parentRequestId?: string | null;
 }
 
 export class ConversationDto {
@@ -24,7 +27,8 @@ export class ConversationDto {
 
 export function mapMessage(m: ChatMessageEntity): ChatMessageDto {
   const stopReason = m.role === 'assistant' && typeof m.metadata?.stopReason === 'string' ? m.metadata.stopReason : null;
-  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason };
+  const parentRequestId = m.role === 'assistant' && typeof m.metadata?.forkOf?.requestId === 'string' ? m.metadata.forkOf.requestId : null;
+  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, parentRequestId };
 }
 
 export function mapConversation(c: ConversationEntity): ConversationDto {
