@@ -117,6 +117,8 @@ export class ChatService {
     if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${run.conversationId} not found`);
     const { requestId, point } = plan.fork ? await this.runs.openFork(plan) : { requestId: run.requestId, point: await this.runs.claimResume(plan) };
     const fork = plan.fork ? { parentRequestId: run.requestId, fromPhaseIndex: plan.phaseIndex } : undefined;
+    // a fork resumed in place is still a fork: its answer names its parent
+    const lineage = fork ?? (run.parentRequestId ? { parentRequestId: run.parentRequestId, fromPhaseIndex: run.forkedFromPhaseIndex ?? 0 } : undefined);
 
     const opts = run.options;
     this.trace.record({
@@ -158,7 +160,7 @@ export class ChatService {
         lastSeq: point.lastSeq,
         envelope: point.envelope,
         priorContent: point.priorContent,
-        fork,
+        fork: lineage,
       },
       flow,
       clientGone,

@@ -16,6 +16,7 @@ import { RunControlService } from './run-control.service';
 import type { SentEvent } from './run-event-bus.service';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
+import { forkPrefix, textUpTo } from './fork-prefix';
 import { RunsException, RunsExceptionCode } from './runs.exception';
 
 export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
@@ -179,7 +180,8 @@ export class RunsService {
       fork: { parentRequestId: parent.requestId, fromPhaseIndex: plan.phaseIndex },
     });
     const upTo = (await this.events.listAfter(parent.requestId, 0, 1_000_000)).filter((e) => Number(e.data.phaseIndex) <= plan.phaseIndex);
-    return { requestId, point: { ...this.pointOf(upTo, plan.phaseIndex), lastSeq: 0 } };
+    const point = this.pointOf(upTo, plan.phaseIndex);
+    return { requestId, point: { ...point, lastSeq: 0, priorContent: (await forkPrefix(this.runs, this.events, parent)) + point.priorContent } };
   }
 
   /** Takes the paused run for this instance (exactly one concurrent resume wins) and says where it continues. */
@@ -188,20 +190,17 @@ export class RunsService {
     if (!(await this.runs.claimForResume(requestId, INSTANCE_ID, this.config.get('RUN_LEASE_MS')))) {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is being resumed by another request`);
     }
-    return this.pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
+    const point = this.pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
+    return { ...point, priorContent: (await forkPrefix(this.runs, this.events, plan.run)) + point.priorContent };
   }
 
   /** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
   private pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
     const last = events.at(-1);
-    const priorContent = events
-      .filter((e) => e.type === 'chunk' && Number(e.data.phaseIndex) <= phaseIndex)
-      .map((e) => String(e.data.content ?? ''))
-      .join('');
     return {
       lastSeq: last?.seq ?? 0,
       envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
-      priorContent,
+      priorContent: textUpTo(events, phaseIndex),
     };
   }
 

@@ -148,6 +148,53 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     expect(history).not.toContain('Parent answer.');
   });
 
+  it('a fork paused and resumed in place, then forked again, keeps the text its ancestors streamed before their checkpoints', async () => {
+    const { requestId, conversationId } = await finishedParent();
+    calls.length = 0;
+    llm.enqueue(respond.turn([{ toolCall: { name: 'probe_second', args: { step: 'three' }, id: 'f1' } }], { faults: { delayMs: 100 } }));
+    const paused = await sse(`${b.url}/api/chat/messages_two_stage/resume`, {
+      body: { requestId, resumeFromPhaseIndex: 2 },
+      onEvent: (e) => (e.event === 'start' ? void post(`${b.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
+    });
+    expect(paused.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 4 } });
+    const forkId = paused.events[0].data.requestId as string;
+
+    // its latest checkpoint resumes the fork in place, on the other instance
+    llm.enqueue(respond.turn([{ text: 'Fork done.' }]));
+    const resumed = await sse(`${a.url}/api/chat/messages_two_stage/resume`, { body: { requestId: forkId, resumeFromPhaseIndex: 4 } });
+    expect(resumed.events[0].data).toMatchObject({ requestId: forkId, resumeFromPhaseIndex: 4 });
+    expect(resumed.events[0].data.parentRequestId).toBeUndefined();
+    expect(resumed.events.at(-1)!.data.fullContent).toBe(`Looking it up. ${textOf(paused.events)}${textOf(resumed.events)}`);
+
+    // a fork of the fork starts with both ancestors' text
+    llm.enqueue(respond.turn([{ text: 'Second fork.' }]));
+    const again = await sse(`${b.url}/api/chat/messages_two_stage/resume`, { body: { requestId: forkId, resumeFromPhaseIndex: 4 } });
+    expect(again.events[0].data.parentRequestId).toBe(forkId);
+    expect(again.events.at(-1)!.data.fullContent).toBe(`Looking it up. ${textOf(paused.events)}${textOf(again.events)}`);
+    expect(calls).toEqual(['probe_second:three']);
+
+    const messages = (await (await fetch(`${a.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<Record<string, unknown>>;
+    expect(messages.filter((m) => m.role === 'assistant').map((m) => [m.requestId, m.parentRequestId])).toEqual([
+      [requestId, null],
+      [forkId, requestId],
+      [again.events[0].data.requestId, forkId],
+    ]);
+  });
+
+  it('a paused fork that is cancelled stores its answer with its parent\'s text and link', async () => {
+    const { requestId, conversationId } = await finishedParent();
+    llm.enqueue(respond.turn([{ text: 'Trying again. ' }, { toolCall: { name: 'probe_second', args: { step: 'four' }, id: 'f1' } }], { faults: { delayMs: 100 } }));
+    const paused = await sse(`${b.url}/api/chat/messages_two_stage/resume`, {
+      body: { requestId, resumeFromPhaseIndex: 2 },
+      onEvent: (e) => (e.event === 'start' ? void post(`${b.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
+    });
+    expect(paused.events.at(-1)!.event).toBe('paused');
+    const forkId = paused.events[0].data.requestId as string;
+    expect((await post(`${a.url}/api/chat/runs/${forkId}/cancel`, {})).status).toBe(202);
+    const messages = (await (await fetch(`${a.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<Record<string, unknown>>;
+    expect(messages.find((m) => m.requestId === forkId)).toMatchObject({ status: 'cancelled', content: 'Looking it up. Trying again. ', parentRequestId: requestId });
+  });
+
   it('refuses an unknown checkpoint and a run without one, changing nothing', async () => {
     const { requestId, conversationId } = await finishedParent();
     const before = await snapshot(requestId, conversationId);
