@@ -146,6 +146,11 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     const history = JSON.stringify(llm.chatRequests.at(-1)!.body.messages);
     expect(history).toContain('Fork answer.');
     expect(history).not.toContain('Parent answer.');
+
+    // deleting the conversation takes the parent and its fork with it
+    expect((await fetch(`${b.url}/api/chat/conversations/${conversationId}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await fetch(`${a.url}/api/chat/runs/${requestId}`)).status).toBe(404);
+    expect((await fetch(`${a.url}/api/chat/runs/${forkId}`)).status).toBe(404);
   });
 
   it('a fork paused and resumed in place, then forked again, keeps the text its ancestors streamed before their checkpoints', async () => {
