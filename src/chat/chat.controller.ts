@@ -62,10 +62,14 @@ export class ChatController {
   @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
-  @ApiOperation({ operationId: 'resumeTwoStageRun', summary: 'Continue a paused two-stage run from the checkpoint of a phase, on any instance (SSE; seq continues)' })
+  @ApiOperation({
+    operationId: 'resumeTwoStageRun',
+    summary:
+      'Continue a two-stage run from the checkpoint of a phase, on any instance (SSE). A paused run\'s latest checkpoint resumes in place (seq continues); an older checkpoint, or any checkpoint of a finished run, forks a new run (new requestId, start.parentRequestId) and leaves the parent as it was',
+  })
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiNotFoundResponse({ description: 'unknown run, or no checkpoint at that phase' })
-  @ApiConflictResponse({ description: 'the run is cancelled, completed or failed, is running, or another resume won' })
+  @ApiConflictResponse({ description: 'the run is running, another resume won, it is not two-stage, its checkpoint cannot be read, or it finished without any checkpoint' })
   async resume(@Body() dto: ResumeRunDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.resume(dto, responseFlow(res), signal));
   }

@@ -103,23 +103,34 @@ export class ChatService {
   }
 
   /**
-   * Continues a paused run from the checkpoint taken at `resumeFromPhaseIndex`, on this
-   * instance: messages, counters and refused signatures come from the checkpoint, seq
-   * continues after the last stored event, and a completed tool is never run again. Exactly
-   * one concurrent resume wins (an atomic paused → running claim); the others get 409.
+   * Continues a two-stage run from the checkpoint taken at `resumeFromPhaseIndex`, on this
+   * instance: messages, counters and refused signatures come from the checkpoint, so a tool
+   * completed before it is never run again. A paused run's latest checkpoint resumes in place:
+   * seq continues after the last stored event, and exactly one concurrent resume wins (an
+   * atomic paused → running claim); the others get 409. An older checkpoint, or any checkpoint
+   * of a finished run, forks: a new run (new requestId, linked to its parent) continues from it
+   * and the parent, its events and its answer stay as they are.
    */
   async resume(dto: ResumeRunDto, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
     const plan = await this.runs.planResume(dto.requestId, dto.resumeFromPhaseIndex);
     const { run } = plan;
     const conversation = await this.conversations.findById(run.conversationId);
     if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${run.conversationId} not found`);
-    const point = await this.runs.claimResume(plan);
+    const { requestId, point } = plan.fork ? await this.runs.openFork(plan) : { requestId: run.requestId, point: await this.runs.claimResume(plan) };
+    const fork = plan.fork ? { parentRequestId: run.requestId, fromPhaseIndex: plan.phaseIndex } : undefined;
+    // a fork resumed in place is still a fork: its answer names its parent
+    const lineage = fork ?? (run.parentRequestId ? { parentRequestId: run.parentRequestId, fromPhaseIndex: run.forkedFromPhaseIndex ?? 0 } : undefined);
 
     const opts = run.options;
-    this.trace.record({ requestId: run.requestId, projectId: run.projectId, type: 'run_resumed', details: { resumeFromPhaseIndex: dto.resumeFromPhaseIndex, lastSeq: point.lastSeq } });
+    this.trace.record({
+      requestId,
+      projectId: run.projectId,
+      type: 'run_resumed',
+      details: { resumeFromPhaseIndex: dto.resumeFromPhaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }) },
+    });
     const turn = this.orchestration.buildTurn({
       protocol: run.protocol,
-      requestId: run.requestId,
+      requestId,
       projectId: run.projectId,
       conversationId: run.conversationId,
       messages: plan.baseMessages,
@@ -132,16 +143,26 @@ export class ChatService {
     });
     return this.runs.start(
       {
-        requestId: run.requestId,
+        requestId,
         projectId: run.projectId,
         conversationId: run.conversationId,
         turn,
         detach: !!opts.detach,
-        opening: [{ type: 'start', protocol: turn.protocol.name, userMessageId: run.userMessageId, resumed: true, resumeFromPhaseIndex: dto.resumeFromPhaseIndex }],
+        opening: [
+          {
+            type: 'start',
+            protocol: turn.protocol.name,
+            userMessageId: run.userMessageId,
+            resumed: true,
+            resumeFromPhaseIndex: dto.resumeFromPhaseIndex,
+            ...(fork && { parentRequestId: fork.parentRequestId }),
+          },
+        ],
         lastSeq: point.lastSeq,
         envelope: point.envelope,
         priorContent: point.priorContent,
         priorSteps: point.priorSteps,
+        fork: lineage,
       },
       flow,
       clientGone,
@@ -154,8 +175,11 @@ export class ChatService {
    */
   private async history(conversationId: string, contextWindow: number): Promise<{ history: LlmMessage[]; lastTurnTools: string[] }> {
     const rows = await this.conversations.recentMessages(conversationId, HISTORY_FETCH_LIMIT);
+    // a forked turn's answer replaces its parent's in what the model is told (both stay stored)
+    const replaced = new Set(rows.map((m) => m.metadata?.forkOf?.requestId).filter((id): id is string => typeof id === 'string'));
     const msgs: LlmMessage[] = rows
       .filter((m) => m.content.trim().length > 0)
+      .filter((m) => !(m.role === 'assistant' && m.requestId && replaced.has(m.requestId)))
       .map((m) => ({ role: m.role, content: m.content }));
     const last = rows.at(-1);
     const steps = last?.role === 'assistant' && Array.isArray(last.metadata?.steps) ? last.metadata.steps : [];

@@ -12,6 +12,8 @@ export interface AnswerMetadata {
   error?: string;
   /** what happened in the turn, in order: tools, sources, notices, errors, phases */
   steps?: TurnStep[];
+  /** the answer of a fork: the run it was forked from (whose own answer is kept) and the checkpoint */
+  forkOf?: { requestId: string; phaseIndex: number };
 }
 
 /** One tool call of a turn as its stream showed it (arguments secret-masked). */

@@ -8,7 +8,7 @@ import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestratio
 import type { Turn } from '../orchestration/turn';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService } from '../config/app-config.service';
-import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
+import { ANSWER_STORE, type AnswerMetadata, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
 import { LeaseLostError, type RunClosing } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
@@ -47,6 +47,8 @@ export interface ExecuteRunParams {
   priorContent: string;
   /** steps of earlier legs of the run (resume), stored with the answer */
   priorSteps?: TurnStep[];
+  /** a fork: the run and checkpoint it continues from (kept with the answer) */
+  fork?: { parentRequestId: string; fromPhaseIndex: number };
 }
 
 /** What one leg of a run accumulates for its assistant message. */
@@ -231,6 +233,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       protocol: p.turn.protocol.name,
       usage: done.usage,
       steps,
+      ...forkOf(p),
     });
     const type = runStatus === 'completed' ? 'run_completed' : runStatus === 'cancelled' ? 'run_cancelled' : 'run_failed';
     this.trace.record({
@@ -270,7 +273,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       let messageId: string | null = null;
       try {
         leg.steps.apply('error', { code, message });
-        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, steps: leg.steps.steps() })).message.id;
+        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, steps: leg.steps.steps(), ...forkOf(p) })).message.id;
         await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSeq);
       } catch (e) {
         this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
@@ -300,4 +303,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
   }
+}
+
+/** The answer metadata that links a fork's answer to its parent run. */
+function forkOf(p: ExecuteRunParams): Pick<AnswerMetadata, 'forkOf'> {
+  return p.fork ? { forkOf: { requestId: p.fork.parentRequestId, phaseIndex: p.fork.fromPhaseIndex } } : {};
 }

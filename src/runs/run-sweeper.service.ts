@@ -3,6 +3,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { emptyUsage } from '../orchestration/protocol-event';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
+import { forkPrefix } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus } from './run-event-bus.service';
@@ -65,7 +66,10 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
    */
   async closeFromStoredEvents(run: { requestId: string; conversationId: string; projectId: string }, status: 'failed' | 'cancelled'): Promise<void> {
     const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
-    const content = stored.filter((e) => e.type === 'chunk').map((e) => String(e.data.content ?? '')).join('');
+    // a fork's answer starts with its parent's text up to the checkpoint, as if it had run to the end
+    const row = await this.runs.findById(run.requestId);
+    const prefix = row ? await forkPrefix(this.runs, this.events, row) : '';
+    const content = prefix + stored.filter((e) => e.type === 'chunk').map((e) => String(e.data.content ?? '')).join('');
     const stopReason = status === 'failed' ? 'error' : 'cancelled';
     const steps = new TurnStepsRecorder();
     for (const e of stored) steps.apply(e.type, e.data);
@@ -74,6 +78,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       stopReason,
       ...(status === 'failed' ? { error: 'instance_lost' } : {}),
       steps: steps.steps(),
+      ...(row?.parentRequestId && { forkOf: { requestId: row.parentRequestId, phaseIndex: row.forkedFromPhaseIndex ?? 0 } }),
     });
     const last = stored.at(-1);
     if (last?.type !== 'done') {

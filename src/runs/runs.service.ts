@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import type { ClientFlow } from '../common/sse/client-flow';
 import { AppConfigService } from '../config/app-config.service';
@@ -9,22 +10,27 @@ import { CheckpointFormatError } from '../orchestration/run-state/run-checkpoint
 import type { LlmMessage } from '../llm/llm-adapter.port';
 import { mapRun, type RunDto } from './dto/run.dto';
 import type { RunEntity, RunOptions } from './entities/run.entity';
-import { RunEventRepository } from './repositories/run-event.repository';
+import { RunEventRepository, type StoredRunEvent } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import type { SentEvent } from './run-event-bus.service';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
+import { forkPrefix, textUpTo } from './fork-prefix';
 import { RunsException, RunsExceptionCode } from './runs.exception';
 import { TurnStepsRecorder } from './turn-steps';
 import type { TurnStep } from './answer-store.port';
 
 export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
 
-/** A paused run that may be resumed from `phaseIndex` (checked, not yet claimed). */
+/**
+ * A run that may continue from the checkpoint of `phaseIndex` (checked, not yet claimed): in
+ * place (`fork: false`, a paused run's latest checkpoint) or as a new run forked from it.
+ */
 export interface ResumePlan {
   run: RunEntity;
   phaseIndex: number;
+  fork: boolean;
   /** the checkpoint as stored, and the conversation it continues */
   state: Record<string, unknown>;
   baseMessages: LlmMessage[];
@@ -94,7 +100,8 @@ export class RunsService {
   }
 
   async get(requestId: string): Promise<RunDto> {
-    return mapRun(await this.require(requestId));
+    const run = await this.require(requestId);
+    return mapRun(run, await this.runs.forksOf(requestId));
   }
 
   /** Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at once. */
@@ -124,9 +131,10 @@ export class RunsService {
   }
 
   /**
-   * Checks that a run can continue from the checkpoint of `phaseIndex`: a paused run of a
-   * resumable protocol, and that phase its latest checkpoint (an older one would forget tools
-   * that ran after it and run them again).
+   * Checks that a run can continue from the checkpoint of `phaseIndex` and says how: a paused
+   * run's latest checkpoint resumes in place; an older checkpoint, or any checkpoint of a
+   * finished run, forks (a new run continues from it, so the tools that ran after it in the
+   * parent are neither forgotten there nor run twice in one run).
    */
   async planResume(requestId: string, phaseIndex: number): Promise<ResumePlan> {
     const run = await this.require(requestId);
@@ -134,32 +142,50 @@ export class RunsService {
     if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
       throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${run.protocol}; only two-stage runs can be resumed`);
     }
-    if (run.status === 'completed' || run.status === 'cancelled' || run.status === 'failed') {
-      throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status}; it cannot be resumed`);
-    }
     if (run.status === 'running') {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);
     }
+    const finished = run.status !== 'paused';
     const byPhase = run.checkpoint?.byPhase ?? {};
     const checkpoints = Object.keys(byPhase).map(Number).sort((a, b) => a - b);
+    if (finished && checkpoints.length === 0) {
+      throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status} and ran no tool, so it has no checkpoint to fork from`, { checkpoints });
+    }
     const state = byPhase[String(phaseIndex)];
     if (state === undefined) {
       throw new RunsException(RunsExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${requestId} has no checkpoint at phase ${phaseIndex}`, { checkpoints });
     }
-    const latest = checkpoints.at(-1)!;
-    if (phaseIndex !== latest) {
-      throw new RunsException(
-        RunsExceptionCode.RUN_NOT_RESUMABLE,
-        `Run ${requestId} went on past phase ${phaseIndex}; resume from its latest checkpoint, phase ${latest}`,
-        { checkpoints },
-      );
-    }
+    const fork = finished || phaseIndex !== checkpoints.at(-1);
     try {
-      return { run, phaseIndex, state, baseMessages: strategy.readCheckpoint(state).baseMessages };
+      return { run, phaseIndex, fork, state, baseMessages: strategy.readCheckpoint(state).baseMessages };
     } catch (err) {
       if (err instanceof CheckpointFormatError) throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${phaseIndex} cannot be read: ${err.message}`);
       throw err;
     }
+  }
+
+  /**
+   * Opens the fork of a planned resume as a new run of this instance, linked to its parent;
+   * the parent is only read. The fork starts where the parent stood at the checkpoint: its
+   * answer begins with the text the parent streamed up to that phase.
+   */
+  async openFork(plan: ResumePlan): Promise<{ requestId: string; point: ResumePoint }> {
+    const parent = plan.run;
+    const requestId = randomUUID();
+    await this.runs.create({
+      requestId,
+      conversationId: parent.conversationId,
+      projectId: parent.projectId,
+      userMessageId: parent.userMessageId,
+      protocol: parent.protocol,
+      options: parent.options,
+      leaseOwner: INSTANCE_ID,
+      leaseMs: this.config.get('RUN_LEASE_MS'),
+      fork: { parentRequestId: parent.requestId, fromPhaseIndex: plan.phaseIndex },
+    });
+    const upTo = (await this.events.listAfter(parent.requestId, 0, 1_000_000)).filter((e) => Number(e.data.phaseIndex) <= plan.phaseIndex);
+    const point = this.pointOf(upTo, plan.phaseIndex);
+    return { requestId, point: { ...point, lastSeq: 0, priorContent: (await forkPrefix(this.runs, this.events, parent)) + point.priorContent } };
   }
 
   /** Takes the paused run for this instance (exactly one concurrent resume wins) and says where it continues. */
@@ -168,18 +194,19 @@ export class RunsService {
     if (!(await this.runs.claimForResume(requestId, INSTANCE_ID, this.config.get('RUN_LEASE_MS')))) {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is being resumed by another request`);
     }
-    const stored = await this.events.listAfter(requestId, 0, 1_000_000);
-    const last = stored.at(-1);
-    const priorContent = stored
-      .filter((e) => e.type === 'chunk' && Number(e.data.phaseIndex) <= plan.phaseIndex)
-      .map((e) => String(e.data.content ?? ''))
-      .join('');
-    const priorSteps = TurnStepsRecorder.fromStored(stored, plan.phaseIndex);
+    const point = this.pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
+    return { ...point, priorContent: (await forkPrefix(this.runs, this.events, plan.run)) + point.priorContent };
+  }
+
+  /** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
+  private pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
+    const last = events.at(-1);
     return {
       lastSeq: last?.seq ?? 0,
       envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
-      priorContent,
-      priorSteps,
+      priorContent: textUpTo(events, phaseIndex),
+      // the steps up to the checkpoint are kept with the answer, as their text is
+      priorSteps: TurnStepsRecorder.fromStored(events, phaseIndex),
     };
   }
 

@@ -129,10 +129,16 @@ describe('run control on one instance', () => {
     // the whole run, replayed from the start, is both streams back to back
     const replay = await sse(`${t.url}/api/chat/runs/${requestId}/events`);
     expect(replay.events.map((e) => [e.id, e.event])).toEqual([...first.events, ...second.events].map((e) => [e.id, e.event]));
-    expect((await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 })).status).toBe(409);
+    // a finished run is never resumed in place again: from then on its checkpoint forks a new run (issue 13)
+    llm.enqueue(respond.turn([{ text: 'Again.' }]));
+    const again = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 2 } });
+    expect(again.events[0].data).toMatchObject({ parentRequestId: requestId });
+    expect(again.events[0].data.requestId).not.toBe(requestId);
+    const replayAfter = await sse(`${t.url}/api/chat/runs/${requestId}/events`);
+    expect(replayAfter.body).toBe(replay.body);
   });
 
-  it('resumes only from the latest checkpoint, so a completed tool never runs again', async () => {
+  it('resumes in place only from the latest checkpoint; an older one forks, so a completed tool never runs again in one run', async () => {
     llm.enqueue(
       respond.turn([{ toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 50 } }),
       respond.turn([{ toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }], { faults: { delayMs: 50 } }),
@@ -144,9 +150,12 @@ describe('run control on one instance', () => {
     expect(first.events.at(-1)!.data.resumeFromPhaseIndex).toBe(2);
     const second = await pauseAt(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
     expect(second.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 4 } });
-    const old = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
-    expect(old.status).toBe(409);
-    expect(await old.json()).toMatchObject({ error: 'run_not_resumable', checkpoints: [2, 4], message: expect.stringMatching(/latest checkpoint, phase 4/) });
+    // issue 13: the older checkpoint is a new run forked from the parent, which stays paused at phase 4
+    llm.enqueue(respond.turn([{ text: 'Forked.' }]));
+    const fork = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 2 } });
+    expect(fork.events[0].data).toMatchObject({ resumed: true, resumeFromPhaseIndex: 2, parentRequestId: requestId });
+    expect(fork.events[0].data.requestId).not.toBe(requestId);
+    expect(await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'paused', checkpoints: [2, 4] });
     llm.enqueue(respond.turn([{ text: 'Done.' }]));
     const last = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 4 } });
     expect(last.events.at(-1)!.data.stopReason).toBe('final_answer');

@@ -23,6 +23,9 @@ export class ChatMessageDto {
       'Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`',
   })
   steps?: TurnStep[];
+  /** added (issue 13): the answer of a forked run names the run it was forked from; null otherwise */
+  @ApiPropertyOptional({ nullable: true, type: String, format: 'uuid', description: 'the answer of a fork: the run it was forked from (whose answer is kept, earlier in the list)' })
+  parentRequestId?: string | null;
 }
 
 export class ConversationDto {
@@ -37,7 +40,8 @@ export class ConversationDto {
 export function mapMessage(m: ChatMessageEntity): ChatMessageDto {
   const stopReason = m.role === 'assistant' && typeof m.metadata?.stopReason === 'string' ? m.metadata.stopReason : null;
   const steps = m.role === 'assistant' && Array.isArray(m.metadata?.steps) ? m.metadata.steps : [];
-  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, steps };
+  const parentRequestId = m.role === 'assistant' && typeof m.metadata?.forkOf?.requestId === 'string' ? m.metadata.forkOf.requestId : null;
+  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, steps, parentRequestId };
 }
 
 export function mapConversation(c: ConversationEntity): ConversationDto {

@@ -1,7 +1,8 @@
 import { InitialSchema1763800000000 } from './1763800000000-initial-schema';
 import { KnowledgeChunks1763900000000 } from './1763900000000-knowledge-chunks';
 import { ApiKeys1764100000000 } from './1764100000000-api-keys';
+import { RunForks1764213000000 } from './1764213000000-run-forks';
 import { SharedLimits1764250000000 } from './1764250000000-shared-limits';
 
 /** Every migration, oldest first. Add new ones at the end. */
-export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, SharedLimits1764250000000];
+export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, RunForks1764213000000, SharedLimits1764250000000];

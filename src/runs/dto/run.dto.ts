@@ -14,11 +14,22 @@ export class RunDto {
   @ApiPropertyOptional({ nullable: true, type: String }) stopReason: string | null;
   @ApiPropertyOptional({ nullable: true, type: String }) control: string | null;
   @ApiProperty({ type: [Number], description: 'phase indexes a resume may start from' }) checkpoints: number[];
+  @ApiProperty({ nullable: true, type: String, format: 'uuid', description: 'added: the run this one was forked from (a resume from an older checkpoint); null for an original run' })
+  parentRequestId: string | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'added: the parent\'s checkpoint a fork continues from; null for an original run' })
+  forkedFromPhaseIndex: number | null;
+  @ApiProperty({ type: () => [RunForkDto], description: 'added: the runs forked from this one, oldest first' })
+  forks: RunForkDto[];
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
 }
 
-export function mapRun(r: RunEntity): RunDto {
+export class RunForkDto {
+  @ApiProperty({ format: 'uuid' }) requestId: string;
+  @ApiProperty({ description: 'the checkpoint of this run the fork continues from' }) fromPhaseIndex: number;
+}
+
+export function mapRun(r: RunEntity, forks: RunForkDto[] = []): RunDto {
   return {
     requestId: r.requestId,
     status: r.status,
@@ -31,6 +42,9 @@ export function mapRun(r: RunEntity): RunDto {
     stopReason: r.stopReason,
     control: r.control,
     checkpoints: Object.keys(r.checkpoint?.byPhase ?? {}).map(Number).sort((a, b) => a - b),
+    parentRequestId: r.parentRequestId ?? null,
+    forkedFromPhaseIndex: r.forkedFromPhaseIndex ?? null,
+    forks,
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
   };

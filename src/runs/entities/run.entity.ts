@@ -61,6 +61,14 @@ export class RunEntity {
   @Column({ type: 'jsonb', nullable: true })
   checkpoint: RunCheckpoints | null;
 
+  /** the run this one was forked from (a resume from an older checkpoint); null for an original run */
+  @Column({ name: 'parent_request_id', type: 'uuid', nullable: true })
+  parentRequestId: string | null;
+
+  /** the parent's checkpoint (phase index) a fork continues from */
+  @Column({ name: 'forked_from_phase_index', type: 'int', nullable: true })
+  forkedFromPhaseIndex: number | null;
+
   @Column({ name: 'lease_owner', type: 'varchar', length: 64, nullable: true })
   leaseOwner: string | null;
 

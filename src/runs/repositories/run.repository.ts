@@ -13,6 +13,8 @@ export interface NewRun {
   options: RunOptions;
   leaseOwner: string;
   leaseMs: number;
+  /** a fork: the run and checkpoint it continues from */
+  fork?: { parentRequestId: string; fromPhaseIndex: number };
 }
 
 /** Runs: status, counters, checkpoints, control flags and leases. */
@@ -22,15 +24,33 @@ export class RunRepository {
 
   async create(r: NewRun): Promise<RunEntity> {
     await this.runs.query(
-      `INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'running', $6::jsonb, $7, now() + ($8 || ' milliseconds')::interval)`,
-      [r.requestId, r.conversationId, r.projectId, r.userMessageId, r.protocol, JSON.stringify(r.options), r.leaseOwner, String(r.leaseMs)],
+      `INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at,
+                         parent_request_id, forked_from_phase_index)
+       VALUES ($1, $2, $3, $4, $5, 'running', $6::jsonb, $7, now() + ($8 || ' milliseconds')::interval, $9, $10)`,
+      [
+        r.requestId,
+        r.conversationId,
+        r.projectId,
+        r.userMessageId,
+        r.protocol,
+        JSON.stringify(r.options),
+        r.leaseOwner,
+        String(r.leaseMs),
+        r.fork?.parentRequestId ?? null,
+        r.fork?.fromPhaseIndex ?? null,
+      ],
     );
     return this.runs.findOneOrFail({ where: { requestId: r.requestId } });
   }
 
   findById(requestId: string): Promise<RunEntity | null> {
     return this.runs.findOne({ where: { requestId } });
+  }
+
+  /** The runs forked from this one, oldest first. */
+  async forksOf(requestId: string): Promise<Array<{ requestId: string; fromPhaseIndex: number }>> {
+    const rows = await this.runs.find({ where: { parentRequestId: requestId }, order: { createdAt: 'ASC' }, select: { requestId: true, forkedFromPhaseIndex: true } });
+    return rows.map((r) => ({ requestId: r.requestId, fromPhaseIndex: r.forkedFromPhaseIndex ?? 0 }));
   }
 
   /** Progress of the run this instance executes (fenced by its lease, like every write of a turn). */
