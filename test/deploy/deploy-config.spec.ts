@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
 import { EnvironmentVariables, validateEnv } from '../../src/config/env.schema';
-import { dockerignore, exists, interpolate, readDockerfile, readEnvFile, readYaml, ROOT } from './deploy-files';
+import { composeErrors } from './compose-schema';
+import { dockerignore, exists, interpolate, interpolateTree, readDockerfile, readEnvFile, readYaml, ROOT } from './deploy-files';
 
 /**
  * The compose stack, the Dockerfile and the configs under deploy/ as Docker would read them (no
@@ -130,6 +131,56 @@ describe('docker-compose.yml', () => {
     expect(collector.service.pipelines.traces.receivers).toContain('otlp');
     const mount = services['otel-collector'].volumes!.find((v) => v.startsWith('./deploy/otel-collector/config.yaml:'))!;
     expect(services['otel-collector'].command).toContain(`--config=${mount.split(':')[1]}`);
+  });
+});
+
+/** Every compose file in the repository: at its root and anywhere under deploy/. */
+function composeFiles(): string[] {
+  const isCompose = (name: string) => /^(docker-)?compose([.-][\w.-]+)?\.ya?ml$/.test(name);
+  const root = readdirSync(ROOT).filter(isCompose);
+  const deploy = (readdirSync(join(ROOT, 'deploy'), { recursive: true }) as string[]).filter((p) => isCompose(p.split('/').pop()!)).map((p) => `deploy/${p}`);
+  return [...root, ...deploy];
+}
+
+/** The variables Compose interpolates with for each documented command (a password as an operator sets it). */
+const DOCUMENTED_ENVS: Record<string, Record<string, string>> = {
+  default: {},
+  ollama: readEnvFile('deploy/ollama.env'),
+  observability: readEnvFile('deploy/observability.env'),
+};
+
+describe('compose files against the Compose Specification schema', () => {
+  it('finds docker-compose.yml among the compose files', () => {
+    expect(composeFiles()).toContain('docker-compose.yml');
+  });
+
+  it.each(composeFiles().flatMap((file) => Object.keys(DOCUMENTED_ENVS).map((env) => [file, env])))('%s, interpolated as the %s command does, is valid', (file, env) => {
+    expect(composeErrors(interpolateTree(readYaml(file), DOCUMENTED_ENVS[env]))).toEqual([]);
+  });
+
+  // The cases below prove the validation can fail: each is docker-compose.yml with one mistake.
+  const withMistake = (mistake: (doc: any) => void) => {
+    const doc = interpolateTree(readYaml('docker-compose.yml'), {});
+    mistake(doc);
+    return composeErrors(doc);
+  };
+
+  it('rejects an unknown key in a service (a misspelt healthcheck)', () => {
+    const errors = withMistake((doc) => {
+      doc.services.db.helthcheck = doc.services.db.healthcheck;
+      delete doc.services.db.healthcheck;
+    });
+    expect(errors).toContain('/services/db must NOT have additional properties');
+  });
+
+  it('rejects an unknown top-level key and a wrongly typed value', () => {
+    expect(withMistake((doc) => (doc.service = doc.services))).toContain('/ must NOT have additional properties');
+    expect(withMistake((doc) => (doc.services.app.restart = 1))).toContain('/services/app/restart must be string');
+  });
+
+  it('rejects a dependency condition Compose does not know', () => {
+    const errors = withMistake((doc) => (doc.services.app.depends_on.db.condition = 'healthy'));
+    expect(errors.some((e) => e.startsWith('/services/app/depends_on/db/condition must be equal to one of the allowed values'))).toBe(true);
   });
 });
 
