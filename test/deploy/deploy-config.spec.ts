@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
@@ -17,6 +18,7 @@ type Service = {
   profiles?: string[];
   restart?: string;
   environment?: Record<string, string>;
+  entrypoint?: string[];
   depends_on?: Record<string, { condition?: string; required?: boolean }>;
   volumes?: string[];
   healthcheck?: { test: string[] };
@@ -146,7 +148,7 @@ function composeFiles(): string[] {
 const DOCUMENTED_ENVS: Record<string, Record<string, string>> = {
   default: {},
   ollama: readEnvFile('deploy/ollama.env'),
-  observability: readEnvFile('deploy/observability.env'),
+  observability: { ...readEnvFile('deploy/observability.env'), GRAFANA_ADMIN_PASSWORD: 'an-operator-secret' },
 };
 
 describe('compose files against the Compose Specification schema', () => {
@@ -181,6 +183,62 @@ describe('compose files against the Compose Specification schema', () => {
   it('rejects a dependency condition Compose does not know', () => {
     const errors = withMistake((doc) => (doc.services.app.depends_on.db.condition = 'healthy'));
     expect(errors.some((e) => e.startsWith('/services/app/depends_on/db/condition must be equal to one of the allowed values'))).toBe(true);
+  });
+});
+
+describe('exposure of the compose stack', () => {
+  const published = (name: string) => (interpolateTree(services[name], {}).ports ?? []).map((p) => String(p));
+
+  it('publishes Orion on every interface and every auxiliary service on 127.0.0.1 only', () => {
+    expect(published('app')).toEqual(['3000:3000']);
+    const auxiliary = Object.keys(services).filter((s) => s !== 'app');
+    const bound = auxiliary.flatMap((name) => published(name).map((p) => [name, p.split(':')[0]]));
+    expect(bound.length).toBeGreaterThan(0);
+    for (const [name, host] of bound) expect([name, host]).toEqual([name, '127.0.0.1']);
+  });
+
+  describe('Grafana without an admin password of its own', () => {
+    const grafana = services.grafana;
+    // the entrypoint as the container runs it, with Grafana's own start script replaced by an echo
+    const [shell, flag, script, ...args] = grafana.entrypoint!.map((a) => interpolate(a, {}));
+    const start = (password: string | undefined) => {
+      const env = interpolateTree(grafana.environment!, password === undefined ? {} : { GRAFANA_ADMIN_PASSWORD: password });
+      return spawnSync(shell, [flag, script.replace('exec /run.sh', 'exec echo grafana-started'), ...args], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
+    };
+
+    it('refuses to start when GRAFANA_ADMIN_PASSWORD is unset, empty or admin, and says which variable to set', () => {
+      for (const password of [undefined, '', 'admin']) {
+        const run = start(password);
+        expect([password, run.status, run.stdout]).toEqual([password, 1, '']);
+        expect(run.stderr).toContain('set GRAFANA_ADMIN_PASSWORD');
+      }
+    });
+
+    it('starts Grafana with the password that is set', () => {
+      const run = start('s3cret pass');
+      expect([run.status, run.stdout.trim(), run.stderr]).toEqual([0, 'grafana-started', '']);
+      expect(interpolateTree(grafana.environment!, { GRAFANA_ADMIN_PASSWORD: 's3cret pass' }).GF_SECURITY_ADMIN_PASSWORD).toBe('s3cret pass');
+    });
+  });
+});
+
+describe('documented compose commands', () => {
+  // Compose reads .env only when no --env-file is given, so a command with a profile's env file
+  // must name .env first or it silently drops API_KEYS, LLM_* and GRAFANA_ADMIN_PASSWORD.
+  const documents = ['README.md', 'docker-compose.yml', 'deploy/ollama.env', 'deploy/observability.env'];
+  const commands = documents.flatMap((doc) =>
+    readFileSync(join(ROOT, doc), 'utf8')
+      .split('\n')
+      .filter((line) => /--env-file\s+deploy\//.test(line))
+      .map((line) => [doc, line.trim()]),
+  );
+
+  it('are found in the README, the compose file and the env files', () => {
+    expect(new Set(commands.map(([doc]) => doc))).toEqual(new Set(documents));
+  });
+
+  it.each(commands)('%s: `%s` passes --env-file .env before the profile env file', (_doc, line) => {
+    expect(line).toMatch(/--env-file\s+\.env\s+--env-file\s+deploy\//);
   });
 });
 
