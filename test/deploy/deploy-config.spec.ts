@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
 import { EnvironmentVariables, validateEnv } from '../../src/config/env.schema';
-import { dockerignore, exists, interpolate, readDockerfile, readEnvFile, readYaml, ROOT } from './deploy-files';
+import { composeErrors } from './compose-schema';
+import { dockerignore, exists, interpolate, interpolateTree, readDockerfile, readEnvFile, readYaml, ROOT } from './deploy-files';
 
 /**
  * The compose stack, the Dockerfile and the configs under deploy/ as Docker would read them (no
@@ -16,6 +18,7 @@ type Service = {
   profiles?: string[];
   restart?: string;
   environment?: Record<string, string>;
+  entrypoint?: string[];
   depends_on?: Record<string, { condition?: string; required?: boolean }>;
   volumes?: string[];
   healthcheck?: { test: string[] };
@@ -130,6 +133,112 @@ describe('docker-compose.yml', () => {
     expect(collector.service.pipelines.traces.receivers).toContain('otlp');
     const mount = services['otel-collector'].volumes!.find((v) => v.startsWith('./deploy/otel-collector/config.yaml:'))!;
     expect(services['otel-collector'].command).toContain(`--config=${mount.split(':')[1]}`);
+  });
+});
+
+/** Every compose file in the repository: at its root and anywhere under deploy/. */
+function composeFiles(): string[] {
+  const isCompose = (name: string) => /^(docker-)?compose([.-][\w.-]+)?\.ya?ml$/.test(name);
+  const root = readdirSync(ROOT).filter(isCompose);
+  const deploy = (readdirSync(join(ROOT, 'deploy'), { recursive: true }) as string[]).filter((p) => isCompose(p.split('/').pop()!)).map((p) => `deploy/${p}`);
+  return [...root, ...deploy];
+}
+
+/** The variables Compose interpolates with for each documented command (a password as an operator sets it). */
+const DOCUMENTED_ENVS: Record<string, Record<string, string>> = {
+  default: {},
+  ollama: readEnvFile('deploy/ollama.env'),
+  observability: { ...readEnvFile('deploy/observability.env'), GRAFANA_ADMIN_PASSWORD: 'an-operator-secret' },
+};
+
+describe('compose files against the Compose Specification schema', () => {
+  it('finds docker-compose.yml among the compose files', () => {
+    expect(composeFiles()).toContain('docker-compose.yml');
+  });
+
+  it.each(composeFiles().flatMap((file) => Object.keys(DOCUMENTED_ENVS).map((env) => [file, env])))('%s, interpolated as the %s command does, is valid', (file, env) => {
+    expect(composeErrors(interpolateTree(readYaml(file), DOCUMENTED_ENVS[env]))).toEqual([]);
+  });
+
+  // The cases below prove the validation can fail: each is docker-compose.yml with one mistake.
+  const withMistake = (mistake: (doc: any) => void) => {
+    const doc = interpolateTree(readYaml('docker-compose.yml'), {});
+    mistake(doc);
+    return composeErrors(doc);
+  };
+
+  it('rejects an unknown key in a service (a misspelt healthcheck)', () => {
+    const errors = withMistake((doc) => {
+      doc.services.db.helthcheck = doc.services.db.healthcheck;
+      delete doc.services.db.healthcheck;
+    });
+    expect(errors).toContain('/services/db must NOT have additional properties');
+  });
+
+  it('rejects an unknown top-level key and a wrongly typed value', () => {
+    expect(withMistake((doc) => (doc.service = doc.services))).toContain('/ must NOT have additional properties');
+    expect(withMistake((doc) => (doc.services.app.restart = 1))).toContain('/services/app/restart must be string');
+  });
+
+  it('rejects a dependency condition Compose does not know', () => {
+    const errors = withMistake((doc) => (doc.services.app.depends_on.db.condition = 'healthy'));
+    expect(errors.some((e) => e.startsWith('/services/app/depends_on/db/condition must be equal to one of the allowed values'))).toBe(true);
+  });
+});
+
+describe('exposure of the compose stack', () => {
+  const published = (name: string) => (interpolateTree(services[name], {}).ports ?? []).map((p) => String(p));
+
+  it('publishes Orion on every interface and every auxiliary service on 127.0.0.1 only', () => {
+    expect(published('app')).toEqual(['3000:3000']);
+    const auxiliary = Object.keys(services).filter((s) => s !== 'app');
+    const bound = auxiliary.flatMap((name) => published(name).map((p) => [name, p.split(':')[0]]));
+    expect(bound.length).toBeGreaterThan(0);
+    for (const [name, host] of bound) expect([name, host]).toEqual([name, '127.0.0.1']);
+  });
+
+  describe('Grafana without an admin password of its own', () => {
+    const grafana = services.grafana;
+    // the entrypoint as the container runs it, with Grafana's own start script replaced by an echo
+    const [shell, flag, script, ...args] = grafana.entrypoint!.map((a) => interpolate(a, {}));
+    const start = (password: string | undefined) => {
+      const env = interpolateTree(grafana.environment!, password === undefined ? {} : { GRAFANA_ADMIN_PASSWORD: password });
+      return spawnSync(shell, [flag, script.replace('exec /run.sh', 'exec echo grafana-started'), ...args], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
+    };
+
+    it('refuses to start when GRAFANA_ADMIN_PASSWORD is unset, empty or admin, and says which variable to set', () => {
+      for (const password of [undefined, '', 'admin']) {
+        const run = start(password);
+        expect([password, run.status, run.stdout]).toEqual([password, 1, '']);
+        expect(run.stderr).toContain('set GRAFANA_ADMIN_PASSWORD');
+      }
+    });
+
+    it('starts Grafana with the password that is set', () => {
+      const run = start('s3cret pass');
+      expect([run.status, run.stdout.trim(), run.stderr]).toEqual([0, 'grafana-started', '']);
+      expect(interpolateTree(grafana.environment!, { GRAFANA_ADMIN_PASSWORD: 's3cret pass' }).GF_SECURITY_ADMIN_PASSWORD).toBe('s3cret pass');
+    });
+  });
+});
+
+describe('documented compose commands', () => {
+  // Compose reads .env only when no --env-file is given, so a command with a profile's env file
+  // must name .env first or it silently drops API_KEYS, LLM_* and GRAFANA_ADMIN_PASSWORD.
+  const documents = ['README.md', 'docker-compose.yml', 'deploy/ollama.env', 'deploy/observability.env'];
+  const commands = documents.flatMap((doc) =>
+    readFileSync(join(ROOT, doc), 'utf8')
+      .split('\n')
+      .filter((line) => /--env-file\s+deploy\//.test(line))
+      .map((line) => [doc, line.trim()]),
+  );
+
+  it('are found in the README, the compose file and the env files', () => {
+    expect(new Set(commands.map(([doc]) => doc))).toEqual(new Set(documents));
+  });
+
+  it.each(commands)('%s: `%s` passes --env-file .env before the profile env file', (_doc, line) => {
+    expect(line).toMatch(/--env-file\s+\.env\s+--env-file\s+deploy\//);
   });
 });
 

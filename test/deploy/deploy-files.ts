@@ -17,14 +17,28 @@ export function readEnvFile(path: string): Record<string, string> {
   return out;
 }
 
-/** Compose's `${NAME}`, `${NAME:-default}` and `${NAME-default}` interpolation against `env`. */
+/**
+ * Compose's `${NAME}`, `${NAME:-default}`, `${NAME-default}`, `${NAME:?message}` and
+ * `${NAME?message}` interpolation against `env` (`$$` is a literal `$`). A required variable that is
+ * missing throws, as Compose refuses the whole file then.
+ */
 export function interpolate(value: string, env: Record<string, string>): string {
-  return value.replace(/\$\{([A-Z_][A-Z0-9_]*)(?:(:?-)([^}]*))?\}/g, (_, name: string, op: string | undefined, def: string | undefined) => {
-    const v = env[name];
-    if (op === ':-') return v ? v : (def ?? '');
-    if (op === '-') return v !== undefined ? v : (def ?? '');
+  return value.replace(/\$\$|\$\{([A-Z_][A-Z0-9_]*)(?:(:?[-?])([^}]*))?\}/g, (whole, name: string | undefined, op: string | undefined, arg: string | undefined) => {
+    if (whole === '$$') return '$';
+    const v = env[name!];
+    if (op === ':-') return v ? v : (arg ?? '');
+    if (op === '-') return v !== undefined ? v : (arg ?? '');
+    if ((op === ':?' && !v) || (op === '?' && v === undefined)) throw new Error(`required variable ${name} is missing a value: ${arg}`);
     return v ?? '';
   });
+}
+
+/** A parsed compose file with every string interpolated, the form Compose validates and runs. */
+export function interpolateTree<T>(node: T, env: Record<string, string>): T {
+  if (typeof node === 'string') return interpolate(node, env) as T;
+  if (Array.isArray(node)) return node.map((n) => interpolateTree(n, env)) as T;
+  if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, interpolateTree(v, env)])) as T;
+  return node;
 }
 
 export interface DockerInstruction {
