@@ -10,6 +10,8 @@ export interface SentEvent {
   seq: number;
   type: string;
   data: Record<string, unknown>;
+  /** `data` serialized once, when the event was made (stored and sent as is) */
+  json?: string;
 }
 
 /**

@@ -9,12 +9,14 @@ import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService, secretValues } from '../config/app-config.service';
 import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
-import { LeaseLostError, RunEventRepository, type RunClosing } from './repositories/run-event.repository';
+import { LeaseLostError, type RunClosing } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
+import { RunEventWriter } from './run-event-writer.service';
 import { RunStream, type EnvelopeState, type WireEvent } from './run-stream';
-import { storageSafe } from '../common/util/text-safety.util';
+import { storageSafe, stripNul } from '../common/util/text-safety.util';
+import { redactString } from '../common/util/redact.util';
 
 /** Version of the checkpoint format stored on runs (see run-state/run-checkpoint.ts). */
 export const CHECKPOINT_SCHEMA_VERSION = 1;
@@ -63,7 +65,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   constructor(
     @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
     private readonly runs: RunRepository,
-    private readonly events: RunEventRepository,
+    private readonly writer: RunEventWriter,
     private readonly bus: RunEventBus,
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
@@ -99,7 +101,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
     if (client) sinks.unshift((e) => client.deliver(e));
-    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.events.appendFenced(id, INSTANCE_ID, rows, closing) };
+    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.writer.append(id, INSTANCE_ID, rows, closing) };
     const stream = new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
     let content = p.priorContent;
@@ -172,7 +174,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   ): Promise<'done' | 'paused' | null> {
     // the one place run events are made safe: NUL cannot be stored, secrets must not be
     // streamed; what is stored (and appended to the answer) is what is sent
-    const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets);
+    // (a chunk is one new string: made safe as such, without a deep copy of the event)
+    const ev = raw.type === 'checkpoint' ? raw : raw.type === 'chunk' ? { ...raw, content: redactString(stripNul(raw.content), this.secrets) } : storageSafe(raw, this.secrets);
     switch (ev.type) {
       case 'checkpoint':
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);

@@ -10,6 +10,7 @@ import { RunControlService } from './run-control.service';
 import { RunDeletionService } from './run-deletion.service';
 import { RunEventBus } from './run-event-bus.service';
 import { RunEventsService } from './run-events.service';
+import { RunEventWriter } from './run-event-writer.service';
 import { RunExecutorService } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
 import { RunsController } from './runs.controller';
@@ -32,6 +33,7 @@ export class RunsModule {
         RunRepository,
         RunEventRepository,
         RunEventBus,
+        RunEventWriter,
         RunControlService,
         RunExecutorService,
         RunSweeperService,

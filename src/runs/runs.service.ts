@@ -76,6 +76,7 @@ export class RunsService {
       if (started) return subscriber.complete();
       run({
         deliver: async (events) => {
+          flow.hold?.();
           for (const e of events) subscriber.next(e);
           await flow.ready();
         },
