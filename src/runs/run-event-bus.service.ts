@@ -24,7 +24,9 @@ export class RunEventBus {
   /** at most one NOTIFY per run per this many ms while it streams (the trailing one is kept) */
   static readonly NOTIFY_INTERVAL_MS = 100;
   private readonly emitter = new EventEmitter();
-  private readonly pendingNotify = new Map<string, NodeJS.Timeout>();
+  /** runs with stored events not yet announced; one timer for all, so their NOTIFYs go together */
+  private readonly pendingNotify = new Set<string>();
+  private notifyTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly notifier: DbNotifierService) {
     this.emitter.setMaxListeners(0);
@@ -32,21 +34,22 @@ export class RunEventBus {
 
   publish(requestId: string, events: SentEvent[]): void {
     this.emitter.emit(requestId, events);
-    if (events.length && !this.pendingNotify.has(requestId)) {
-      const t = setTimeout(() => {
-        this.pendingNotify.delete(requestId);
-        void this.notifier.notify(RUN_EVENTS_CHANNEL, requestId);
+    if (!events.length) return;
+    this.pendingNotify.add(requestId);
+    if (!this.notifyTimer) {
+      this.notifyTimer = setTimeout(() => {
+        this.notifyTimer = null;
+        const ids = [...this.pendingNotify];
+        this.pendingNotify.clear();
+        for (const id of ids) void this.notifier.notify(RUN_EVENTS_CHANNEL, id);
       }, RunEventBus.NOTIFY_INTERVAL_MS);
-      t.unref?.();
-      this.pendingNotify.set(requestId, t);
+      this.notifyTimer.unref?.();
     }
   }
 
   /** Marks the run's live stream as ended here (done, paused or failed). */
   end(requestId: string): void {
     this.emitter.emit(`${requestId}:end`);
-    const t = this.pendingNotify.get(requestId);
-    if (t) clearTimeout(t);
     this.pendingNotify.delete(requestId);
     void this.notifier.notify(RUN_EVENTS_CHANNEL, requestId);
   }
