@@ -12,6 +12,7 @@
  * Embedded PGlite in memory unless DATABASE_URL is set.
  */
 import { request } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,11 @@ const { AppModule } = require('../dist/app.module') as typeof import('../src/app
 const { configureApp } = require('../dist/bootstrap') as typeof import('../src/bootstrap');
 const { LLM_ADAPTER } = require('../dist/llm/llm-adapter.port') as typeof import('../src/llm/llm-adapter.port');
 const { TwoStageStrategy } = require('../dist/orchestration/protocols/two-stage/two-stage.strategy') as typeof import('../src/orchestration/protocols/two-stage/two-stage.strategy');
+const { OrchestrationService } = require('../dist/orchestration/orchestration.service') as typeof import('../src/orchestration/orchestration.service');
+const { RunExecutorService } = require('../dist/runs/run-executor.service') as typeof import('../src/runs/run-executor.service');
+const { RunControlService } = require('../dist/runs/run-control.service') as typeof import('../src/runs/run-control.service');
+const { AppConfigService } = require('../dist/config/app-config.service') as typeof import('../src/config/app-config.service');
+const { TRACE_SINK } = require('../dist/trace/trace-sink.port') as typeof import('../src/trace/trace-sink.port');
 
 const TURNS = Number(process.env.BENCH_SERVICE_TURNS ?? 200);
 const WARMUP = 30;
@@ -104,9 +110,43 @@ async function main() {
     };
     const floor = await cpuPer(bare, TURNS * 10);
 
+    // the service without HTTP or a database: the run engine (envelope, safety, JSON once, the
+    // SSE text of each event) around the same generator with the real tool runner (file tools on
+    // the workspace) and the real trace writer; run rows, run_events and the answer are no-ops
+    const orchestration = app.get(OrchestrationService, { strict: false });
+    const noop = async () => undefined;
+    const executor = new RunExecutorService(
+      { insertAssistantOnce: async () => ({ message: { id: randomUUID() } }), touch: noop } as never,
+      { renewLease: async () => ({ control: null }), saveCheckpoint: async () => true, updateProgress: noop, finish: noop } as never,
+      { append: noop } as never,
+      { publish() {}, end() {} } as never,
+      app.get(RunControlService, { strict: false }),
+      app.get(AppConfigService, { strict: false }),
+      app.get(TRACE_SINK, { strict: false }),
+    );
+    let sseChars = 0;
+    const engine = async () => {
+      const requestId = randomUUID();
+      const turn = orchestration.buildTurn({
+        protocol: 'two-stage', requestId, projectId: 'default', conversationId: randomUUID(), mode: 'act',
+        messages: [{ role: 'user', content: 'Summarize docs/roadmap.md' }], budgets: orchestration.budgets(), debugShowToolResults: false,
+      });
+      await executor.execute({
+        requestId, projectId: 'default', conversationId: 'c', turn, detach: false, lastSeq: 0, priorContent: '',
+        opening: [{ type: 'start', protocol: 'two-stage', userMessageId: null }],
+        client: { deliver: async (events) => void (sseChars += events.map((e) => `event: ${e.type}\nid: ${e.seq}\ndata: ${e.json ?? JSON.stringify(e.data)}\n\n`).join('').length) },
+      });
+    };
+    const engineCpu = await cpuPer(engine, TURNS);
+
     console.log(`\nwhole service, one process (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite in memory'}): two-stage turn, 2 tool cycles, ${TEXT_DELTAS} text deltas, ${bytes} bytes of SSE, ${TURNS} turns`);
     console.log(`  CPU per turn: ${service.cpuMs.toFixed(2)} ms (wall ${service.wallMs.toFixed(2)} ms)`);
     console.log(`  bare generator: ${floor.cpuMs.toFixed(3)} ms CPU per turn -> the service around it costs ${(service.cpuMs / floor.cpuMs).toFixed(0)}× the protocol`);
+    const ratio = engineCpu.cpuMs / floor.cpuMs;
+    console.log(
+      `  service level, no HTTP or database (run engine, real tool runner and trace writer): ${engineCpu.cpuMs.toFixed(3)} ms CPU per turn, ` +
+        `${Math.round(sseChars / (TURNS + WARMUP))} chars of SSE -> ${ratio.toFixed(1)}× the bare generator (issue 17 goal ≤ 8×: ${ratio <= 8 ? 'met' : 'NOT met'})`,
+    );
   } finally {
     await app.close();
   }

@@ -128,5 +128,5 @@ export class ChatController {
 
 /** A run's events as SSE messages: id = seq, event = type, data = the enveloped JSON. */
 function sse(events: Observable<SentEvent>): Observable<MessageEvent> {
-  return toMessageEvents(events.pipe(map((e) => ({ id: e.seq, type: e.type, data: e.data }))));
+  return toMessageEvents(events.pipe(map((e) => ({ id: e.seq, type: e.type, data: e.data, json: e.json }))));
 }

@@ -27,6 +27,9 @@ export class DbNotifierService implements OnApplicationShutdown {
   private client: Client | null = null;
   private connecting: Promise<void> | null = null;
   private closed = false;
+  private readonly outbox: Array<{ channel: string; payload: string; resolve(): void }> = [];
+  private notifying = false;
+  private notifyScheduled = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -47,12 +50,50 @@ export class DbNotifierService implements OnApplicationShutdown {
     return () => set!.delete(handler);
   }
 
-  /** Sends a notification to every instance (this one included). Best effort: failures are logged. */
-  async notify(channel: string, payload: string): Promise<void> {
+  /**
+   * Sends a notification to every instance (this one included). Best effort: failures are logged.
+   * The notifications asked for within one tick go out in one statement (one commit), with at
+   * most one such statement in flight: under load, a NOTIFY per run per interval took pooled
+   * connections (and commits) from the event writes.
+   */
+  notify(channel: string, payload: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.outbox.push({ channel, payload, resolve });
+      this.scheduleNotify();
+    });
+  }
+
+  private scheduleNotify(): void {
+    if (this.notifying || this.notifyScheduled) return;
+    this.notifyScheduled = true;
+    setImmediate(() => {
+      this.notifyScheduled = false;
+      void this.sendNotifications();
+    });
+  }
+
+  private async sendNotifications(): Promise<void> {
+    const batch = this.outbox.splice(0, 500);
+    if (batch.length === 0) return;
+    this.notifying = true;
+    const params: string[] = [];
+    const seen = new Set<string>();
+    const tuples: string[] = [];
+    for (const n of batch) {
+      const key = `${n.channel}\u0000${n.payload}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      params.push(n.channel, n.payload);
+      tuples.push(`($${params.length - 1}::text, $${params.length}::text)`);
+    }
     try {
-      await this.ds.query('SELECT pg_notify($1, $2)', [channel, payload]);
+      await this.ds.query(`SELECT pg_notify(v.channel, v.payload) FROM (VALUES ${tuples.join(', ')}) AS v(channel, payload)`, params);
     } catch (err) {
-      this.logger.warn(`NOTIFY ${channel} failed: ${(err as Error).message}`);
+      this.logger.warn(`NOTIFY ${[...new Set(batch.map((n) => n.channel))].join(', ')} failed: ${(err as Error).message}`);
+    } finally {
+      this.notifying = false;
+      for (const n of batch) n.resolve();
+      if (this.outbox.length) this.scheduleNotify();
     }
   }
 

@@ -10,6 +10,8 @@ export interface SentEvent {
   seq: number;
   type: string;
   data: Record<string, unknown>;
+  /** `data` serialized once, when the event was made (stored and sent as is) */
+  json?: string;
 }
 
 /** NOTIFY channel on which a follower on another instance says it watches a run; payload: the requestId. */
@@ -34,7 +36,9 @@ export class RunEventBus implements OnApplicationShutdown {
   /** how long a follower's announcement counts; it repeats it twice as often */
   static readonly WATCH_TTL_MS = 10_000;
   private readonly emitter = new EventEmitter();
-  private readonly pendingNotify = new Map<string, NodeJS.Timeout>();
+  /** watched runs with stored events not yet announced; one timer for all, so their NOTIFYs go together */
+  private readonly pendingNotify = new Set<string>();
+  private notifyTimer: NodeJS.Timeout | null = null;
   /** runs announced as watched by another instance, until when */
   private readonly watched = new Map<string, number>();
   /** runs executing here (published, not ended) */
@@ -56,21 +60,22 @@ export class RunEventBus implements OnApplicationShutdown {
         .catch(() => () => undefined);
     }
     this.emitter.emit(requestId, events);
-    if (events.length && !this.pendingNotify.has(requestId) && (this.watched.get(requestId) ?? 0) > Date.now()) {
-      const t = setTimeout(() => {
-        this.pendingNotify.delete(requestId);
-        void this.notifier.notify(RUN_EVENTS_CHANNEL, requestId);
+    if (!events.length || !((this.watched.get(requestId) ?? 0) > Date.now())) return;
+    this.pendingNotify.add(requestId);
+    if (!this.notifyTimer) {
+      this.notifyTimer = setTimeout(() => {
+        this.notifyTimer = null;
+        const ids = [...this.pendingNotify];
+        this.pendingNotify.clear();
+        for (const id of ids) void this.notifier.notify(RUN_EVENTS_CHANNEL, id);
       }, RunEventBus.NOTIFY_INTERVAL_MS);
-      t.unref?.();
-      this.pendingNotify.set(requestId, t);
+      this.notifyTimer.unref?.();
     }
   }
 
   /** Marks the run's live stream as ended here (done, paused or failed). */
   end(requestId: string): void {
     this.emitter.emit(`${requestId}:end`);
-    const t = this.pendingNotify.get(requestId);
-    if (t) clearTimeout(t);
     this.pendingNotify.delete(requestId);
     this.local.delete(requestId);
     this.watched.delete(requestId);
@@ -98,6 +103,7 @@ export class RunEventBus implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (this.notifyTimer) clearTimeout(this.notifyTimer);
     (await this.watchListener)?.();
   }
 

@@ -1,6 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
 
 interface Pending {
@@ -33,10 +31,7 @@ export class RunEventWriter {
   /** statements written and rows they carried, since start (for the load benchmark and tests) */
   readonly stats = { statements: 0, rows: 0 };
 
-  constructor(
-    @InjectDataSource() private readonly ds: DataSource,
-    private readonly events: RunEventRepository,
-  ) {}
+  constructor(private readonly events: RunEventRepository) {}
 
   /** Stores `rows` of a run while `owner` holds its lease; resolves once committed. */
   append(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
@@ -85,40 +80,11 @@ export class RunEventWriter {
     }
   }
 
-  /** One statement for the batch; returns the rows inserted per run. */
+  /** One statement for the batch (appendFencedMany); returns the rows stored per run. */
   private async insert(batch: Pending[]): Promise<Map<string, number>> {
-    const params: unknown[] = [];
-    const tuples: string[] = [];
-    for (const p of batch) {
-      for (const r of p.rows) {
-        params.push(p.requestId, p.owner, r.seq, r.type, JSON.stringify(r.data));
-        const i = params.length;
-        tuples.push(`($${i - 4}::uuid, $${i - 3}::text, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
-      }
-    }
-    const res: unknown = await this.ds.query(
-      `WITH v (request_id, owner, seq, type, data) AS (VALUES ${tuples.join(', ')}),
-       lease AS (
-         SELECT r.request_id FROM runs r
-          WHERE r.status = 'running' AND (r.request_id, r.lease_owner) IN (SELECT DISTINCT request_id, owner FROM v)
-          FOR SHARE OF r)
-       INSERT INTO run_events (request_id, seq, type, data)
-       SELECT v.request_id, v.seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id
-       RETURNING request_id`,
-      params,
-    );
+    const stored = await this.events.appendFencedMany(batch);
     this.stats.statements++;
-    const out = new Map<string, number>();
-    for (const row of returnedRows(res)) {
-      out.set(row.request_id, (out.get(row.request_id) ?? 0) + 1);
-      this.stats.rows++;
-    }
-    return out;
+    for (const n of stored.values()) this.stats.rows += n;
+    return stored;
   }
-}
-
-/** TypeORM returns the rows of an INSERT … RETURNING as an array, or as [rows, count] on some drivers. */
-function returnedRows(res: unknown): Array<{ request_id: string }> {
-  if (Array.isArray(res) && Array.isArray(res[0])) return res[0] as Array<{ request_id: string }>;
-  return Array.isArray(res) ? (res as Array<{ request_id: string }>) : [];
 }

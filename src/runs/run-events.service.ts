@@ -54,6 +54,7 @@ export class RunEventsService {
         signalled = false;
         const rows = await this.events.listAfter(requestId, last, PAGE);
         let ended = false;
+        if (rows.length) flow.hold?.();
         for (const r of rows) {
           yield { seq: r.seq, type: r.type, data: r.data };
           last = r.seq;

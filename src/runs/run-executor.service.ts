@@ -16,7 +16,8 @@ import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
 import { RunStream, type EnvelopeState, type WireEvent } from './run-stream';
-import { storageSafe } from '../common/util/text-safety.util';
+import { storageSafe, stripNul } from '../common/util/text-safety.util';
+import { redactString } from '../common/util/redact.util';
 import { TurnStepsRecorder } from './turn-steps';
 import type { TurnStep } from './answer-store.port';
 
@@ -182,7 +183,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private async handle(p: ExecuteRunParams, stream: RunStream, raw: ProtocolEvent, leg: Leg): Promise<'done' | 'paused' | null> {
     // the one place run events are made safe: NUL cannot be stored, secrets must not be
     // streamed; what is stored (and appended to the answer, and kept as a step) is what is sent
-    const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets.values());
+    // (a chunk is one new string: made safe as such, without a deep copy of the event)
+    const ev = raw.type === 'checkpoint' ? raw : raw.type === 'chunk' ? { ...raw, content: redactString(stripNul(raw.content), this.secrets.values()) } : storageSafe(raw, this.secrets.values());
     switch (ev.type) {
       case 'checkpoint':
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);

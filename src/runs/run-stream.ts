@@ -94,7 +94,8 @@ export class RunStream {
       cycleIndex: event.type === 'phase' ? event.cycleIndex : this.state.cycleIndex,
       ...fields,
     };
-    this.pending.push({ seq: this.seq, type, data });
+    // serialized once: the same text is stored and sent
+    this.pending.push({ seq: this.seq, type, data, json: JSON.stringify(data) });
     return type;
   }
 

@@ -86,6 +86,7 @@ export class RunsService {
       if (started) return subscriber.complete();
       run({
         deliver: async (events) => {
+          flow.hold?.();
           for (const e of events) subscriber.next(e);
           await flow.ready();
         },

@@ -10,6 +10,8 @@ export interface WireMessage {
   id?: number | string;
   type: string;
   data: unknown;
+  /** `data` already serialized, sent as is */
+  json?: string;
 }
 
 /**
@@ -37,7 +39,7 @@ export function toMessageEvents(events: Observable<WireMessage>, keepAliveMs = K
 
 function wireMessages(events: Observable<WireMessage>, keepAliveMs: number): Observable<MessageEvent> {
   return events.pipe(
-    map((e): MessageEvent => ({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: JSON.stringify(e.data) })),
+    map((e): MessageEvent => ({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: e.json ?? JSON.stringify(e.data) })),
     connect((shared) =>
       merge(
         shared,

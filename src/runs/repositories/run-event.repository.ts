@@ -21,6 +21,15 @@ export interface StoredRunEvent {
   seq: number;
   type: string;
   data: Record<string, unknown>;
+  /** `data` already serialized (JSON), when the caller has it: stored and sent as is */
+  json?: string;
+}
+
+/** One run's rows for a grouped, fenced append (see appendFencedMany). */
+export interface FencedAppend {
+  requestId: string;
+  owner: string;
+  rows: StoredRunEvent[];
 }
 
 /** The events of each run's stream, for replay on reconnect. */
@@ -51,7 +60,7 @@ export class RunEventRepository {
     if (rows.length === 0) return;
     const params: unknown[] = [requestId, owner];
     const tuples = rows.map((r) => {
-      params.push(r.seq, r.type, JSON.stringify(r.data));
+      params.push(r.seq, r.type, r.json ?? JSON.stringify(r.data));
       const i = params.length;
       return `($${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`;
     });
@@ -74,6 +83,41 @@ export class RunEventRepository {
     if (rowCount(res) !== rows.length) throw new LeaseLostError(requestId);
   }
 
+  /**
+   * appendFenced for several runs in one statement (group commit): each run's rows are stored
+   * only while its `owner` holds its lease (rows locked FOR SHARE, in key order so concurrent
+   * flushes cannot deadlock on each other). Returns how many rows were stored per run; a fenced
+   * run stores none.
+   */
+  async appendFencedMany(appends: FencedAppend[]): Promise<Map<string, number>> {
+    const params: unknown[] = [];
+    const tuples: string[] = [];
+    for (const a of appends) {
+      for (const r of a.rows) {
+        params.push(a.requestId, a.owner, r.seq, r.type, r.json ?? JSON.stringify(r.data));
+        const i = params.length;
+        tuples.push(`($${i - 4}::uuid, $${i - 3}::text, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
+      }
+    }
+    const stored = new Map<string, number>();
+    if (tuples.length === 0) return stored;
+    const res: unknown = await this.events.query(
+      `WITH v(request_id, owner, seq, type, data) AS (VALUES ${tuples.join(', ')}),
+       lease AS (SELECT r.request_id, r.lease_owner FROM runs r
+                  WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
+                  ORDER BY r.request_id FOR SHARE OF r)
+       INSERT INTO run_events (request_id, seq, type, data)
+       SELECT v.request_id, v.seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
+       RETURNING request_id`,
+      params,
+    );
+    for (const row of returnedRows(res)) {
+      const id = String((row as { request_id: unknown }).request_id);
+      stored.set(id, (stored.get(id) ?? 0) + 1);
+    }
+    return stored;
+  }
+
   /** Events with seq > afterSeq, in order. */
   async listAfter(requestId: string, afterSeq: number, limit = 5000): Promise<StoredRunEvent[]> {
     const rows = await this.events
@@ -93,6 +137,11 @@ export class RunEventRepository {
       .getRawOne<{ max: string | number }>();
     return Number(r?.max ?? 0);
   }
+}
+
+function returnedRows(res: unknown): unknown[] {
+  if (Array.isArray(res) && res.length === 2 && Array.isArray(res[0]) && typeof res[1] === 'number') return res[0];
+  return Array.isArray(res) ? res : [];
 }
 
 function rowCount(res: unknown): number {
