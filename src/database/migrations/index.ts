@@ -1,6 +1,7 @@
 import { InitialSchema1763800000000 } from './1763800000000-initial-schema';
 import { KnowledgeChunks1763900000000 } from './1763900000000-knowledge-chunks';
 import { ApiKeys1764100000000 } from './1764100000000-api-keys';
+import { McpToolPins1764200000000 } from './1764200000000-mcp-tool-pins';
 
 /** Every migration, oldest first. Add new ones at the end. */
-export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000];
+export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000];
