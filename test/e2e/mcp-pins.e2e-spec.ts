@@ -165,6 +165,24 @@ describe('pinned MCP tools', () => {
     }
   }, 90_000);
 
+  (onPostgres() ? it : it.skip)('an approval on one instance releases the tool on another running instance (PostgreSQL NOTIFY)', async () => {
+    const a = await start();
+    const b = await start({}, { databaseUrl: a.databaseUrl });
+    try {
+      for (const t of [a, b]) await waitFor(async () => (await tools(t)).fx__described?.available, 10_000, 'fx__described available');
+      changeDescription('version 4');
+      for (const t of [a, b]) await waitFor(async () => (await tools(t)).fx__described?.unavailable === 'definition changed', 10_000, 'definition changed');
+      const held = (await (await pending(a)).json()) as Array<Record<string, any>>;
+      expect((await approve(a, 'fx__described', held[0].pendingHash)).status).toBe(200);
+      await waitFor(async () => (await tools(b)).fx__described?.available, 10_000, 'released on the other instance');
+      expect((await tools(b)).fx__described.description).toBe('version 4');
+    } finally {
+      await b.app.close();
+      await a.close();
+      changeDescription('version 1');
+    }
+  }, 60_000);
+
   it('MCP_AUTO_APPROVE=true: a tool added later is available at once; a changed definition is still held', async () => {
     const t = await start({ MCP_AUTO_APPROVE: 'true' });
     try {

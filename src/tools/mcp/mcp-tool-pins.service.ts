@@ -1,9 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional, type OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { DataSource } from 'typeorm';
 import { canonicalJson } from '../../common/util/canonical-json.util';
 import { AppConfigService } from '../../config/app-config.service';
+import { DbNotifierService } from '../../database/db-notifier.service';
+
+/** NOTIFY channel of approvals, so every instance re-checks that server's tools (payload: server name). */
+const APPROVALS = 'mcp_tool_approved';
 
 /** Why a pinned tool is held: its definition differs from the trusted one, or it was never approved. */
 export const PIN_CHANGED = 'definition changed';
@@ -83,15 +87,20 @@ export class PinConflict extends Error {}
  * on the shared database, so every instance and every restart sees the same pins.
  */
 @Injectable()
-export class McpToolPinsService {
+export class McpToolPinsService implements OnModuleInit {
   private readonly autoApprove: boolean;
   private readonly listeners = new Set<(server: string) => Promise<void> | void>();
 
   constructor(
     private readonly ds: DataSource,
     config: AppConfigService,
+    @Optional() private readonly notifier?: DbNotifierService,
   ) {
     this.autoApprove = config.get('MCP_AUTO_APPROVE') === true;
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.notifier?.listen(APPROVALS, (server) => void this.approved(server));
   }
 
   /** Called after an approval, to re-check that server's live tools. */
@@ -190,8 +199,14 @@ export class McpToolPinsService {
           : `${name} has no definition awaiting approval`,
       );
     }
-    for (const l of this.listeners) await l(rows[0].server);
+    // this instance first, so the answer means "offered again"; then the others
+    await this.approved(rows[0].server);
+    await this.notifier?.notify(APPROVALS, rows[0].server);
     return toPin(rows[0]);
+  }
+
+  private async approved(server: string): Promise<void> {
+    for (const l of this.listeners) await l(server);
   }
 
   private async rows(server: string): Promise<Row[]> {
