@@ -199,6 +199,13 @@ export class EnvironmentVariables {
   @Transform(toBool) @IsBoolean()
   FILE_ALLOW_HARDLINKS = false;
 
+  /**
+   * Extension (issue 14): an MCP tool a known server adds after its first listing is approved at
+   * once instead of held for an admin. A changed definition is held either way.
+   */
+  @Transform(toBool) @IsBoolean()
+  MCP_AUTO_APPROVE = false;
+
   /** Extension (issue 14): requests per minute per key (not in local mode); 0 turns it off. */
   @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
   RATE_LIMIT_PER_MINUTE = 600;
@@ -249,6 +256,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   LLM_TOOL_CALLING: 'true | false',
   TOOL_INDEX_ENABLED: 'true | false',
   FILE_ALLOW_HARDLINKS: 'true | false',
+  MCP_AUTO_APPROVE: 'true | false',
   LOG_FORMAT: 'json | pretty',
   OTEL_CAPTURE_CONTENT: 'true | false',
 };

@@ -78,6 +78,8 @@ export interface ToolDefinition {
   /** what a repeated identical call gets; default `refuse` (TOOLS_RERUN overrides) */
   readonly repeat?: RepeatPolicy;
   isAvailable(): boolean | Promise<boolean>;
+  /** short reason while unavailable (an MCP tool's `definition changed`), shown in listings and refusals */
+  unavailableReason?(): string | undefined;
   /** Receives validated arguments with defaults applied. May throw; the runner classifies. */
   execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult>;
 }

@@ -17,6 +17,8 @@ export interface ToolSummary {
   parameters: Record<string, unknown>;
   origin: string;
   available: boolean;
+  /** why not, when the tool says (an MCP tool: `definition changed`, `awaiting approval`, `server failed`) */
+  unavailable?: string;
 }
 
 /**
@@ -109,7 +111,10 @@ export class ToolRegistryService {
   async summaries(): Promise<ToolSummary[]> {
     const all = this.all();
     const flags = await Promise.all(all.map((t) => safeAvailable(t)));
-    return all.map((t, i) => ({ name: t.name, description: t.description, parameters: t.parameters, origin: t.origin, available: flags[i] }));
+    return all.map((t, i) => {
+      const reason = flags[i] ? undefined : reasonOf(t);
+      return { name: t.name, description: t.description, parameters: t.parameters, origin: t.origin, available: flags[i], ...(reason ? { unavailable: reason } : {}) };
+    });
   }
 
   /** Subscribe to registrations, changes and removals; returns the unsubscribe function. */
@@ -134,6 +139,14 @@ async function safeAvailable(t: ToolDefinition): Promise<boolean> {
     return !!(await t.isAvailable());
   } catch {
     return false;
+  }
+}
+
+function reasonOf(t: ToolDefinition): string | undefined {
+  try {
+    return t.unavailableReason?.();
+  } catch {
+    return undefined;
   }
 }
 

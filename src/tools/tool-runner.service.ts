@@ -165,7 +165,10 @@ export class ToolRunnerService implements ToolRunner {
       const names = (await this.availableTools()).map((t) => t.name);
       return this.fail(st, 'validation_error', `unknown tool "${name}"; available tools: ${names.join(', ') || '(none)'}`, { availableTools: names });
     }
-    if (!(await this.isAvailable(def))) return this.fail(st, 'unavailable', `tool "${name}" is not available right now`);
+    if (!(await this.isAvailable(def))) {
+      const reason = safeReason(def);
+      return this.fail(st, 'unavailable', `tool "${name}" is not available right now${reason ? `: ${reason}` : ''}`);
+    }
     if (!validation.ok && validation.reason === 'schema_error') {
       return this.fail(st, 'unavailable', `tool "${name}" cannot be called: ${validation.message}`);
     }
@@ -497,4 +500,12 @@ export function cutUtf8(s: string, maxBytes: number): string {
   let end = Math.max(0, maxBytes);
   while (end > 0 && (buf[end] & 0xc0) === 0x80) end--; // buf[end] is a continuation byte: back up to its lead byte
   return buf.subarray(0, end).toString('utf8');
+}
+
+function safeReason(def: ToolDefinition): string | undefined {
+  try {
+    return def.unavailableReason?.();
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { TRACE_SINK, type TraceRecord, type TraceSink } from '../trace/trace-sink.port';
 import { ToolRegistryService } from './tool-registry.service';
@@ -32,8 +33,9 @@ function configWith(values: Record<string, unknown>) {
 function globals(values: Record<string, unknown> = {}) {
   @Global()
   @Module({
-    providers: [{ provide: AppConfigService, useValue: configWith(values) }, { provide: TRACE_SINK, useValue: trace }],
-    exports: [AppConfigService, TRACE_SINK],
+    // no MCP server is configured here, so the pins never reach the (absent) database
+    providers: [{ provide: AppConfigService, useValue: configWith(values) }, { provide: TRACE_SINK, useValue: trace }, { provide: DataSource, useValue: {} }],
+    exports: [AppConfigService, TRACE_SINK, DataSource],
   })
   class FakeGlobals {}
   return FakeGlobals;

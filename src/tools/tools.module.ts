@@ -13,6 +13,7 @@ import { TOOL_RUNNER } from './tool-runner.port';
 import { ToolRunnerService } from './tool-runner.service';
 import { ToolsController } from './tools.controller';
 import { McpClientManagerService } from './mcp/mcp-client-manager.service';
+import { McpToolPinsService } from './mcp/mcp-tool-pins.service';
 
 /** The built-in tool instances, collected by BUILTIN_TOOL_PROVIDERS below. */
 export const BUILTIN_TOOLS: InjectionToken<ToolDefinition[]> = Symbol('BUILTIN_TOOLS');
@@ -49,9 +50,10 @@ const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? 
     { provide: TOOL_RUNNER, useExisting: ToolRunnerService },
     ...BUILTIN_TOOL_PROVIDERS,
     { provide: BUILTIN_TOOLS, useFactory: (...tools: ToolDefinition[]) => tools, inject: BUILTIN_TOOL_TOKENS },
+    McpToolPinsService,
     McpClientManagerService,
   ],
-  exports: [ToolRegistryService, ToolRunnerService, TOOL_RUNNER, McpClientManagerService],
+  exports: [ToolRegistryService, ToolRunnerService, TOOL_RUNNER, McpClientManagerService, McpToolPinsService],
 })
 export class ToolsModule implements OnModuleInit {
   constructor(

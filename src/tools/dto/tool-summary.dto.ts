@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import type { ToolSummary } from '../tool-registry.service';
 
 /** One tool as `GET /api/tools` lists it (docs/API.md "Tools, trace, config, health"). */
@@ -22,8 +22,14 @@ export class ToolSummaryDto {
 
   @ApiProperty({ description: 'whether the tool can run now (e.g. web_search needs SEARXNG_URL)' })
   available: boolean;
+
+  @ApiPropertyOptional({
+    description: 'why the tool cannot run, when known: `definition changed` or `awaiting approval` (a held MCP tool), `server failed`…',
+    example: 'definition changed',
+  })
+  unavailable?: string;
 }
 
 export function mapToolSummary(s: ToolSummary): ToolSummaryDto {
-  return { name: s.name, description: s.description, parameters: s.parameters, origin: s.origin, available: s.available };
+  return { name: s.name, description: s.description, parameters: s.parameters, origin: s.origin, available: s.available, ...(s.unavailable ? { unavailable: s.unavailable } : {}) };
 }

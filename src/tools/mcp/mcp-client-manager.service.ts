@@ -15,6 +15,7 @@ import { loadMcpConfig, resolveMcpConfigSource, type McpServerConfig, type McpTr
 import { McpServerConnection, type McpConnectionTimings, type McpServerStatus } from './mcp-server-connection';
 import { McpToolAdapter, repeatFromAnnotations, type McpToolSpec } from './mcp-tool.adapter';
 import { namespacedToolName } from './mcp-tool-name.util';
+import { McpToolPinsService, pinHash, pinnedDefinition, type SeenTool } from './mcp-tool-pins.service';
 
 /** Health view of one configured server. */
 export interface McpServerInfo {
@@ -57,6 +58,13 @@ interface RegisteredMcpTool {
 interface ServerState {
   connection: McpServerConnection;
   tools: Map<string, RegisteredMcpTool>;
+  /** registry name → why its pin holds it; every tool of the server is held while `pinError` is set */
+  held: Map<string, string>;
+  pinError?: string;
+  /** the pinned part of the last listing, re-checked after an approval */
+  seen: SeenTool[];
+  /** pin checks of one server run one after the other */
+  pinQueue: Promise<void>;
 }
 
 /**
@@ -80,9 +88,11 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     @Optional() @Inject(MCP_MANAGER_OPTIONS) options?: Partial<McpManagerOptions>,
     @Optional() secrets?: SecretRegistry,
+    @Optional() private readonly pins?: McpToolPinsService,
   ) {
     this.options = { ...DEFAULT_MCP_MANAGER_OPTIONS, ...options };
     this.secrets = secrets ?? SecretRegistry.fromConfig(config);
+    pins?.onApproved((server) => this.checkPins(server));
   }
 
   async onModuleInit(): Promise<void> {
@@ -117,7 +127,7 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
         this.logger,
         (text) => this.secrets.mask(text),
       );
-      this.states.set(server.name, { connection, tools: new Map() });
+      this.states.set(server.name, { connection, tools: new Map(), held: new Map(), seen: [], pinQueue: Promise.resolve() });
       return connection.start();
     });
     let timer: NodeJS.Timeout | undefined;
@@ -148,11 +158,16 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
     return this.states.get(server)?.connection.pid;
   }
 
-  /** Applies a server's full tool list: registers new and changed tools, unregisters vanished ones. */
-  private applyTools(server: string, tools: Tool[]): void {
+  /**
+   * Applies a server's full tool list: checks the pins, registers new and changed tools, unregisters
+   * vanished ones. A held tool is registered (listed with its reason) but never available.
+   */
+  private async applyTools(server: string, tools: Tool[]): Promise<void> {
     const state = this.states.get(server);
     if (!state) return;
     const next = new Map<string, RegisteredMcpTool>();
+    const seen: SeenTool[] = [];
+    const fresh: RegisteredMcpTool[] = [];
     for (const tool of tools) {
       const name = namespacedToolName(server, tool.name);
       if (!name) {
@@ -170,26 +185,65 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
         parameters: toParameters(tool.inputSchema),
         repeat: repeatFromAnnotations(tool.annotations),
       };
+      const pinned = pinnedDefinition(tool);
+      seen.push({ tool: tool.name, name, definition: pinned, hash: pinHash(pinned) });
       const hash = definitionHash(spec);
       const previous = state.tools.get(name);
       if (previous && previous.hash === hash && previous.adapter.spec.remoteName === tool.name) {
         next.set(name, previous);
         continue;
       }
-      const adapter = new McpToolAdapter(spec, state.connection, {
-        callTimeoutMs: this.config.get('TOOL_TIMEOUT_MS'),
-        maxResultBytes: this.config.get('TOOL_RESULT_MAX_BYTES'),
-      });
+      const adapter = new McpToolAdapter(
+        spec,
+        state.connection,
+        { callTimeoutMs: this.config.get('TOOL_TIMEOUT_MS'), maxResultBytes: this.config.get('TOOL_RESULT_MAX_BYTES') },
+        () => state.pinError ?? state.held.get(name),
+      );
+      fresh.push({ adapter, hash });
+      next.set(name, { adapter, hash });
+    }
+    state.seen = seen;
+    // checked before the new definitions are registered: a changed tool is never available in between
+    await this.checkPins(server);
+    for (const f of fresh) {
       try {
-        if (this.registry.register(adapter)) next.set(name, { adapter, hash });
+        if (!this.registry.register(f.adapter)) next.delete(f.adapter.name);
       } catch (err) {
-        this.skip(server, tool.name, (err as Error).message);
+        next.delete(f.adapter.name);
+        this.skip(server, f.adapter.spec.remoteName, (err as Error).message);
       }
     }
     for (const name of state.tools.keys()) {
       if (!next.has(name)) this.registry.unregister(name);
     }
     state.tools = next;
+  }
+
+  /** Re-reads the pins of a server's last listing; a failed check holds all its tools (fail closed). */
+  private checkPins(server: string): Promise<void> {
+    const state = this.states.get(server);
+    if (!state || !this.pins) return Promise.resolve();
+    const pins = this.pins;
+    const run = state.pinQueue.then(async () => {
+      try {
+        const held = await pins.reconcile(server, state.seen);
+        for (const [name, reason] of held) {
+          if (state.held.get(name) === reason) continue;
+          this.logger.warn(`${server}: tool ${name} held: ${reason}`);
+          this.trace.record({ type: 'mcp_tool_held', details: { server, tool: name, reason, hash: state.seen.find((t) => t.name === name)?.hash } });
+        }
+        for (const name of state.held.keys()) {
+          if (!held.has(name)) this.trace.record({ type: 'mcp_tool_released', details: { server, tool: name } });
+        }
+        state.held = held;
+        state.pinError = undefined;
+      } catch (err) {
+        state.pinError = 'pin check failed';
+        this.logger.warn(`${server}: checking tool pins failed, its tools are held: ${(err as Error).message}`);
+      }
+    });
+    state.pinQueue = run;
+    return run;
   }
 
   /** Logs and traces a skipped tool once, not on every re-listing. */

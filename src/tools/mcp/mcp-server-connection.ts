@@ -22,7 +22,7 @@ export interface McpConnectionTimings {
 
 export interface McpConnectionEvents {
   /** the server's full tool list: after each (re)connect and after each `notifications/tools/list_changed` */
-  onTools(tools: Tool[]): void;
+  onTools(tools: Tool[]): void | Promise<void>;
   onStatus(status: McpServerStatus, error?: string): void;
 }
 
@@ -197,7 +197,8 @@ export class McpServerConnection implements McpToolConnection {
           run.again = false;
           const tools = await this.listTools(client);
           if (this.client !== client || this.closing) return;
-          this.events.onTools(tools);
+          // awaited: a listing is applied (pins checked) before the server counts as connected
+          await this.events.onTools(tools);
         } while (run.again);
       } finally {
         if (this.refresh === run) this.refresh = undefined;

@@ -58,6 +58,8 @@ export class McpToolAdapter implements ToolDefinition {
     readonly spec: McpToolSpec,
     private readonly connection: McpToolConnection,
     private readonly limits: McpCallLimits,
+    /** why the tool's pin holds it (definition changed, awaiting approval); undefined when it may run */
+    private readonly held: () => string | undefined = () => undefined,
   ) {
     this.name = spec.name;
     this.description = spec.description;
@@ -68,10 +70,16 @@ export class McpToolAdapter implements ToolDefinition {
   }
 
   isAvailable(): boolean {
-    return this.connection.connectedClient() !== undefined;
+    return this.held() === undefined && this.connection.connectedClient() !== undefined;
+  }
+
+  unavailableReason(): string | undefined {
+    return this.held() ?? (this.connection.connectedClient() ? undefined : `server ${this.connection.status}`);
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
+    const held = this.held();
+    if (held) throw new ToolFailure('unavailable', `tool "${this.name}" is unavailable: ${held}`);
     const client = this.connection.connectedClient();
     if (!client) {
       throw new ToolFailure('unavailable', `MCP server ${this.connection.serverName} is ${this.connection.status}`);
