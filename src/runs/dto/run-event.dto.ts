@@ -18,6 +18,7 @@ export class RunEventEnvelopeDto {
 export class StartEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['two-stage', 'unified', 'command'] }) protocol: string;
   @ApiProperty({ nullable: true, type: String, description: 'the stored user message' }) userMessageId: string | null;
+  @ApiPropertyOptional({ description: 'added (issue 13): the model the turn talks to (LLM_MODELS)' }) model?: string;
   @ApiPropertyOptional({ description: 'true on a resumed stream' }) resumed?: boolean;
   @ApiPropertyOptional({ description: 'a resumed stream: the checkpoint it continues from' }) resumeFromPhaseIndex?: number;
 }
