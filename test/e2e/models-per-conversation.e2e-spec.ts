@@ -1,5 +1,5 @@
 import { startApp, type TestApp } from '../support/app';
-import { ReplayServer, respond } from '../support/replay-server';
+import { ndjsonFromEvents, ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
 
 /**
@@ -121,5 +121,41 @@ describe('without LLM_MODELS', () => {
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body).error).toBe('model_not_allowed');
     expect((await (await fetch(`${t.url}/api/config/capabilities`)).json()).models).toEqual([{ name: 'only-model', default: true, toolCalling: true, contextWindow: 32768 }]);
+  });
+});
+
+describe('capabilities per model (Ollama /api/show)', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  const show = (capabilities: string[], contextLength: number) => respond.json({ capabilities, model_info: { 'qwen3.context_length': contextLength } });
+  beforeAll(async () => {
+    llm = await ReplayServer.start({ show: show(['completion', 'tools'], 16384) });
+    t = await startApp({ LLM_PROVIDER: 'ollama', LLM_BASE_URL: llm.ollamaBaseUrl, LLM_MODELS: 'big-model,small-model', LLM_MODEL: 'big-model' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await llm?.close();
+  });
+
+  it('asks each model once and keeps its answer; the list shows what each model reported', async () => {
+    const turnOn = async (model: string) => {
+      llm.enqueue(ndjsonFromEvents([{ text: `From ${model}.` }]));
+      const res = await sse(`${t.url}/api/chat/messages`, { body: { content: 'Hi', options: { model } }, timeoutMs: 20_000 });
+      expect(res.events.at(-1)!.event).toBe('done');
+      expect((llm.chatRequests.at(-1)!.body as { model: string }).model).toBe(model);
+    };
+    await turnOn('big-model');
+    // the server now answers differently: only a model not asked yet sees it
+    llm.setShow(show(['completion'], 8192));
+    await turnOn('small-model');
+    llm.setShow(show([], 2048));
+
+    const caps = await (await fetch(`${t.url}/api/config/capabilities`)).json();
+    expect(caps.models).toEqual([
+      { name: 'big-model', default: true, toolCalling: true, contextWindow: 16384 },
+      { name: 'small-model', default: false, toolCalling: false, contextWindow: 8192 },
+    ]);
+    const asked = llm.requests.filter((r) => r.path === '/api/show').map((r) => (r.body as { model: string }).model);
+    expect(asked.sort()).toEqual(['big-model', 'small-model']);
   });
 });
