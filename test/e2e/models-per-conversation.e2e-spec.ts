@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ndjsonFromEvents, ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
@@ -157,5 +159,43 @@ describe('capabilities per model (Ollama /api/show)', () => {
     ]);
     const asked = llm.requests.filter((r) => r.path === '/api/show').map((r) => (r.body as { model: string }).model);
     expect(asked.sort()).toEqual(['big-model', 'small-model']);
+  });
+});
+
+describe('a resumed run keeps its model', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODELS: 'model-a,model-b', TWO_STAGE_ENABLED: 'true' });
+    mkdirSync(join(t.workspace, 'default'), { recursive: true });
+    writeFileSync(join(t.workspace, 'default', 'notes.md'), 'notes\n');
+  });
+  afterAll(async () => {
+    await t?.close();
+    await llm?.close();
+  });
+
+  it('pauses a model-b turn after its tool, resumes it on model-b (not the default)', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 50 } }));
+    const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const first = await sse(`${t.url}/api/chat/messages_two_stage`, {
+      body: { content: 'look', options: { model: 'model-b' } },
+      onEvent: (e) => (e.event === 'start' ? void post(`${t.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
+      timeoutMs: 20_000,
+    });
+    expect(first.events.at(-1)!.event).toBe('paused');
+    const { requestId, conversationId } = first.events[0].data as { requestId: string; conversationId: string };
+
+    llm.enqueue(respond.turn([{ text: 'Resumed on B.' }]));
+    const resumed = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: first.events.at(-1)!.data.resumeFromPhaseIndex }, timeoutMs: 20_000 });
+    expect(resumed.events[0]).toMatchObject({ event: 'start', data: { resumed: true, model: 'model-b' } });
+    expect(resumed.events.at(-1)!.event).toBe('done');
+    expect(llm.chatRequests.map((r) => (r.body as { model: string }).model)).toEqual(['model-b', 'model-b']);
+    const stored = (await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<{ role: string; model: string | null }>;
+    expect(stored.map((m) => [m.role, m.model])).toEqual([
+      ['user', null],
+      ['assistant', 'model-b'],
+    ]);
   });
 });
