@@ -74,7 +74,7 @@ export class ChatService {
       return { conversation, history, lastTurnTools, userMessageId: user.id, model, contextWindow };
     });
 
-    this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode } });
+    this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode, model } });
     const messages: LlmMessage[] = [...history, { role: 'user', content: dto.content }];
     const turn = this.orchestration.buildTurn({
       protocol,

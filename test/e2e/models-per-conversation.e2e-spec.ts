@@ -52,6 +52,8 @@ describe.each([
 
     const third = await turn({ content: 'Once more', conversationId: id, options: { model: 'model-a' } }, 'A again.');
     expect(third.asked).toEqual(['model-a']);
+    const started = await (await fetch(`${t.url}/api/trace?requestId=${third.start.data.requestId}&type=run_started`)).json();
+    expect(started).toMatchObject([{ details: { model: 'model-a' } }]);
 
     // the setting still holds after a one-off message option
     const fourth = await turn({ content: 'And B?', conversationId: id }, 'B again.');
