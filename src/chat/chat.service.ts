@@ -8,7 +8,7 @@ import { OrchestrationService } from '../orchestration/orchestration.service';
 import type { SentEvent } from '../runs/run-event-bus.service';
 import { RunsService } from '../runs/runs.service';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
-import { ChatException, ChatExceptionCode } from './chat.exception';
+import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
 import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import type { ConversationEntity } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
@@ -46,9 +46,11 @@ export class ChatService {
     const mode = dto.mode ?? 'act';
     const detach = !!options.detach;
     const debugShowToolResults = !!options.debugShowToolResults;
+    if (options.model !== undefined && !this.orchestration.allowsModel(options.model)) {
+      throw modelNotAllowed(options.model, this.orchestration.modelNames(), 'options.model');
+    }
 
-    const contextWindow = await this.orchestration.contextWindow();
-    const { conversation, history, lastTurnTools, userMessageId } = await this.dbOrUnavailable(async () => {
+    const { conversation, history, lastTurnTools, userMessageId, model, contextWindow } = await this.dbOrUnavailable(async () => {
       let conversation: ConversationEntity | null = null;
       if (dto.conversationId) {
         conversation = await this.conversations.findById(dto.conversationId);
@@ -56,6 +58,8 @@ export class ChatService {
           throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
         }
       }
+      const model = this.pickModel(options.model, conversation?.settings?.model);
+      const contextWindow = await this.orchestration.contextWindow(model);
       const { history, lastTurnTools } = conversation ? await this.history(conversation.id, contextWindow) : { history: [], lastTurnTools: [] };
       conversation ??= await this.conversations.create(projectId, dto.content);
       const user = await this.conversations.insertUserMessage(conversation.id, dto.content, requestId);
@@ -65,12 +69,12 @@ export class ChatService {
         projectId,
         userMessageId: user.id,
         protocol: protocol.name,
-        options: { mode, budgets, debugShowToolResults, detach },
+        options: { mode, budgets, debugShowToolResults, detach, model },
       });
-      return { conversation, history, lastTurnTools, userMessageId: user.id };
+      return { conversation, history, lastTurnTools, userMessageId: user.id, model, contextWindow };
     });
 
-    this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode } });
+    this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode, model } });
     const messages: LlmMessage[] = [...history, { role: 'user', content: dto.content }];
     const turn = this.orchestration.buildTurn({
       protocol,
@@ -85,6 +89,7 @@ export class ChatService {
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       contextWindow,
       lastTurnTools,
+      model,
     });
     return this.runs.start(
       {
@@ -93,7 +98,7 @@ export class ChatService {
         conversationId: conversation.id,
         turn,
         detach,
-        opening: [{ type: 'start', protocol: protocol.name, userMessageId }],
+        opening: [{ type: 'start', protocol: protocol.name, userMessageId, model: turn.model }],
         lastSeq: 0,
         priorContent: '',
       },
@@ -139,6 +144,8 @@ export class ChatService {
       debugShowToolResults: !!opts.debugShowToolResults,
       systemContext: conversation.settings?.customInstructions,
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
+      // the model the run started with, when it is still allowed
+      model: opts.model !== undefined && this.orchestration.allowsModel(opts.model) ? opts.model : undefined,
       resumeFrom: { phaseIndex: dto.resumeFromPhaseIndex, state: plan.state },
     });
     return this.runs.start(
@@ -153,6 +160,7 @@ export class ChatService {
             type: 'start',
             protocol: turn.protocol.name,
             userMessageId: run.userMessageId,
+            model: turn.model,
             resumed: true,
             resumeFromPhaseIndex: dto.resumeFromPhaseIndex,
             ...(fork && { parentRequestId: fork.parentRequestId }),
@@ -185,6 +193,17 @@ export class ChatService {
     const steps = last?.role === 'assistant' && Array.isArray(last.metadata?.steps) ? last.metadata.steps : [];
     const lastTurnTools = [...new Set(steps.flatMap((s) => (s.type === 'tool' && (s.status === 'completed' || s.status === 'failed') ? [s.name] : [])))];
     return { history: trimHistory(msgs, contextBudget(contextWindow).historyTokens), lastTurnTools };
+  }
+
+  /**
+   * The turn's model: the message's option, else the conversation's setting, else the default.
+   * A setting that LLM_MODELS no longer allows is refused like a bad option, not silently swapped.
+   */
+  private pickModel(option: string | undefined, setting: string | undefined): string {
+    if (option !== undefined) return option;
+    if (setting === undefined) return this.orchestration.defaultModel();
+    if (!this.orchestration.allowsModel(setting)) throw modelNotAllowed(setting, this.orchestration.modelNames(), 'the conversation setting model');
+    return setting;
   }
 
   /** A database failure before the stream starts is a 503 that says so, not a 500. */

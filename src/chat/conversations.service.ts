@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { OrchestrationService } from '../orchestration/orchestration.service';
 import { RunDeletionService } from '../runs/run-deletion.service';
-import { ChatException, ChatExceptionCode } from './chat.exception';
+import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
 import { mapConversation, mapMessage, type ChatMessageDto, type ConversationDto } from './dto/chat-response.dto';
 import type { ConversationSettingsDto } from './dto/send-message.dto';
 import { ConversationRepository } from './repositories/conversation.repository';
@@ -13,6 +14,7 @@ export class ConversationsService {
     private readonly repo: ConversationRepository,
     private readonly runDeletion: RunDeletionService,
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly orchestration: OrchestrationService,
   ) {}
 
   async list(projectId: string): Promise<ConversationDto[]> {
@@ -26,7 +28,9 @@ export class ConversationsService {
 
   async updateSettings(id: string, dto: ConversationSettingsDto): Promise<ConversationDto> {
     await this.require(id);
+    if (dto.model !== undefined && !this.orchestration.allowsModel(dto.model)) throw modelNotAllowed(dto.model, this.orchestration.modelNames(), 'model');
     const patch: Record<string, unknown> = {};
+    if (dto.model !== undefined) patch.model = dto.model;
     if (dto.orchestratorEnabled !== undefined) patch.orchestratorEnabled = dto.orchestratorEnabled;
     if (dto.customInstructions !== undefined) patch.customInstructions = dto.customInstructions;
     const updated = await this.repo.updateSettings(id, patch);

@@ -11,6 +11,15 @@ describe('validateEnv', () => {
     expect(validateEnv({ LLM_BASE_URL: 'http://x/v1', LLM_MODEL: 'm' }).LLM_PROVIDER).toBe('openai');
   });
 
+  it('LLM_MODELS: its first entry is the default, LLM_MODEL must be one of them, names are unique', () => {
+    expect(validateEnv({ LLM_BASE_URL: 'http://x/v1', LLM_MODELS: ' a , b ' }).LLM_MODEL).toBe('a');
+    expect(validateEnv({ LLM_BASE_URL: 'http://x/v1', LLM_MODELS: 'a,b', LLM_MODEL: 'b' }).LLM_MODEL).toBe('b');
+    expect(() => validateEnv({ LLM_BASE_URL: 'http://x/v1', LLM_MODELS: 'a,b', LLM_MODEL: 'c' })).toThrow(/LLM_MODEL="c": must be one of LLM_MODELS \(a, b\)/);
+    expect(() => validateEnv({ LLM_MODELS: 'a,,b' })).toThrow(/LLM_MODELS="a,,b": must be a comma-separated list/);
+    expect(() => validateEnv({ LLM_MODELS: 'a,b,a' })).toThrow(/LLM_MODELS="a,b,a": names a model twice/);
+    expect(validateEnv({ LLM_BASE_URL: 'http://x/v1', LLM_MODEL: 'm' }).LLM_MODELS).toBeUndefined();
+  });
+
   it('treats empty values as unset (docker compose passes them)', () => {
     expect(validateEnv({ PORT: '', LLM_PROVIDER: '', DATABASE_URL: '', SEARXNG_URL: '' })).toMatchObject({ PORT: 3000, LLM_PROVIDER: 'replay' });
   });

@@ -91,8 +91,17 @@ export class EnvironmentVariables {
 
   @Transform(emptyToUndefined)
   @ValidateIf((e: EnvironmentVariables) => e.LLM_PROVIDER === 'openai' || e.LLM_PROVIDER === 'ollama')
-  @IsString({ message: 'is required when LLM_PROVIDER is openai or ollama' })
+  @IsString({ message: 'is required when LLM_PROVIDER is openai or ollama (or set LLM_MODELS)' })
   LLM_MODEL?: string;
+
+  /**
+   * Extension: the models a conversation or a message may pick (comma-separated, first is the
+   * default). Unset: LLM_MODEL is the only model. validateEnv fills LLM_MODEL from it.
+   */
+  @Transform(emptyToUndefined) @IsOptional() @Matches(/^\s*[^,\s]+(\s*,\s*[^,\s]+)*\s*$/, {
+    message: 'must be a comma-separated list of model names, e.g. qwen3:8b,llama3.1:8b',
+  })
+  LLM_MODELS?: string;
 
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   LLM_TIMEOUT_MS = 120_000;
@@ -262,12 +271,26 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
 };
 
 /** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */
+/** LLM_MODELS as names, in order ([] when unset). */
+export function modelList(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((m) => m.trim()).filter((m) => m.length > 0);
+}
+
 export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables {
   // an empty value (docker compose's `VAR: ${VAR:-}`) means unset: the default applies
   const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== '' && v !== undefined));
   const env = plainToInstance(EnvironmentVariables, given, { exposeDefaultValues: true });
   if (!env.LLM_PROVIDER) env.LLM_PROVIDER = env.LLM_BASE_URL ? 'openai' : 'replay';
+  const models = modelList(env.LLM_MODELS);
+  // the allow-list's first entry is the default model unless LLM_MODEL names one of the others
+  if (models.length > 0 && env.LLM_MODEL === undefined) env.LLM_MODEL = models[0];
   const errors = validateSync(env, { skipMissingProperties: false, whitelist: false });
+  if (models.length > 0 && env.LLM_MODEL !== undefined && !models.includes(env.LLM_MODEL)) {
+    errors.push(Object.assign(new ValidationError(), { property: 'LLM_MODEL', value: env.LLM_MODEL, constraints: { inList: `must be one of LLM_MODELS (${models.join(', ')}), or unset to default to the first` } }));
+  }
+  if (new Set(models).size !== models.length) {
+    errors.push(Object.assign(new ValidationError(), { property: 'LLM_MODELS', value: env.LLM_MODELS, constraints: { unique: 'names a model twice' } }));
+  }
   // a set API_KEYS that holds no key would silently turn authentication off
   if (env.API_KEYS !== undefined && env.API_KEYS.split(',').every((k) => k.trim() === '')) {
     errors.push(Object.assign(new ValidationError(), { property: 'API_KEYS', value: env.API_KEYS, constraints: { keys: 'must hold at least one non-empty key (comma-separated); unset it to disable authentication' } }));

@@ -1,11 +1,12 @@
 import { Public } from '../common/auth/public.decorator';
 import { AnyProject } from '../common/auth/project-scope.decorator';
 import { Controller, Get, Inject } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo } from '../database/database-info';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
+import { LlmModels } from '../llm/llm-models';
 import { TraceWriterService } from '../trace/trace-writer.service';
 
 export class HealthDto {
@@ -14,6 +15,13 @@ export class HealthDto {
   @ApiProperty({ example: { provider: 'replay', model: 'replay', replay: true } }) llm: { provider: string; model: string; replay: boolean };
   @ApiProperty({ example: { status: 'ok', queued: 0, dropped: 0 }, description: 'trace writer: `behind` past half its queue, `dropping` once an event could not be stored' })
   trace: { status: 'ok' | 'behind' | 'dropping'; queued: number; dropped: number };
+}
+
+export class ModelInfoDto {
+  @ApiProperty({ example: 'qwen3:8b' }) name: string;
+  @ApiProperty({ description: 'the model a turn uses when neither its message nor its conversation picks one' }) default: boolean;
+  @ApiProperty() toolCalling: boolean;
+  @ApiPropertyOptional({ description: 'tokens, when known (Ollama reports it; else LLM_CONTEXT_WINDOW)' }) contextWindow?: number;
 }
 
 export class CapabilitiesDto {
@@ -25,6 +33,8 @@ export class CapabilitiesDto {
   @ApiProperty() twoStageEnabled: boolean;
   @ApiProperty({ description: 'true when answers are bundled recordings, not a live model' }) replay: boolean;
   @ApiProperty() contextWindow: number;
+  @ApiProperty({ type: [ModelInfoDto], description: 'added (issue 13): the models a conversation or message may pick (LLM_MODELS, else LLM_MODEL alone), capabilities detected per model' })
+  models: ModelInfoDto[];
 }
 
 @ApiTags('system')
@@ -36,6 +46,7 @@ export class HealthController {
     private readonly config: AppConfigService,
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
     private readonly traceWriter: TraceWriterService,
+    private readonly models: LlmModels,
   ) {}
 
   @Get('health')
@@ -71,6 +82,7 @@ export class HealthController {
       twoStageEnabled: this.config.get('TWO_STAGE_ENABLED'),
       replay: caps.replay,
       contextWindow: caps.contextWindow,
+      models: await this.models.list(),
     };
   }
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { AppConfigService } from '../config/app-config.service';
 import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
+import { LlmModels } from '../llm/llm-models';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import type { Turn, TurnRequest } from './turn';
@@ -46,6 +47,7 @@ export class OrchestrationService {
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     @Optional() @Inject(KNOWLEDGE_RETRIEVER) private readonly knowledge?: KnowledgeRetriever,
     @Optional() private readonly toolSelection?: ToolSelectionService,
+    @Optional() private readonly models?: LlmModels,
   ) {
     for (const s of strategies) {
       const map: Map<string, OrchestrationStrategy> = s.kind === 'tool-mode' ? this.modes : this.protocols;
@@ -63,13 +65,15 @@ export class OrchestrationService {
   /** A turn ready for the run engine: the protocol and its context factory. */
   buildTurn(req: TurnRequest): Turn {
     const protocol = typeof req.protocol === 'string' ? this.protocol(req.protocol) : req.protocol;
+    const llm = this.adapter(req.model);
     return {
       protocol,
-      context: (signal, control) => this.context(req, signal, control),
+      model: llm.model,
+      context: (signal, control) => this.context(req, llm, signal, control),
     };
   }
 
-  private context(req: TurnRequest, signal: AbortSignal, control: ProtocolExecutionContext['control']): ProtocolExecutionContext {
+  private context(req: TurnRequest, llm: LlmAdapter, signal: AbortSignal, control: ProtocolExecutionContext['control']): ProtocolExecutionContext {
     // per turn: the values its tool output brings in, and the runner that masks them when shown
     const untrusted = new UntrustedValues(trustedText(req.messages));
     return {
@@ -78,7 +82,7 @@ export class OrchestrationService {
       conversationId: req.conversationId,
       messages: req.messages,
       mode: req.mode,
-      llm: this.llm,
+      llm,
       tools: withUntrustedMasking(this.tools, untrusted),
       trace: this.trace,
       budgets: req.budgets,
@@ -97,8 +101,26 @@ export class OrchestrationService {
   }
 
   /** The window the model really has (Ollama reports it), never more than configured. */
-  async contextWindow(): Promise<number> {
-    return (await this.llm.capabilities().catch(() => undefined))?.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW');
+  async contextWindow(model?: string): Promise<number> {
+    return (await this.adapter(model).capabilities().catch(() => undefined))?.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW');
+  }
+
+  /** The model a turn uses when neither its message nor its conversation names one. */
+  defaultModel(): string {
+    return this.models?.defaultModel ?? this.llm.model;
+  }
+
+  /** Whether a message or a conversation may pick this model (LLM_MODELS, else LLM_MODEL only). */
+  allowsModel(name: string): boolean {
+    return this.modelNames().includes(name);
+  }
+
+  modelNames(): readonly string[] {
+    return this.models?.names() ?? [this.llm.model];
+  }
+
+  private adapter(model: string | undefined): LlmAdapter {
+    return model === undefined || !this.models ? this.llm : this.models.adapter(model);
   }
 
   /** Budgets from the configuration, each overridable per request. */

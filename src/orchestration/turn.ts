@@ -18,6 +18,8 @@ export interface TurnRequest {
   orchestratorEnabled?: boolean;
   resumeFrom?: ProtocolExecutionContext['resumeFrom'];
   contextWindow?: number;
+  /** an allowed model (LlmModels); unset: the default */
+  model?: string;
   /** tools the conversation's previous turn called (its stored steps), for sticky tool selection */
   lastTurnTools?: readonly string[];
 }
@@ -25,5 +27,7 @@ export interface TurnRequest {
 /** A turn ready to run: its protocol, and its context around the run's signal and control. */
 export interface Turn {
   protocol: ProtocolStrategy;
+  /** the model the turn talks to */
+  model: string;
   context(signal: AbortSignal, control: ProtocolExecutionContext['control']): ProtocolExecutionContext;
 }

@@ -7,6 +7,8 @@ export type AnswerStatus = 'complete' | 'cancelled' | 'error';
 export interface AnswerMetadata {
   stopReason: string;
   protocol?: string;
+  /** the model that answered */
+  model?: string;
   usage?: TurnUsage;
   /** why a turn closed without its protocol (`instance_lost`, `storage_error`, …) */
   error?: string;

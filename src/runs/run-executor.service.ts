@@ -233,6 +233,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {
       stopReason: done.stopReason,
       protocol: p.turn.protocol.name,
+      model: p.turn.model,
       usage: done.usage,
       steps,
       ...forkOf(p),
@@ -275,7 +276,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       let messageId: string | null = null;
       try {
         leg.steps.apply('error', { code, message });
-        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, steps: leg.steps.steps(), ...forkOf(p) })).message.id;
+        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, model: p.turn.model, steps: leg.steps.steps(), ...forkOf(p) })).message.id;
         await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSeq);
       } catch (e) {
         this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);

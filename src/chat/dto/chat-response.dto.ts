@@ -12,6 +12,8 @@ export class ChatMessageDto {
   @ApiProperty() createdAt: string;
   /** added (issue 13): how an assistant message's turn ended (`max_tokens`: cut off by the token limit); null for user messages */
   @ApiPropertyOptional({ nullable: true, type: String }) stopReason?: string | null;
+  /** added (issue 13): the model that answered an assistant message; null for user messages and older answers */
+  @ApiPropertyOptional({ nullable: true, type: String, description: 'the model that answered (assistant messages; null otherwise)' }) model?: string | null;
   /**
    * added (issue 13): what happened in an assistant message's turn, in order, as its stream
    * showed it; [] for user messages and for turns stored before steps were kept
@@ -41,7 +43,8 @@ export function mapMessage(m: ChatMessageEntity): ChatMessageDto {
   const stopReason = m.role === 'assistant' && typeof m.metadata?.stopReason === 'string' ? m.metadata.stopReason : null;
   const steps = m.role === 'assistant' && Array.isArray(m.metadata?.steps) ? m.metadata.steps : [];
   const parentRequestId = m.role === 'assistant' && typeof m.metadata?.forkOf?.requestId === 'string' ? m.metadata.forkOf.requestId : null;
-  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, steps, parentRequestId };
+  const model = m.role === 'assistant' && typeof m.metadata?.model === 'string' ? m.metadata.model : null;
+  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, model, steps, parentRequestId };
 }
 
 export function mapConversation(c: ConversationEntity): ConversationDto {

@@ -24,6 +24,10 @@ export class SendMessageOptionsDto {
   @ApiPropertyOptional({ default: false, description: 'keep the run going after the client disconnects (follow it via /api/chat/runs/:requestId/events)' })
   @IsOptional() @IsBoolean()
   detach?: boolean;
+
+  @ApiPropertyOptional({ maxLength: 200, description: 'added (issue 13): the model for this turn, one of LLM_MODELS (GET /api/config/capabilities lists them); beats the conversation setting' })
+  @IsOptional() @IsString({ message: 'options.model must be a string' }) @MinLength(1) @MaxLength(200)
+  model?: string;
 }
 
 /** Body of POST /api/chat/messages and /api/chat/messages_two_stage. */
@@ -57,6 +61,10 @@ export class ConversationSettingsDto {
   @ApiPropertyOptional({ maxLength: 4000, description: 'custom instructions added to the system prompt' })
   @IsOptional() @IsString() @MaxLength(4000)
   customInstructions?: string;
+
+  @ApiPropertyOptional({ maxLength: 200, description: 'added (issue 13): the model of the conversation\'s turns, one of LLM_MODELS; a message\'s options.model beats it' })
+  @IsOptional() @IsString({ message: 'model must be a string' }) @MinLength(1) @MaxLength(200)
+  model?: string;
 }
 
 export class ListConversationsQueryDto {

@@ -4,6 +4,8 @@ import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, UpdateDateCol
 export interface ConversationSettings {
   orchestratorEnabled?: boolean;
   customInstructions?: string;
+  /** one of LLM_MODELS */
+  model?: string;
 }
 
 @Entity({ name: 'conversations' })

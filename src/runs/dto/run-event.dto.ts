@@ -18,6 +18,7 @@ export class RunEventEnvelopeDto {
 export class StartEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['two-stage', 'unified', 'command'] }) protocol: string;
   @ApiProperty({ nullable: true, type: String, description: 'the stored user message' }) userMessageId: string | null;
+  @ApiPropertyOptional({ description: 'added (issue 13): the model the turn talks to (LLM_MODELS)' }) model?: string;
   @ApiPropertyOptional({ description: 'true on a resumed stream' }) resumed?: boolean;
   @ApiPropertyOptional({ description: 'a resumed stream: the checkpoint it continues from' }) resumeFromPhaseIndex?: number;
   @ApiPropertyOptional({ format: 'uuid', description: 'added: a fork (a resume from an older checkpoint, or of a finished run) is a new run; this is the run it was forked from, whose checkpoint resumeFromPhaseIndex names' }) parentRequestId?: string;

@@ -11,6 +11,8 @@ export interface RunOptions {
   budgets?: TurnBudgets;
   debugShowToolResults?: boolean;
   detach?: boolean;
+  /** the model the turn talks to (a resume keeps it) */
+  model?: string;
 }
 
 /** The `checkpoint` column: the protocol's checkpoint state per phase (the protocol parses each). */
