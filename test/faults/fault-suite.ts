@@ -396,7 +396,10 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
     if (stored.some((e) => e.type === 'tool_progress' && e.data.action === 'calling' && JSON.stringify(e.data.params ?? '').includes('[[[['))) v.push('a tool ran with the deep arguments');
   }
   if (pages !== undefined) {
-    const shown = stored.filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && e.data.tool === 'fetch_page').length;
+    // a call refused before it runs (by the argument policy: validation_error) never reaches the page
+    const fetches = stored.filter((e) => e.type === 'tool_progress' && e.data.tool === 'fetch_page');
+    const refused = new Set(fetches.filter((e) => e.data.action !== 'calling' && e.data.outcome === 'validation_error').map((e) => String(e.data.callId)));
+    const shown = fetches.filter((e) => e.data.action === 'calling' && !refused.has(String(e.data.callId))).length;
     if (pages !== shown) v.push(`fetch_page's page was served ${pages} times for ${shown} recorded executions`);
   }
   return v;
