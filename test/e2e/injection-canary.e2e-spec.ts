@@ -7,7 +7,7 @@ import { AppConfigService } from '../../src/config/app-config.service';
 import { SecretRegistry } from '../../src/common/secrets/secret-registry';
 import { loggingParams } from '../../src/observability/logging';
 import { startApp, type TestApp } from '../support/app';
-import { fixtureServer, waitFor } from '../support/mcp-test-kit';
+import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
 import { startCanary, startTestServer, type Canary, type TestServer } from '../support/net-test-servers';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
@@ -69,10 +69,7 @@ describe('injection canaries', () => {
     writeFileSync(join(t.workspace, 'default', 'kb', 'deploy.md'), `# Deployment\n\nDeploy with docker compose. ${injection('knowledge')}\n`);
     const ingest = await fetch(`${t.url}/api/knowledge/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(ingest.status).toBe(200);
-    await waitFor(async () => {
-      const tools: Array<{ name: string; available: boolean }> = await (await fetch(`${t.url}/api/tools`)).json();
-      return tools.some((x) => x.name === 'fx__read_note' && x.available);
-    }, 15_000, 'the fixture MCP server');
+    await waitForTool(t.url, 'fx__read_note');
   }, 30_000);
   afterAll(async () => {
     await t?.close();

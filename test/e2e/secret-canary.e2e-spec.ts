@@ -8,7 +8,7 @@ import { AppConfigService } from '../../src/config/app-config.service';
 import { SecretRegistry } from '../../src/common/secrets/secret-registry';
 import { loggingParams } from '../../src/observability/logging';
 import { startApp, type TestApp } from '../support/app';
-import { fixtureServer, waitFor } from '../support/mcp-test-kit';
+import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
 import { startCanary, type Canary } from '../support/net-test-servers';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
@@ -49,10 +49,7 @@ describe('secret canaries', () => {
         setup: (app) => app.useLogger(app.get(Logger)),
       },
     );
-    await waitFor(async () => {
-      const tools: Array<{ name: string; available: boolean }> = await (await fetch(`${t.url}/api/tools`)).json();
-      return tools.some((x) => x.name === 'fx__echo_env' && x.available);
-    }, 15_000, 'the fixture MCP server');
+    await waitForTool(t.url, 'fx__echo_env');
   }, 30_000);
   afterAll(async () => {
     await t?.close();

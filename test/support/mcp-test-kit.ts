@@ -94,3 +94,11 @@ export function processAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** Waits until the service at `url` lists `tool` as available (an MCP server connects after start-up). */
+export async function waitForTool(url: string, tool: string, timeoutMs = 15_000): Promise<void> {
+  await waitFor(async () => {
+    const tools: Array<{ name: string; available: boolean }> = await (await fetch(`${url}/api/tools`)).json();
+    return tools.some((x) => x.name === tool && x.available);
+  }, timeoutMs, `tool ${tool} from the MCP server`);
+}
