@@ -1,13 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { Logger, PARAMS_PROVIDER_TOKEN } from 'nestjs-pino';
-import { AppConfigService } from '../../src/config/app-config.service';
-import { SecretRegistry } from '../../src/common/secrets/secret-registry';
-import { loggingParams } from '../../src/observability/logging';
 import { startApp, type TestApp } from '../support/app';
+import { captureLogs } from '../support/log-capture';
 import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
 import { startCanary, type Canary } from '../support/net-test-servers';
 import { ReplayServer, respond } from '../support/replay-server';
@@ -21,13 +17,8 @@ describe('secret canaries', () => {
   let llm: ReplayServer;
   let canary: Canary;
   let t: TestApp;
-  const logs: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      logs.push(chunk.toString('utf8'));
-      done();
-    },
-  });
+  const captured = captureLogs();
+  const logs = captured.logs;
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
@@ -40,14 +31,7 @@ describe('secret canaries', () => {
         LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', LLM_API_KEY: KEY_CANARY,
         TWO_STAGE_ENABLED: 'true', MCP_CONFIG: join(dir, 'mcp.json'), FETCH_ALLOW_HOSTS: canary.hostPort, LOG_LEVEL: 'debug',
       },
-      {
-        override: (b) =>
-          b.overrideProvider(PARAMS_PROVIDER_TOKEN).useFactory({
-            factory: (c: AppConfigService, s: SecretRegistry) => loggingParams(c, sink, s),
-            inject: [AppConfigService, SecretRegistry],
-          }),
-        setup: (app) => app.useLogger(app.get(Logger)),
-      },
+      captured.options,
     );
     await waitForTool(t.url, 'fx__echo_env');
   }, 30_000);
