@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo } from './database-info';
+import { TickBatcher } from '../common/util/tick-batcher';
 
 type Handler = (payload: string) => void;
 
@@ -19,6 +20,12 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
  *   path above it is the same, in one process.
  * NOTIFY goes through the data source (`SELECT pg_notify(…)`) in both cases.
  */
+interface Notification {
+  channel: string;
+  payload: string;
+  resolve(): void;
+}
+
 @Injectable()
 export class DbNotifierService implements OnApplicationShutdown {
   private readonly logger = new Logger('DbNotifier');
@@ -27,9 +34,8 @@ export class DbNotifierService implements OnApplicationShutdown {
   private client: Client | null = null;
   private connecting: Promise<void> | null = null;
   private closed = false;
-  private readonly outbox: Array<{ channel: string; payload: string; resolve(): void }> = [];
-  private notifying = false;
-  private notifyScheduled = false;
+  /** at most 500 notifications per statement */
+  private readonly outbox = new TickBatcher<Notification>((batch) => this.send(batch), (queue) => Math.min(queue.length, 500));
 
   constructor(
     private readonly ds: DataSource,
@@ -57,25 +63,10 @@ export class DbNotifierService implements OnApplicationShutdown {
    * connections (and commits) from the event writes.
    */
   notify(channel: string, payload: string): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.outbox.push({ channel, payload, resolve });
-      this.scheduleNotify();
-    });
+    return new Promise<void>((resolve) => this.outbox.add({ channel, payload, resolve }));
   }
 
-  private scheduleNotify(): void {
-    if (this.notifying || this.notifyScheduled) return;
-    this.notifyScheduled = true;
-    setImmediate(() => {
-      this.notifyScheduled = false;
-      void this.sendNotifications();
-    });
-  }
-
-  private async sendNotifications(): Promise<void> {
-    const batch = this.outbox.splice(0, 500);
-    if (batch.length === 0) return;
-    this.notifying = true;
+  private async send(batch: Notification[]): Promise<void> {
     const params: string[] = [];
     const seen = new Set<string>();
     const tuples: string[] = [];
@@ -91,9 +82,7 @@ export class DbNotifierService implements OnApplicationShutdown {
     } catch (err) {
       this.logger.warn(`NOTIFY ${[...new Set(batch.map((n) => n.channel))].join(', ')} failed: ${(err as Error).message}`);
     } finally {
-      this.notifying = false;
       for (const n of batch) n.resolve();
-      if (this.outbox.length) this.scheduleNotify();
     }
   }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { rowCount, TraceDeletionService } from '../trace/trace-deletion.service';
+import { queryResult } from '../database/query-result';
+import { TraceDeletionService } from '../trace/trace-deletion.service';
 import { RunsException, RunsExceptionCode } from './runs.exception';
 
 /** What deleting a conversation's runs removed. */
@@ -44,8 +45,8 @@ export class RunDeletionService {
     const requestIds = rows.map((r) => r.request_id);
     if (requestIds.length === 0) return { requestIds, runs: 0, runEvents: 0, traceEvents: 0 };
     const traceEvents = await this.traces.deleteForRequests(m, requestIds);
-    const runEvents = rowCount(await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING id`, [requestIds]));
-    const runs = rowCount(await m.query(`DELETE FROM runs WHERE request_id = ANY($1::uuid[]) RETURNING request_id`, [requestIds]));
+    const runEvents = queryResult(await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING id`, [requestIds])).count;
+    const runs = queryResult(await m.query(`DELETE FROM runs WHERE request_id = ANY($1::uuid[]) RETURNING request_id`, [requestIds])).count;
     return { requestIds, runs, runEvents, traceEvents };
   }
 

@@ -1,10 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
+import { TickBatcher } from '../common/util/tick-batcher';
+import { type FencedAppend, LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
 
-interface Pending {
-  requestId: string;
-  owner: string;
-  rows: StoredRunEvent[];
+interface Pending extends FencedAppend {
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -26,10 +24,9 @@ export class RunEventWriter {
   /** PostgreSQL takes at most 65,535 parameters per statement; 5 per row */
   static readonly MAX_ROWS = 2000;
   private readonly logger = new Logger('RunEventWriter');
-  private queue: Pending[] = [];
-  private writing = false;
   /** statements written and rows they carried, since start (for the load benchmark and tests) */
   readonly stats = { statements: 0, rows: 0 };
+  private readonly batcher = new TickBatcher<Pending>((batch) => this.write(batch), (queue) => fitting(queue, RunEventWriter.MAX_ROWS));
 
   constructor(private readonly events: RunEventRepository) {}
 
@@ -37,28 +34,7 @@ export class RunEventWriter {
   append(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
     if (closing) return this.events.appendFenced(requestId, owner, rows, closing);
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({ requestId, owner, rows, resolve, reject });
-      // what else arrives in this tick rides along
-      if (!this.writing) {
-        this.writing = true;
-        setImmediate(() => void this.drain());
-      }
-    });
-  }
-
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch: Pending[] = [];
-      let rows = 0;
-      while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0].rows.length <= RunEventWriter.MAX_ROWS)) {
-        const p = this.queue.shift()!;
-        batch.push(p);
-        rows += p.rows.length;
-      }
-      await this.write(batch);
-    }
-    this.writing = false;
+    return new Promise<void>((resolve, reject) => this.batcher.add({ requestId, owner, rows, resolve, reject }));
   }
 
   private async write(batch: Pending[]): Promise<void> {
@@ -87,4 +63,12 @@ export class RunEventWriter {
     for (const n of stored.values()) this.stats.rows += n;
     return stored;
   }
+}
+
+/** How many queued appends, from the first, fit in one statement of at most `maxRows` rows (at least one). */
+function fitting(queue: readonly Pending[], maxRows: number): number {
+  let rows = 0;
+  let n = 0;
+  while (n < queue.length && (n === 0 || rows + queue[n].rows.length <= maxRows)) rows += queue[n++].rows.length;
+  return n;
 }

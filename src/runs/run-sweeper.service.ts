@@ -3,7 +3,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { emptyUsage } from '../orchestration/protocol-event';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
-import { forkPrefix } from './fork-prefix';
+import { forkPrefix, textUpTo } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus } from './run-event-bus.service';
@@ -69,10 +69,9 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     // a fork's answer starts with its parent's text up to the checkpoint, as if it had run to the end
     const row = await this.runs.findById(run.requestId);
     const prefix = row ? await forkPrefix(this.runs, this.events, row) : '';
-    const content = prefix + stored.filter((e) => e.type === 'chunk').map((e) => String(e.data.content ?? '')).join('');
+    const content = prefix + textUpTo(stored, Infinity);
     const stopReason = status === 'failed' ? 'error' : 'cancelled';
-    const steps = new TurnStepsRecorder();
-    for (const e of stored) steps.apply(e.type, e.data);
+    const steps = new TurnStepsRecorder(TurnStepsRecorder.fromStored(stored));
     if (status === 'failed') steps.apply('error', { code: 'instance_lost', message: INSTANCE_LOST_MESSAGE });
     const { message } = await this.conversations.insertAssistantOnce(run.conversationId, run.requestId, content, status === 'failed' ? 'error' : 'cancelled', {
       stopReason,

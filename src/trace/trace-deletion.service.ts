@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { TraceWriterService } from './trace-writer.service';
+import { queryResult } from '../database/query-result';
 
 /**
  * Deletes the stored trace of given requests (a deleted conversation's runs). Trace rows have
@@ -23,12 +24,6 @@ export class TraceDeletionService {
   async deleteForRequests(m: EntityManager, requestIds: string[]): Promise<number> {
     if (requestIds.length === 0) return 0;
     const res: unknown = await m.query(`DELETE FROM trace_events WHERE request_id = ANY($1::varchar[]) RETURNING id`, [requestIds]);
-    return rowCount(res);
+    return queryResult(res).count;
   }
-}
-
-/** `DELETE … RETURNING` through TypeORM's postgres driver yields `[rows, count]`. */
-export function rowCount(res: unknown): number {
-  if (Array.isArray(res) && res.length === 2 && typeof res[1] === 'number') return res[1];
-  return Array.isArray(res) ? res.length : 0;
 }

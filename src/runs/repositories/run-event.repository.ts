@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
+import { queryResult } from '../../database/query-result';
 import { RunEventEntity } from '../entities/run-event.entity';
 
 /** How a run ends together with its terminal event (`done` or `paused`). */
@@ -80,7 +81,7 @@ export class RunEventRepository {
        RETURNING seq`,
       params,
     );
-    if (rowCount(res) !== rows.length) throw new LeaseLostError(requestId);
+    if (queryResult(res).count !== rows.length) throw new LeaseLostError(requestId);
   }
 
   /**
@@ -111,7 +112,7 @@ export class RunEventRepository {
        RETURNING request_id`,
       params,
     );
-    for (const row of returnedRows(res)) {
+    for (const row of queryResult(res).rows) {
       const id = String((row as { request_id: unknown }).request_id);
       stored.set(id, (stored.get(id) ?? 0) + 1);
     }
@@ -137,14 +138,4 @@ export class RunEventRepository {
       .getRawOne<{ max: string | number }>();
     return Number(r?.max ?? 0);
   }
-}
-
-function returnedRows(res: unknown): unknown[] {
-  if (Array.isArray(res) && res.length === 2 && Array.isArray(res[0]) && typeof res[1] === 'number') return res[0];
-  return Array.isArray(res) ? res : [];
-}
-
-function rowCount(res: unknown): number {
-  if (Array.isArray(res) && res.length === 2 && Array.isArray(res[0]) && typeof res[1] === 'number') return res[1];
-  return Array.isArray(res) ? res.length : 0;
 }
