@@ -56,6 +56,13 @@ describe.each([
 
   const offered = (i: number) => ((llm.chatRequests[i].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((x) => x.function.name);
 
+  /** The system message a step sent (two-stage sends none naming tools: empty). */
+  const systemText = (i: number) =>
+    ((llm.chatRequests[i].body as { messages: Array<{ role: string; content: unknown }> }).messages ?? [])
+      .filter((m) => m.role === 'system')
+      .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+      .join('\n');
+
   it('offers the tools the request needs, keeps a called tool, re-ranks with the model text, and traces each step', async () => {
     const catalogSize = (await (await fetch(`${t.url}/api/tools`)).json().catch(() => [])).length;
     llm.enqueue(
@@ -75,6 +82,13 @@ describe.each([
     // the tool called in step 1 is still offered in step 2
     expect(offered(1)).toContain('get_weather_forecast');
     expect(offered(1)).toContain('get_currency_exchange_rate');
+    // the prompt text describes only the offered tools, not the whole catalog
+    for (const i of [0, 1]) {
+      const system = systemText(i);
+      const described = catalog().map((x) => x.name).filter((n) => system.includes(`- ${n}:`));
+      if (_p === 'unified') expect(described.length).toBeGreaterThan(0);
+      expect(described.every((n) => offered(i).includes(n))).toBe(true);
+    }
 
     const trace = await (await fetch(`${t.url}/api/trace?requestId=${done.data.requestId}`)).json();
     const records = (Array.isArray(trace) ? trace : trace.items ?? trace.events ?? []) as Array<{ type: string; details: Record<string, unknown> }>;

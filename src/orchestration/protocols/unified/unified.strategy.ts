@@ -43,12 +43,15 @@ interface TurnState {
   duplicateStrikes: number;
   /** some answer text was streamed: the next step's text starts after a paragraph break */
   wrote: boolean;
+  /** the tools the latest model step was offered */
+  lastOffered?: LlmToolSpec[];
 }
 
 /** Everything about the turn that is fixed once it starts. */
 interface TurnSetup {
   budget: UnifiedBudget;
-  system: string;
+  /** the system prompt naming the tools one step offers (a large catalog offers a subset per step) */
+  systemFor: (offered: LlmToolSpec[]) => string;
   history: LlmMessage[];
   user: LlmMessage | undefined;
   specs: LlmToolSpec[];
@@ -118,7 +121,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
       history,
       user,
       specs,
-      system: buildAgentSystemPrompt({ tools: specs, modules, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens }),
+      systemFor: memoByNames((tools) => buildAgentSystemPrompt({ tools, modules, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens })),
     };
 
     while (true) {
@@ -143,8 +146,9 @@ export class UnifiedStrategy implements ProtocolStrategy {
    */
   private async *finalAnswer(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why: 'max_iterations' | 'duplicate_limit'): AsyncGenerator<ProtocolEvent, void, undefined> {
     if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
-    const system = `${t.system}\n\n${FINAL_ANSWER_INSTRUCTION[why]}`;
-    const stream = yield* this.startStep(ctx, s, { ...t, system, specs: [] }, true);
+    // the tool-free call keeps the last step's prompt, so it reads the tool results against the same guidance
+    const system = `${t.systemFor(s.lastOffered ?? t.specs)}\n\n${FINAL_ANSWER_INSTRUCTION[why]}`;
+    const stream = yield* this.startStep(ctx, s, { ...t, systemFor: () => system, specs: [] }, true);
     const res = yield* stream.step();
     addUsage(s.usage, res.usage);
     if (res.text.length > 0) s.wrote = true;
@@ -167,7 +171,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
     yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
     const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
     const offered = final ? [] : offeredTools(ctx, t.specs, { index: s.modelSteps, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
-    const { messages, report } = assembleMessages({ system: t.system, history: t.history, user: t.user, steps: s.steps, specs: offered, budget: t.budget });
+    if (!final) s.lastOffered = offered;
+    const { messages, report } = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: s.steps, specs: offered, budget: t.budget });
     traceStep(ctx, 'llm_request', {
       phase: 'action_phase',
       phaseIndex: s.phaseIndex,
@@ -336,6 +341,20 @@ async function capabilitiesOf(ctx: ProtocolExecutionContext): Promise<LlmCapabil
   } catch {
     return undefined;
   }
+}
+
+/** Builds a step's system prompt once per distinct set of offered tools (steps often offer the same set). */
+function memoByNames(build: (tools: LlmToolSpec[]) => string): (tools: LlmToolSpec[]) => string {
+  let key: string | undefined;
+  let text = '';
+  return (tools) => {
+    const k = tools.map((t) => t.name).join('\n');
+    if (k !== key) {
+      key = k;
+      text = build(tools);
+    }
+    return text;
+  };
 }
 
 /** The project's knowledge modules for the system prompt: only when rag_query is offered; never fails the turn. */
