@@ -33,10 +33,23 @@ export function searchMultiIntent(
   minScore = 0,
   filter?: (name: string) => boolean,
 ): MultiIntentResult {
-  const intents = distinctTasks(splitIntents(request));
-  if (intents.length <= 1) return { hits: index.search(request, k, minScore, filter), intents: [request] };
+  return fuseTasks(request, tasksOf(request), k, (q, limit) => index.search(q, limit, minScore, filter));
+}
+
+/** The distinct tasks of a request (splitIntents, then distinctTasks); one or none: a single task. */
+export function tasksOf(request: string): string[] {
+  return distinctTasks(splitIntents(request));
+}
+
+/**
+ * The fusion of searchMultiIntent over any ranking of one text (`rank`, best first): with one
+ * task, `rank(request, k)`; with several, the whole request's list and each task's list fused
+ * round-robin, the whole request first; a hit keeps its best score in any list.
+ */
+export function fuseTasks(request: string, tasks: string[], k: number, rank: (text: string, limit: number) => ToolIndexHit[]): MultiIntentResult {
+  if (tasks.length <= 1) return { hits: rank(request, k), intents: [request] };
   const limit = Math.floor(k);
-  const lists = [request, ...intents].map((q) => index.search(q, limit, minScore, filter));
+  const lists = [request, ...tasks].map((q) => rank(q, limit));
   const best = new Map<string, ToolIndexHit>();
   for (const list of lists) {
     for (const h of list) if ((best.get(h.name)?.score ?? -1) < h.score) best.set(h.name, h);
@@ -45,7 +58,7 @@ export function searchMultiIntent(
     lists.map((l) => l.map((h) => h.name)),
     limit,
   );
-  return { hits: fused.map((n) => best.get(n)!), intents };
+  return { hits: fused.map((n) => best.get(n)!), intents: tasks };
 }
 
 /**

@@ -139,4 +139,23 @@ describe('ToolIndexService with an embedding model', () => {
     expect((await svc.retrieve('read a file', 1)).map((h) => h.name)).toEqual(['read_file']);
     embedder.fail = false;
   });
+
+  it('keeps one place per task of a request with several tasks, as search does', async () => {
+    const registry = new ToolRegistryService(config, sink);
+    for (const kind of ['forecast', 'alerts', 'radar', 'history', 'map']) {
+      registry.register(tool(`weather_${kind}`, `Weather ${kind} for a city: weather ${kind} by city.`, { city: { type: 'string' } }));
+    }
+    registry.register(tool('read_file', 'Read a text file.', { path: { type: 'string' } }));
+    const svc = new ToolIndexService(registry, config, embedder);
+    await svc.embeddingsSettled();
+    // the second task shares no word with read_file: only the embedding finds it
+    const request = 'Show the weather forecast, weather alerts and weather radar for Paris. Then open my document.';
+    const calls = embedder.calls;
+    const top = (await svc.retrieve(request, 3)).map((h) => h.name);
+    // the whole request and each task are embedded in one call
+    expect(embedder.calls).toBe(calls + 1);
+    // the salient weather task does not take every place: the document task keeps its own
+    expect(top).toContain('read_file');
+    expect(top.filter((n) => n.startsWith('weather_'))).toHaveLength(2);
+  });
 });

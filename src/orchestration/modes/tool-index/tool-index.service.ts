@@ -5,7 +5,7 @@ import { summarizeParameters } from './tool-text.util';
 import { assertUnreachable } from '../../../common/util/assert-unreachable.util';
 import { ToolRegistryService, type ToolRegistryChange } from '../../../tools/tool-registry.service';
 import { ToolIndex, type ToolIndexHit } from './tool-index';
-import { searchMultiIntent } from './multi-intent-search';
+import { fuseTasks, searchMultiIntent, tasksOf } from './multi-intent-search';
 
 /**
  * The NarrowTopK tool index, kept in step with ToolRegistryService: it indexes every tool
@@ -71,30 +71,45 @@ export class ToolIndexService implements OnModuleDestroy {
 
   /**
    * NarrowTopK's retrieval. BM25 alone without an embedding model. With one, each tool's
-   * text is embedded once (on registration/change) and the request per search, and the two
-   * signals are fused linearly: score = (BM25 score + cosine similarity) / 2, both in 0..1, so
-   * `minScore` keeps its meaning and a paraphrase BM25 misses can still be found. A failed or
-   * slow embedding call (EMBED_QUERY_TIMEOUT_MS) falls back to BM25 for that search.
+   * text is embedded once (on registration/change) and, per search, the request and each of its
+   * tasks (one embedding call). Each text is ranked by fusing the two signals linearly over the
+   * union of its BM25 and cosine candidates: score = (BM25 score + cosine) / 2, both in 0..1, so
+   * `minScore` keeps its meaning and a paraphrase BM25 misses can still be found. (Rescaling the
+   * cosine between the candidates' lowest and highest was measured too: worse, bench/README.md.)
+   * The per-text lists are fused across tasks as `search` fuses them (fuseTasks), so a request
+   * with several tasks keeps one place per task; fusing only the whole request's text let the
+   * most salient task take every place. A failed
+   * or slow embedding call (EMBED_QUERY_TIMEOUT_MS) falls back to BM25 for that search.
    */
   async retrieve(query: string, k: number, minScore = 0, filter?: (name: string) => boolean, signal?: AbortSignal): Promise<ToolIndexHit[]> {
     if (!this.embedder || this.vectors.size === 0) return this.search(query, k, minScore, filter);
-    const wide = Math.max(k * 4, 20);
-    const bm25 = this.search(query, wide, 0, filter);
-    let q: number[] | undefined;
+    const tasks = tasksOf(query);
+    const texts = tasks.length > 1 ? [query, ...tasks] : [query];
+    let vecs: number[][] | undefined;
     try {
       const timeout = AbortSignal.timeout(ToolIndexService.EMBED_QUERY_TIMEOUT_MS);
-      [q] = await this.embedder.embed([query], signal ? AbortSignal.any([signal, timeout]) : timeout);
+      vecs = await this.embedder.embed(texts, signal ? AbortSignal.any([signal, timeout]) : timeout);
     } catch (err) {
       this.logger.warn(`query embedding failed, BM25 only: ${(err as Error).message}`);
     }
-    if (!q) return this.search(query, k, minScore, filter);
-    const cos = new Map<string, number>();
-    for (const [name, v] of this.vectors) if (!filter || filter(name)) cos.set(name, Math.max(0, cosine(q, v)));
-    const bm = new Map(bm25.map((h) => [h.name, h] as const));
-    const names = new Set([...bm.keys(), ...[...cos.entries()].sort((a, b) => b[1] - a[1]).slice(0, wide).map(([n]) => n)]);
+    if (!vecs || vecs.length !== texts.length) return this.search(query, k, minScore, filter);
+    const byText = new Map(texts.map((t, i) => [t, vecs[i]] as const));
+    return fuseTasks(query, tasks, k, (text, limit) => this.hybrid(text, byText.get(text)!, limit, minScore, filter)).hits;
+  }
+
+  /** One text ranked by BM25 and cosine together (see `retrieve`). */
+  private hybrid(text: string, q: number[], k: number, minScore: number, filter?: (name: string) => boolean): ToolIndexHit[] {
+    const wide = Math.max(k * 4, 20);
+    const bm = new Map(this.index.search(text, wide, 0, filter).map((h) => [h.name, h] as const));
+    const cos: Array<[string, number]> = [];
+    for (const [name, v] of this.vectors) if ((!filter || filter(name)) && this.index.has(name)) cos.push([name, cosine(q, v)]);
+    cos.sort((a, b) => b[1] - a[1]);
+    const cosOf = new Map(cos);
+    const names = new Set([...bm.keys(), ...cos.slice(0, wide).map(([n]) => n)]);
     return [...names]
-      .filter((name) => this.index.has(name))
-      .map((name) => ({ name, score: ((bm.get(name)?.score ?? 0) + (cos.get(name) ?? 0)) / 2, origin: bm.get(name)?.origin ?? this.originOf(name) }))
+      .map((name) => {
+        return { name, score: ((bm.get(name)?.score ?? 0) + Math.max(0, cosOf.get(name) ?? 0)) / 2, origin: bm.get(name)?.origin ?? this.originOf(name) };
+      })
       .filter((h) => h.score >= minScore && h.score > 0)
       .sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1))
       .slice(0, Math.max(0, Math.floor(k)));
