@@ -3,6 +3,7 @@
  *
  *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single]
  *   npx tsx bench/tool-retrieval.ts --scale 1k,10k,50k   (synthetic-scale mode, tool-retrieval-scale.ts)
+ *   npx tsx bench/tool-retrieval.ts --embeddings glove   (also BM25 + a local embedding model, tool-retrieval-embedding.ts)
  *
  * Loads every tool into a ToolIndex (one `add` at a time, as the registry does), runs every
  * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
@@ -14,6 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
 import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
+import { compareWithEmbeddings } from './tool-retrieval-embedding';
 import { printScale, runScale } from './tool-retrieval-scale';
 
 const REPO_ROOT = resolve(__dirname, '..');
@@ -26,6 +28,8 @@ interface Args {
   json: boolean;
   single: boolean;
   scale: number[];
+  /** `glove`: also compare BM25 with BM25 + a local embedding model (tool-retrieval-embedding.ts) */
+  embeddings?: 'glove';
 }
 
 interface QueryRow {
@@ -80,9 +84,12 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--k') args.k = Number(value());
     else if (a === '--json') args.json = true;
     else if (a === '--single') args.single = true;
-    else if (a === '--scale') args.scale = value().split(',').map((s) => Number(s.replace(/k$/i, '000')));
+    else if (a === '--embeddings') {
+      if (value() !== 'glove') throw new Error('--embeddings takes: glove');
+      args.embeddings = 'glove';
+    } else if (a === '--scale') args.scale = value().split(',').map((s) => Number(s.replace(/k$/i, '000')));
     else if (a === '--help' || a === '-h') {
-      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k]');
+      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k] [--embeddings glove]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -150,7 +157,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted[i];
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const started = performance.now();
   const args = parseArgs(process.argv.slice(2));
   const rawTools = readJsonl<{ name: string; description?: string; parameters?: Record<string, unknown> }>(args.tools);
@@ -305,11 +312,10 @@ function main(): void {
   const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
   console.log(`total run time ${(result.totalMs / 1000).toFixed(2)} s`);
+  if (args.embeddings === 'glove') await compareWithEmbeddings(tools, queries, categoryOf);
 }
 
-try {
-  main();
-} catch (err) {
-  console.error(`tool-retrieval: ${(err as Error).message}`);
+main().catch((err: Error) => {
+  console.error(`tool-retrieval: ${err.message}`);
   process.exit(2);
-}
+});
