@@ -26,6 +26,7 @@ async function main(): Promise<void> {
       const list = projects.split(',').map((p) => p.trim()).filter(Boolean);
       if (!list.every((p) => p === '*' || /^[A-Za-z0-9_-]{1,64}$/.test(p))) throw new Error("each project must match [A-Za-z0-9_-]{1,64} or be '*'");
       if (expiresAt && Number.isNaN(Date.parse(expiresAt))) throw new Error('expiresAt must be an ISO 8601 date');
+      if (expiresAt && Date.parse(expiresAt) <= Date.now()) throw new Error('expiresAt must be in the future');
       console.log(JSON.stringify(await store.create({ name, projects: list, role, expiresAt: expiresAt ?? null }), null, 2));
     } else if (cmd === 'list') {
       console.log(JSON.stringify(await store.list(), null, 2));

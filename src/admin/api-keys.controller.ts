@@ -1,5 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, ParseUUIDPipe, Post } from '@nestjs/common';
-import { ApiCreatedResponse, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { BadRequestException, Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../common/auth/admin-only.decorator';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './api-keys.dto';
 import { ApiKeysService } from './api-keys.service';
@@ -14,7 +14,10 @@ export class ApiKeysController {
   @Post()
   @ApiOperation({ operationId: 'createApiKey', summary: 'Create a key bound to projects; the key is shown only in this answer' })
   @ApiCreatedResponse({ type: CreatedApiKeyDto })
+  @ApiBadRequestResponse({ description: 'invalid body, or expiresAt not in the future (nothing is stored)' })
   create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
+    // a key born expired would be handed out as if it worked
+    if (dto.expiresAt !== undefined && Date.parse(dto.expiresAt) <= Date.now()) throw new BadRequestException('expiresAt must be in the future');
     return this.keys.store.create(dto);
   }
 

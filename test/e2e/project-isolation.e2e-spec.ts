@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { startApp, type TestApp } from '../support/app';
 import { sse } from '../support/sse-client';
 
@@ -22,9 +23,21 @@ describe('keys bound to projects', () => {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   const createKey = async (body: unknown, key = ROOT) => req(key, 'POST', '/api/admin/keys', body);
+  /** Any method with a JSON body, GET included (fetch refuses a GET body; a client need not). */
+  const raw = (key: string, method: string, path: string, body: unknown) =>
+    new Promise<number>((resolve, reject) => {
+      const data = JSON.stringify(body);
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) };
+      const r = httpRequest(`${t.url}${path}`, { method, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      r.on('error', reject);
+      r.end(data);
+    });
 
   beforeAll(async () => {
-    t = await startApp({ API_KEYS: ROOT });
+    t = await startApp({ API_KEYS: ROOT, TWO_STAGE_ENABLED: 'true' });
     const a = await createKey({ name: 'alpha app', projects: ['alpha'], role: 'user' });
     expect(a.status).toBe(201);
     const created = await a.json();
@@ -76,9 +89,32 @@ describe('keys bound to projects', () => {
     ['POST', '/api/knowledge/ingest', () => '/api/knowledge/ingest', { projectId: 'alpha' }],
     ['POST', '/api/orchestration/execute', () => '/api/orchestration/execute', { userInput: 'x', projectId: 'alpha' }],
     ['GET', '/api/tools?projectId=alpha', () => '/api/tools?projectId=alpha', undefined],
+    ['POST', '/api/chat/messages_two_stage', () => '/api/chat/messages_two_stage', { content: 'hi', projectId: 'alpha' }],
+    ['POST', '/api/orchestration/execute/stream', () => '/api/orchestration/execute/stream', { userInput: 'x', projectId: 'alpha' }],
   ])('%s %p with the other project\'s key is a 404', async (method, _label, path, body) => {
     const res = await req(keyB, method, path(), typeof body === 'function' ? body() : body);
     expect(res.status).toBe(404);
+  });
+
+  // the project named where the handler does not read it must not stand in for the one it reads
+  it.each([
+    ['GET', '/api/chat/conversations?projectId=alpha', { projectId: 'beta' }],
+    ['GET', '/api/trace?projectId=alpha', { projectId: 'beta' }],
+    ['GET', '/api/knowledge/search?projectId=alpha&q=roadmap', { projectId: 'beta' }],
+    ['GET', '/api/knowledge/modules?projectId=alpha', { projectId: 'beta' }],
+    ['POST', '/api/chat/messages?projectId=beta', { content: 'hi' }],
+    ['POST', '/api/chat/messages_two_stage?projectId=beta', { content: 'hi' }],
+    ['POST', '/api/knowledge/ingest?projectId=beta', {}],
+    ['POST', '/api/orchestration/execute?projectId=beta', { userInput: 'x' }],
+    ['POST', '/api/chat/messages?projectId=alpha', { content: 'hi', projectId: 'beta' }],
+  ])('%s %s with the own project named elsewhere (%j) is a 404', async (method, path, body) => {
+    expect(await raw(keyB, method, path, body)).toBe(404);
+  });
+
+  it('still serves a key its own project when both places name it', async () => {
+    expect(await raw(keyB, 'GET', '/api/chat/conversations?projectId=beta', { projectId: 'beta' })).toBe(200);
+    const turn = await sse(`${t.url}/api/chat/messages?projectId=beta`, { body: { content: 'hi', projectId: 'beta' }, headers: { authorization: `Bearer ${keyB}` } });
+    expect(turn.events.at(-1)!.event).toBe('done');
   });
 
   it('changes nothing: the run and the conversation are as they were', async () => {
@@ -104,7 +140,11 @@ describe('keys bound to projects', () => {
   });
 
   it('refuses an expired key and a revoked key', async () => {
-    const expired = await (await createKey({ name: 'old', projects: ['alpha'], role: 'user', expiresAt: '2020-01-01T00:00:00Z' })).json();
+    // a key cannot be made already expired (400); one that has since expired is refused
+    expect((await createKey({ name: 'old', projects: ['alpha'], role: 'user', expiresAt: '2020-01-01T00:00:00Z' })).status).toBe(400);
+    const expired = await (await createKey({ name: 'old', projects: ['alpha'], role: 'user', expiresAt: new Date(Date.now() + 3_600_000).toISOString() })).json();
+    expect((await req(expired.key, 'GET', '/api/chat/conversations?projectId=alpha')).status).toBe(200);
+    await t.app.get((await import('typeorm')).DataSource).query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
     expect((await req(expired.key, 'GET', '/api/chat/conversations?projectId=alpha')).status).toBe(401);
     expect((await req(ROOT, 'DELETE', `/api/admin/keys/${keyAId}`)).status).toBe(204);
     expect((await req(keyA, 'GET', '/api/chat/conversations?projectId=alpha')).status).toBe(401);

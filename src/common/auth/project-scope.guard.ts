@@ -31,30 +31,49 @@ export class ProjectScopeGuard implements CanActivate {
     const sources = this.reflector.get<ScopeSource[] | undefined>(PROJECT_SCOPE, context.getHandler());
     if (!sources) throw new ForbiddenException('This route needs a key for every project');
     for (const source of sources) {
-      const project = await this.projectOf(req, source);
-      if (project === undefined) continue; // field absent or malformed: validation answers it
-      if (!canUseProject(principal, project)) throw new NotFoundException(notFoundMessage(source));
+      for (const project of await this.projectsOf(req, source)) {
+        if (project === undefined) continue; // field absent or malformed: validation answers it
+        if (!canUseProject(principal, project)) throw new NotFoundException(notFoundMessage(source));
+      }
     }
     return true;
   }
 
-  /** The project a source names; null when the resource does not exist, undefined when not given. */
-  private async projectOf(req: Request, source: ScopeSource): Promise<string | null | undefined> {
+  /**
+   * Every project a source names, wherever the request carries it. The handler reads one place
+   * (a POST's body, a GET's query, a path parameter); checking only the first place found let a
+   * GET carry an allowed project in a body the handler never reads, or a POST an allowed one in
+   * a query while the handler used `default`. So the place the handler reads is always checked
+   * (absent `projectId` there = `default`), and any other place that names one is checked too.
+   */
+  private async projectsOf(req: Request, source: ScopeSource): Promise<Array<string | undefined>> {
     const body = (req.body ?? {}) as Record<string, unknown>;
+    const query = req.query as Record<string, unknown>;
+    const readsBody = !['GET', 'HEAD', 'DELETE'].includes(req.method.toUpperCase());
     if (source === 'projectId' || source === 'projectId!') {
-      const v = body.projectId ?? req.query.projectId;
-      if (v === undefined && source === 'projectId!') throw new BadRequestException('projectId is required with a key bound to projects');
-      return typeof v === 'string' ? v : v === undefined ? 'default' : undefined;
+      const [read, other] = readsBody ? [body.projectId, query.projectId] : [query.projectId, body.projectId];
+      if (read === undefined && source === 'projectId!') throw new BadRequestException('projectId is required with a key bound to projects');
+      const named = (v: unknown) => (typeof v === 'string' ? v : undefined);
+      return [read === undefined ? 'default' : named(read), ...(other === undefined ? [] : [named(other) ?? INVALID])];
     }
-    const [kind, field] = source.split(':');
-    const id = req.params?.[field] ?? body[field] ?? req.query[field];
-    if (typeof id !== 'string' || !UUID.test(id)) return undefined;
+    const field = source.slice(source.indexOf(':') + 1);
+    const kind = source.startsWith('run:') ? 'run' : 'conversation';
+    const ids = [req.params?.[field], body[field], query[field]].filter((v) => v !== undefined);
+    const out: Array<string | undefined> = [];
+    for (const id of ids) out.push(typeof id === 'string' && UUID.test(id) ? await this.ownerOf(kind, id) : undefined);
+    return out;
+  }
+
+  /** The project of a run or conversation; undefined when it does not exist (the route's own 404). */
+  private async ownerOf(kind: 'run' | 'conversation', id: string): Promise<string | undefined> {
     const sql = kind === 'run' ? 'SELECT project_id FROM runs WHERE request_id = $1' : 'SELECT project_id FROM conversations WHERE id = $1';
     const rows = (await this.ds.query(sql, [id])) as Array<{ project_id: string }>;
-    // an unknown id is a 404 from the route itself; answering it here too changes nothing
     return rows[0]?.project_id ?? undefined;
   }
 }
+
+/** A projectId the handler does not read and that is not even a string: no key may name it. */
+const INVALID = '\u0000invalid';
 
 function notFoundMessage(source: ScopeSource): string {
   if (source.startsWith('projectId')) return 'Unknown project';
