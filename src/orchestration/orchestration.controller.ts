@@ -12,6 +12,7 @@ import { ExecuteToolsDto, ToolCallsResultDto, ToolIndexHitDto, ToolIndexSearchQu
 import type { ToolCallsResult } from './modes/tool-calls-result';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
 import { OrchestrationService, type ExecuteModeRequest } from './orchestration.service';
+import { StartsTurn } from '../common/limits/turn-limit.guard';
 
 @ApiTags('orchestration')
 @Controller('api/orchestration')
@@ -23,6 +24,7 @@ export class OrchestrationController {
   ) {}
 
   @Post('execute')
+  @StartsTurn()
   @ProjectScope('projectId')
   @HttpCode(200)
   @ApiOperation({ operationId: 'executeTools', summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
@@ -36,6 +38,7 @@ export class OrchestrationController {
   }
 
   @Post('execute/stream')
+  @StartsTurn()
   @ProjectScope('projectId')
   @Sse()
   @HttpCode(200)

@@ -77,9 +77,17 @@ export class RunsService {
   start(p: StartRunParams, flow: ClientFlow, clientGone: AbortSignal): Observable<SentEvent> {
     let started = false;
     let ended = false;
+    let finished!: () => void;
+    const whenEnded = new Promise<void>((resolve) => (finished = resolve));
+    // a detached run outlives its response; so do the turn slots it holds (the run always starts:
+    // on the first subscription, or when the client goes before one)
+    if (p.detach) flow.outlive?.(whenEnded);
     const run = (client: ExecuteRunParams['client']) => {
       started = true;
-      return this.executor.execute({ ...p, client }).finally(() => (ended = true));
+      return this.executor.execute({ ...p, client }).finally(() => {
+        ended = true;
+        finished();
+      });
     };
     clientGone.addEventListener('abort', () => void (!started && run(null)), { once: true });
     return new Observable<SentEvent>((subscriber) => {

@@ -1,4 +1,6 @@
 import { startApp, type TestApp } from '../support/app';
+import { openAiChunksFromSteps } from '../support/llm-wire';
+import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
 
 const KEY = 'burst-key';
@@ -62,4 +64,83 @@ describe('limits', () => {
     expect(after.events.at(-1)!.event).toBe('done');
     expect((await fetch(`${t.url}/api/health/ready`)).status).toBe(200);
   }, 120_000);
+
+  it("holds a detached turn's slots until its run ends, not until its response closes", async () => {
+    // the model answers only when the gate opens: until then every run is running
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const llm = await ReplayServer.start();
+    llm.setFallback(
+      respond.handler(async (_req, res) => {
+        await gate;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const c of openAiChunksFromSteps([{ text: 'late answer' }])) res.write(`data: ${JSON.stringify(c)}\n\n`);
+        res.end('data: [DONE]\n\n');
+      }),
+    );
+    try {
+      t = await startApp({ API_KEYS: KEY, RATE_LIMIT_PER_MINUTE: '0', MAX_CONCURRENT_TURNS_PER_KEY: '2', LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        // start a detached turn and leave as soon as it has started
+        const started = await sse(`${t.url}/api/chat/messages`, { body: { content: `detached ${i}`, options: { detach: true } }, headers: auth, onEvent: (e) => (e.event === 'start' ? 'close' : undefined) });
+        expect(started.status).toBe(200);
+        ids.push(started.events[0].data.requestId as string);
+      }
+      const status = async (id: string) => ((await (await fetch(`${t.url}/api/chat/runs/${id}`, { headers: auth })).json()) as { status: string }).status;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await Promise.all(ids.map(status))).toEqual(['running', 'running']);
+      // both runs go on without a client and still count: a third turn is refused
+      const third = await fetch(`${t.url}/api/chat/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ content: 'third' }) });
+      expect(third.status).toBe(429);
+      expect(JSON.parse(await third.text()).limit).toBe('MAX_CONCURRENT_TURNS_PER_KEY');
+      // tool-only execution calls the model too, so it counts as a turn
+      const execute = await fetch(`${t.url}/api/orchestration/execute`, { method: 'POST', headers: auth, body: JSON.stringify({ userInput: 'list the files' }) });
+      expect(execute.status).toBe(429);
+      await execute.text();
+      open();
+      for (let i = 0; i < 100 && (await Promise.all(ids.map(status))).some((s) => s === 'running'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await Promise.all(ids.map(status))).toEqual(['completed', 'completed']);
+      // their slots are back: a turn is accepted again
+      await new Promise((r) => setTimeout(r, 200));
+      const after = await sse(`${t.url}/api/chat/messages`, { body: { content: 'after' }, headers: auth });
+      expect(after.status).toBe(200);
+      expect(after.events.at(-1)!.event).toBe('done');
+    } finally {
+      open();
+      await llm.close();
+    }
+  }, 60_000);
+
+  it("counts a resume against its run's project, not the default one", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const llm = await ReplayServer.start();
+    llm.setFallback(
+      respond.handler(async (req, res) => {
+        if (req.rawBody.includes('hold the slot')) await gate;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const c of openAiChunksFromSteps([{ text: 'an answer' }])) res.write(`data: ${JSON.stringify(c)}\n\n`);
+        res.end('data: [DONE]\n\n');
+      }),
+    );
+    try {
+      t = await startApp({ API_KEYS: KEY, RATE_LIMIT_PER_MINUTE: '0', MAX_CONCURRENT_TURNS_PER_PROJECT: '1', TWO_STAGE_ENABLED: 'true', LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
+      const beta = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'quick', projectId: 'beta' }, headers: auth });
+      expect(beta.events.at(-1)!.event).toBe('done');
+      // project default is now full
+      await sse(`${t.url}/api/chat/messages`, { body: { content: 'hold the slot', options: { detach: true } }, headers: auth, onEvent: (e) => (e.event === 'start' ? 'close' : undefined) });
+      const inDefault = await fetch(`${t.url}/api/chat/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ content: 'another' }) });
+      expect(inDefault.status).toBe(429);
+      await inDefault.text();
+      // a resume of beta's run is beta's business: whatever the route answers, it is not default's 429
+      const resume = await fetch(`${t.url}/api/chat/messages_two_stage/resume`, { method: 'POST', headers: auth, body: JSON.stringify({ requestId: beta.events[0].data.requestId, resumeFromPhaseIndex: 1 }) });
+      const text = await resume.text();
+      expect(resume.status).not.toBe(429);
+      expect(text).not.toContain('MAX_CONCURRENT_TURNS_PER_PROJECT');
+    } finally {
+      open();
+      await llm.close();
+    }
+  }, 60_000);
 });

@@ -5,11 +5,14 @@ import { DataSource } from 'typeorm';
 import { AppConfigService } from '../../config/app-config.service';
 import { principalOf } from '../auth/principal';
 import { tooMany } from './too-many';
+import { holdTurn } from './turn-hold';
 import { TurnSlots } from './turn-slots';
 
 export const STARTS_TURN = 'orion:startsTurn';
 /** The route starts a model turn: it counts against the concurrent-turn limits. */
 export const StartsTurn = (): MethodDecorator => SetMetadata(STARTS_TURN, true);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Turns usually end within seconds; a client told to wait longer would just give up. */
 const RETRY_AFTER_S = 2;
@@ -19,7 +22,8 @@ const RETRY_AFTER_S = 2;
  * 429 with Retry-After, never a dropped stream: MAX_CONCURRENT_TURNS in this instance (memory),
  * MAX_CONCURRENT_TURNS_PER_KEY (not in local mode) and MAX_CONCURRENT_TURNS_PER_PROJECT across
  * every instance, as slots on the shared database (TurnSlots). A slot is released when the
- * response closes.
+ * response closes, or, for a detached run, when the run ends (turn-hold.ts). A resume or fork
+ * counts against its run's project.
  *
  * A guard, not an interceptor: an interceptor on an @Sse() route defers the handler, and Nest
  * then commits the stream's 200 headers before the handler's own 404/409 can answer.
@@ -32,7 +36,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
   constructor(
     private readonly reflector: Reflector,
     private readonly config: AppConfigService,
-    ds: DataSource,
+    private readonly ds: DataSource,
   ) {
     this.slots = new TurnSlots(ds, config.get('RUN_LEASE_MS'));
   }
@@ -48,8 +52,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     const maxProject = this.config.get('MAX_CONCURRENT_TURNS_PER_PROJECT');
     let slot: string | null = null;
     if (maxKey > 0 || maxProject > 0) {
-      const body = (req.body ?? {}) as { projectId?: unknown };
-      const project = typeof body.projectId === 'string' ? body.projectId : 'default';
+      const project = await this.projectOf(req);
       const taken = await this.slots.take(key, project, maxKey, maxProject);
       if ('refused' in taken) {
         if (taken.refused === 'key') throw tooMany(res, 'MAX_CONCURRENT_TURNS_PER_KEY', maxKey, RETRY_AFTER_S, 'Too many turns running for this key');
@@ -61,16 +64,24 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     return true;
   }
 
+  /** The project the turn runs in: the body's `projectId` (absent = default), or the project of the run a resume names. */
+  private async projectOf(req: Request): Promise<string> {
+    const body = (req.body ?? {}) as { projectId?: unknown; requestId?: unknown };
+    if (typeof body.projectId === 'string') return body.projectId;
+    if (typeof body.requestId === 'string' && UUID.test(body.requestId)) {
+      const rows = (await this.ds.query('SELECT project_id FROM runs WHERE request_id = $1', [body.requestId])) as Array<{ project_id: string }>;
+      if (rows[0]) return rows[0].project_id;
+    }
+    return 'default';
+  }
+
   async onModuleDestroy(): Promise<void> {
     await this.slots.close();
   }
 
   private take(slot: string | null, res: Response): void {
     this.total++;
-    let released = false;
-    res.once('close', () => {
-      if (released) return;
-      released = true;
+    holdTurn(res, () => {
       this.total--;
       if (slot) void this.slots.release(slot);
     });

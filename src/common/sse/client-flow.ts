@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { keepTurnUntil } from '../limits/turn-hold';
 
 /**
  * Lets a producer wait for a slow SSE client. Nest's `@Sse()` queues events behind `drain`
@@ -13,6 +14,11 @@ export interface ClientFlow {
    * socket write per tick for a batch of events, rather than one per event.
    */
   hold?(): void;
+  /**
+   * The run goes on after the client leaves (detached): what the response holds for it (its
+   * concurrency slots) stays held until `ended` settles.
+   */
+  outlive?(ended: Promise<unknown>): void;
 }
 
 export const UNBOUNDED_FLOW: ClientFlow = { ready: () => Promise.resolve() };
@@ -21,6 +27,7 @@ export const UNBOUNDED_FLOW: ClientFlow = { ready: () => Promise.resolve() };
 export function responseFlow(res: ServerResponse): ClientFlow {
   let holding = false;
   return {
+    outlive: (ended) => keepTurnUntil(res, ended),
     hold: () => {
       const socket = res.socket;
       if (holding || !socket || socket.destroyed || res.writableEnded) return;
