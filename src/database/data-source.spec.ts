@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { openDatabase } from './data-source';
+import { claimDataDir, openDatabase } from './data-source';
 
 /** The embedded default: a new data folder is created, migrated, and opened again as it was left. */
 describe('openDatabase (embedded PGlite in DATA_DIR)', () => {
@@ -27,4 +28,22 @@ describe('openDatabase (embedded PGlite in DATA_DIR)', () => {
     await ds2.destroy();
     await again.pglite!.close();
   }, 120_000);
+});
+
+describe('claimDataDir: one process per embedded data folder', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orion-lock-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a folder another live process holds, and takes over the lock of one that is gone', async () => {
+    const other = spawn('sleep', ['30']);
+    await new Promise((r) => other.once('spawn', r));
+    writeFileSync(join(dir, 'orion.lock'), `${other.pid}\n`);
+    expect(() => claimDataDir(dir)).toThrow(new RegExp(`open in process ${other.pid}`));
+    other.kill('SIGKILL');
+    await new Promise((r) => other.once('exit', r));
+    claimDataDir(dir);
+    expect(readFileSync(join(dir, 'orion.lock'), 'utf8').trim()).toBe(String(process.pid));
+    // this process may open it again (a restart inside one process)
+    expect(() => claimDataDir(dir)).not.toThrow();
+  });
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
@@ -59,6 +59,7 @@ export async function openDatabase(databaseUrl: string | undefined, dataDir: str
   } else {
     const dir = resolve(dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
+    claimDataDir(dir);
     if (!existsSync(join(dir, 'PG_VERSION'))) initInChildProcess(dir);
     pglite = await PGlite.create({ dataDir: dir, extensions: { vector }, ...tuning });
   }
@@ -96,4 +97,46 @@ function initInChildProcess(dir: string): void {
 const db = await PGlite.create({ dataDir: ${JSON.stringify(dir)} });
 await db.close();`;
   execFileSync(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+}
+
+/**
+ * One process at a time may open an embedded PGlite data directory: a second one (another
+ * `npm start`, or `npm run keys` beside a running service) would write the same files and
+ * corrupt them, and PGlite itself does not refuse. The opener's pid is kept in `orion.lock`;
+ * a lock whose process is gone (a crash, a kill) is taken over.
+ */
+export function claimDataDir(dir: string): void {
+  const lock = join(dir, 'orion.lock');
+  const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8').trim()) : NaN;
+  if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+    throw new Error(
+      `the embedded database in ${dir} is open in process ${holder}; one process at a time may open it. Stop that process, or use its HTTP routes (e.g. /api/admin/keys), or set DATABASE_URL to a PostgreSQL server that several processes can share`,
+    );
+  }
+  writeFileSync(lock, `${process.pid}\n`);
+  if (heldLocks.size === 0) process.once('exit', releaseLocks);
+  heldLocks.add(lock);
+}
+
+const heldLocks = new Set<string>();
+
+function releaseLocks(): void {
+  for (const lock of heldLocks) {
+    try {
+      if (Number(readFileSync(lock, 'utf8').trim()) === process.pid) rmSync(lock);
+    } catch {
+      // already gone
+    }
+  }
+  heldLocks.clear();
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to another user
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
