@@ -112,7 +112,8 @@ async function main() {
 
     // the service without HTTP or a database: the run engine (envelope, safety, JSON once, the
     // SSE text of each event) around the same generator with the real tool runner (file tools on
-    // the workspace) and the real trace writer; run rows, run_events and the answer are no-ops
+    // the workspace) and the real trace writer (masking, queueing, batching) whose rows go nowhere;
+    // run rows, run_events and the answer are no-ops too
     const orchestration = app.get(OrchestrationService, { strict: false });
     const noop = async () => undefined;
     const executor = new RunExecutorService(
@@ -124,6 +125,9 @@ async function main() {
       app.get(AppConfigService, { strict: false }),
       app.get(TRACE_SINK, { strict: false }),
     );
+    // the app's trace writer (the executor's and the tool runner's) keeps its work but stores
+    // nothing from here on: this row has no database
+    (app.get(TRACE_SINK, { strict: false }) as unknown as { repo: unknown }).repo = { insertMany: noop };
     let sseChars = 0;
     const engine = async () => {
       const requestId = randomUUID();

@@ -1,5 +1,6 @@
 import type { RunEventRepository, StoredRunEvent } from './repositories/run-event.repository';
 import type { SentEvent } from './run-event-bus.service';
+import fc from 'fast-check';
 import { RunStream } from './run-stream';
 
 /** A repository that stores slowly, to see whether anything is sent before it is stored. */
@@ -54,5 +55,20 @@ describe('RunStream', () => {
     const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 41, state: { phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2 } });
     await stream.emit({ type: 'notice', code: 'cycle_budget_reached', message: 'x' });
     expect(sent[0]).toMatchObject({ seq: 42, type: 'notice', data: { seq: 42, phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2, requestId: 'r', projectId: 'p', conversationId: 'c' } });
+  });
+
+  it("writes a chunk's JSON exactly as JSON.stringify of its envelope would, whatever the text and ids", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.array(fc.string({ unit: 'binary' }), { minLength: 1, maxLength: 4 }), async (requestId, projectId, contents) => {
+        const sent: SentEvent[] = [];
+        const stream = new RunStream({ requestId, projectId, conversationId: 'c"\\' }, slowRepo(0).repo, [(e) => void sent.push(...e)], { lastSeq: 7 });
+        await stream.emit({ type: 'phase', phase: 'tool_phase', status: 'start', phaseIndex: 3, cycleIndex: 2 } as never);
+        for (const content of contents) void stream.emit({ type: 'chunk', content });
+        await stream.flush();
+        for (const e of sent) expect(e.json).toBe(JSON.stringify(e.data));
+        expect(sent.filter((e) => e.type === 'chunk').map((e) => JSON.parse(e.json!).content)).toEqual(contents);
+      }),
+      { numRuns: 200 },
+    );
   });
 });

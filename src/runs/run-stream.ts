@@ -43,6 +43,8 @@ export class RunStream {
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
+  /** `{"requestId":…,"projectId":…,"conversationId":…` (no closing brace), for chunkJson */
+  private idJson: string | undefined;
 
   constructor(
     private readonly id: RunStreamIdentity,
@@ -95,8 +97,20 @@ export class RunStream {
       ...fields,
     };
     // serialized once: the same text is stored and sent
-    this.pending.push({ seq: this.seq, type, data, json: JSON.stringify(data) });
+    const json = event.type === 'chunk' ? this.chunkJson(data, event.content) : JSON.stringify(data);
+    this.pending.push({ seq: this.seq, type, data, json });
     return type;
+  }
+
+  /**
+   * The JSON of a chunk's envelope, byte for byte what JSON.stringify(data) gives (same keys,
+   * same order), with the part that never changes during a run serialized once. Chunks are
+   * nearly every event of a turn, and stringifying the whole envelope each time was the run
+   * engine's largest cost per event.
+   */
+  private chunkJson(data: Record<string, unknown>, content: string): string {
+    this.idJson ??= JSON.stringify({ requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId }).slice(0, -1);
+    return `${this.idJson},"seq":${data.seq},"phase":${JSON.stringify(data.phase)},"phaseIndex":${data.phaseIndex},"cycleIndex":${data.cycleIndex},"content":${JSON.stringify(content)}}`;
   }
 
   /**
