@@ -13,6 +13,8 @@ import { validateEnv } from '../src/config/env.schema';
 import { openDatabase } from '../src/database/data-source';
 import { ApiKeysStore } from '../src/admin/api-keys.store';
 
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
 async function main(): Promise<void> {
   const env = validateEnv({ ...readDotEnv(), ...process.env });
   const target = await openDatabase(env.DATABASE_URL, env.DATA_DIR);
@@ -25,8 +27,9 @@ async function main(): Promise<void> {
       if (!name || !projects || (role !== 'admin' && role !== 'user')) throw new Error('usage: keys create <name> <project,project|*> <admin|user> [expiresAt]');
       const list = projects.split(',').map((p) => p.trim()).filter(Boolean);
       if (!list.every((p) => p === '*' || /^[A-Za-z0-9_-]{1,64}$/.test(p))) throw new Error("each project must match [A-Za-z0-9_-]{1,64} or be '*'");
-      if (expiresAt && Number.isNaN(Date.parse(expiresAt))) throw new Error('expiresAt must be an ISO 8601 date');
-      if (expiresAt && Date.parse(expiresAt) <= Date.now()) throw new Error('expiresAt must be in the future');
+      if (expiresAt && !RFC3339.test(expiresAt)) throw new Error('expiresAt must be an RFC 3339 date-time, e.g. 2027-01-31T00:00:00Z');
+      if (expiresAt && !(Date.parse(expiresAt) > Date.now())) throw new Error('expiresAt must be in the future');
+      if (list.includes('*') && list.length > 1) throw new Error("projects is either * or a list of projects, not both");
       console.log(JSON.stringify(await store.create({ name, projects: list, role, expiresAt: expiresAt ?? null }), null, 2));
     } else if (cmd === 'list') {
       console.log(JSON.stringify(await store.list(), null, 2));

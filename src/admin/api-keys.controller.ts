@@ -14,10 +14,12 @@ export class ApiKeysController {
   @Post()
   @ApiOperation({ operationId: 'createApiKey', summary: 'Create a key bound to projects; the key is shown only in this answer' })
   @ApiCreatedResponse({ type: CreatedApiKeyDto })
-  @ApiBadRequestResponse({ description: 'invalid body, or expiresAt not in the future (nothing is stored)' })
+  @ApiBadRequestResponse({ description: "invalid body, expiresAt not an RFC 3339 date-time in the future, or '*' with other projects (nothing is stored)" })
   create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
     // a key born expired would be handed out as if it worked
-    if (dto.expiresAt !== undefined && Date.parse(dto.expiresAt) <= Date.now()) throw new BadRequestException('expiresAt must be in the future');
+    if (dto.expiresAt !== undefined && !(Date.parse(dto.expiresAt) > Date.now())) throw new BadRequestException('expiresAt must be a date-time in the future');
+    // '*' already means every project; beside others it would read as a short list
+    if (dto.projects.includes('*') && dto.projects.length > 1) throw new BadRequestException("projects is either ['*'] or a list of projects, not both");
     return this.keys.store.create(dto);
   }
 

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsISO8601, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsRFC3339, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'shop frontend', maxLength: 128 })
@@ -15,8 +15,10 @@ export class CreateApiKeyDto {
   @IsIn(['admin', 'user'])
   role: 'admin' | 'user';
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'the key stops working at this time' })
-  @IsOptional() @IsISO8601({ strict: true })
+  @ApiPropertyOptional({ format: 'date-time', description: 'the key stops working at this time (RFC 3339, in the future)' })
+  // RFC 3339 only: looser ISO 8601 forms ("20200101T000000Z", week dates) are not all read the
+  // same way by Date.parse and by the database
+  @IsOptional() @IsRFC3339()
   expiresAt?: string;
 }
 

@@ -19,7 +19,10 @@ describe('openDatabase (embedded PGlite in DATA_DIR)', () => {
     // the small profile's shared buffers are in force
     expect((await ds.query('SHOW shared_buffers'))[0].shared_buffers).toBe('16MB');
     await ds.destroy();
+    // the folder is held while open, and let go on close (a stop by signal never runs exit hooks)
+    expect(readFileSync(join(dir, 'pglite', 'orion.lock'), 'utf8').trim().split(' ')[0]).toBe(String(process.pid));
     await first.pglite!.close();
+    expect(existsSync(join(dir, 'pglite', 'orion.lock'))).toBe(false);
 
     const again = await openDatabase(undefined, dir, { profile: 'fast' });
     const ds2 = await new DataSource(again.options).initialize();
@@ -39,10 +42,14 @@ describe('claimDataDir: one process per embedded data folder', () => {
     await new Promise((r) => other.once('spawn', r));
     writeFileSync(join(dir, 'orion.lock'), `${other.pid}\n`);
     expect(() => claimDataDir(dir)).toThrow(new RegExp(`open in process ${other.pid}`));
+    // the same pid with another start time is another process (a pid reused, e.g. pid 1 in a new container)
+    writeFileSync(join(dir, 'orion.lock'), `${other.pid} 1\n`);
+    claimDataDir(dir);
+    writeFileSync(join(dir, 'orion.lock'), `${other.pid}\n`);
     other.kill('SIGKILL');
     await new Promise((r) => other.once('exit', r));
     claimDataDir(dir);
-    expect(readFileSync(join(dir, 'orion.lock'), 'utf8').trim()).toBe(String(process.pid));
+    expect(readFileSync(join(dir, 'orion.lock'), 'utf8').trim().split(' ')[0]).toBe(String(process.pid));
     // this process may open it again (a restart inside one process)
     expect(() => claimDataDir(dir)).not.toThrow();
   });

@@ -62,6 +62,12 @@ export async function openDatabase(databaseUrl: string | undefined, dataDir: str
     claimDataDir(dir);
     if (!existsSync(join(dir, 'PG_VERSION'))) initInChildProcess(dir);
     pglite = await PGlite.create({ dataDir: dir, extensions: { vector }, ...tuning });
+    // closing the database lets the folder go: a stop by signal never reaches the exit hook
+    const close = pglite.close.bind(pglite);
+    pglite.close = async () => {
+      await close();
+      releaseDataDir(dir);
+    };
   }
   await pglite.exec('CREATE EXTENSION IF NOT EXISTS vector');
   return {
@@ -102,41 +108,70 @@ await db.close();`;
 /**
  * One process at a time may open an embedded PGlite data directory: a second one (another
  * `npm start`, or `npm run keys` beside a running service) would write the same files and
- * corrupt them, and PGlite itself does not refuse. The opener's pid is kept in `orion.lock`;
- * a lock whose process is gone (a crash, a kill) is taken over.
+ * corrupt them, and PGlite itself does not refuse. The opener's pid and start time are kept in
+ * `orion.lock`, removed when the database closes; a lock whose process is gone (a crash, a
+ * kill) is taken over.
  */
 export function claimDataDir(dir: string): void {
   const lock = join(dir, 'orion.lock');
-  const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8').trim()) : NaN;
-  if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+  const [holder, started] = existsSync(lock) ? readFileSync(lock, 'utf8').trim().split(' ') : [];
+  const pid = Number(holder);
+  if (Number.isInteger(pid) && pid !== process.pid && isRunning(pid, started)) {
     throw new Error(
-      `the embedded database in ${dir} is open in process ${holder}; one process at a time may open it. Stop that process, or use its HTTP routes (e.g. /api/admin/keys), or set DATABASE_URL to a PostgreSQL server that several processes can share`,
+      `the embedded database in ${dir} is open in process ${pid}; one process at a time may open it. Stop that process, or use its HTTP routes (e.g. /api/admin/keys), or set DATABASE_URL to a PostgreSQL server that several processes can share`,
     );
   }
-  writeFileSync(lock, `${process.pid}\n`);
+  writeFileSync(lock, `${process.pid} ${startTimeOf(process.pid)}\n`);
   if (heldLocks.size === 0) process.once('exit', releaseLocks);
   heldLocks.add(lock);
 }
 
+/**
+ * Whether the process that wrote a lock still runs. A pid alone can be reused (in a new
+ * container the service is pid 1 again), so the lock also keeps the process's start time where
+ * the system tells it (Linux /proc), and a live pid with another start time is someone else.
+ */
+function isRunning(pid: number, started: string | undefined): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: it exists but belongs to another user
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const now = startTimeOf(pid);
+  return !started || !now || started === now;
+}
+
+/** A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or '' where unknown. */
+function startTimeOf(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name (field 2) may hold spaces: count fields after its closing parenthesis
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+  } catch {
+    return '';
+  }
+}
+
 const heldLocks = new Set<string>();
 
+/** Lets another process open the folder (after the database is closed). */
+export function releaseDataDir(dir: string): void {
+  const lock = join(dir, 'orion.lock');
+  dropLock(lock);
+  heldLocks.delete(lock);
+}
+
 function releaseLocks(): void {
-  for (const lock of heldLocks) {
-    try {
-      if (Number(readFileSync(lock, 'utf8').trim()) === process.pid) rmSync(lock);
-    } catch {
-      // already gone
-    }
-  }
+  for (const lock of heldLocks) dropLock(lock);
   heldLocks.clear();
 }
 
-function isAlive(pid: number): boolean {
+function dropLock(lock: string): void {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to another user
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    if (Number(readFileSync(lock, 'utf8').trim().split(' ')[0]) === process.pid) rmSync(lock);
+  } catch {
+    // already gone
   }
 }
+

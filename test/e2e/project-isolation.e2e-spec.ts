@@ -154,6 +154,14 @@ describe('keys bound to projects', () => {
   it('refuses a malformed key request with a 400', async () => {
     expect((await createKey({ name: 'x', projects: ['../etc'], role: 'user' })).status).toBe(400);
     expect((await createKey({ name: 'x', projects: ['a'], role: 'owner' })).status).toBe(400);
+    // '*' beside a project would read as a short list while it opens every project
+    expect((await createKey({ name: 'x', projects: ['alpha', '*'], role: 'user' })).status).toBe(400);
+    // only RFC 3339 expiry dates: looser ISO 8601 forms slipped past the check or broke the insert
+    for (const expiresAt of ['20200101T000000Z', '2099-W48', '2099-01-01T00:00:00,5Z', 'tomorrow']) {
+      expect((await createKey({ name: 'x', projects: ['alpha'], role: 'user', expiresAt })).status).toBe(400);
+    }
+    const keys = await (await req(ROOT, 'GET', '/api/admin/keys')).json();
+    expect(keys.filter((k: { name: string }) => k.name === 'x')).toEqual([]);
   });
 });
 
