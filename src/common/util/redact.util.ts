@@ -13,8 +13,19 @@ const KEY_LIKE = /\b(sk-[A-Za-z0-9_-]{12,}|sk-ant-[A-Za-z0-9_-]{12,}|gsk_[A-Za-z
 export const REDACTED = '[REDACTED]';
 
 export function isSecretKey(key: string): boolean {
-  return SECRET_KEY.test(key) || SECRET_KEY_PART.test(key);
+  let secret = keyVerdicts.get(key);
+  if (secret === undefined) {
+    secret = SECRET_KEY.test(key) || SECRET_KEY_PART.test(key);
+    // field names come from a small set (event and trace fields), so the verdicts are remembered;
+    // the bound keeps arbitrary keys of tool arguments from growing it without end
+    if (keyVerdicts.size >= MAX_KEY_VERDICTS) keyVerdicts.clear();
+    keyVerdicts.set(key, secret);
+  }
+  return secret;
 }
+
+const keyVerdicts = new Map<string, boolean>();
+const MAX_KEY_VERDICTS = 2_000;
 
 export function redactString(s: string, knownSecrets: readonly string[] = []): string {
   // NUL cannot be stored by PostgreSQL: U+FFFD stands in for it wherever redacted text goes.
@@ -38,7 +49,7 @@ export function redactSecrets<T>(value: T, knownSecrets: readonly string[] = [],
     repeats: { of: 'any', becomes: '[…]' },
     leaf: (v) => (typeof v === 'string' ? redactString(v, knownSecrets) : v),
     object: (v) => (v instanceof Date ? v.toISOString() : WALK),
-    key: (k) => k.replace(/\u0000/g, '\uFFFD'),
+    key: (k) => (k.includes('\u0000') ? k.replace(/\u0000/g, '\uFFFD') : k),
     member: (k, x) => (isSecretKey(k) || extraKeys.has(k) ? (x == null ? x : REDACTED) : WALK),
   }) as T;
 }
