@@ -25,6 +25,7 @@ import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmStreamEvent } from 
 const { AppModule } = require('../dist/app.module') as typeof import('../src/app.module');
 const { configureApp } = require('../dist/bootstrap') as typeof import('../src/bootstrap');
 const { LLM_ADAPTER } = require('../dist/llm/llm-adapter.port') as typeof import('../src/llm/llm-adapter.port');
+const { LlmModels } = require('../dist/llm/llm-models') as typeof import('../src/llm/llm-models');
 const { DataSource: DataSourceToken } = require('typeorm') as typeof import('typeorm');
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 100);
@@ -113,6 +114,9 @@ async function main() {
     .useValue({})
     .overrideProvider(LLM_ADAPTER)
     .useValue(new LongAnswer())
+    // turns pick their model's client from LlmModels; without it every turn uses LLM_ADAPTER
+    .overrideProvider(LlmModels)
+    .useValue(null)
     .compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
   configureApp(app);
