@@ -18,6 +18,22 @@ async function get(url: string): Promise<Answer> {
   return { status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text() };
 }
 
+/** A model that answers every request at once, except those `waits` picks: they answer when `open()` is called. */
+async function gatedModel(waits: (rawBody: string) => boolean): Promise<{ llm: ReplayServer; open: () => void }> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const llm = await ReplayServer.start();
+  llm.setFallback(
+    respond.handler(async (req, res) => {
+      if (waits(req.rawBody)) await gate;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const c of openAiChunksFromSteps([{ text: 'an answer' }])) res.write(`data: ${JSON.stringify(c)}\n\n`);
+      res.end('data: [DONE]\n\n');
+    }),
+  );
+  return { llm, open };
+}
+
 /** Bursts of 1,000 requests: no 5xx, every rejection a 429 with Retry-After naming the limit, healthy afterwards. */
 describe('limits', () => {
   let t: TestApp;
@@ -67,17 +83,7 @@ describe('limits', () => {
 
   it("holds a detached turn's slots until its run ends, not until its response closes", async () => {
     // the model answers only when the gate opens: until then every run is running
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const llm = await ReplayServer.start();
-    llm.setFallback(
-      respond.handler(async (_req, res) => {
-        await gate;
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const c of openAiChunksFromSteps([{ text: 'late answer' }])) res.write(`data: ${JSON.stringify(c)}\n\n`);
-        res.end('data: [DONE]\n\n');
-      }),
-    );
+    const { llm, open } = await gatedModel(() => true);
     try {
       t = await startApp({ API_KEYS: KEY, RATE_LIMIT_PER_MINUTE: '0', MAX_CONCURRENT_TURNS_PER_KEY: '2', LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
       const ids: string[] = [];
@@ -113,17 +119,7 @@ describe('limits', () => {
   }, 60_000);
 
   it("counts a resume against its run's project, not the default one", async () => {
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const llm = await ReplayServer.start();
-    llm.setFallback(
-      respond.handler(async (req, res) => {
-        if (req.rawBody.includes('hold the slot')) await gate;
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const c of openAiChunksFromSteps([{ text: 'an answer' }])) res.write(`data: ${JSON.stringify(c)}\n\n`);
-        res.end('data: [DONE]\n\n');
-      }),
-    );
+    const { llm, open } = await gatedModel((body) => body.includes('hold the slot'));
     try {
       t = await startApp({ API_KEYS: KEY, RATE_LIMIT_PER_MINUTE: '0', MAX_CONCURRENT_TURNS_PER_PROJECT: '1', TWO_STAGE_ENABLED: 'true', LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
       const beta = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'quick', projectId: 'beta' }, headers: auth });
