@@ -54,7 +54,10 @@ export async function startOrion(dist: string, env: Record<string, string>): Pro
   const base = { ...process.env };
   delete base.DATABASE_URL;
   const t0 = Date.now();
-  const child = spawn(process.execPath, [dist], { cwd, env: { ...base, DATA_DIR: join(cwd, 'data'), LOG_LEVEL: 'warn', ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // ORION_NODE_ARGS: extra Node flags for the measured service only (e.g. --cpu-prof), which
+  // NODE_OPTIONS refuses and would also pass to the bench's own processes.
+  const nodeArgs = (process.env.ORION_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, dist], { cwd, env: { ...base, DATA_DIR: join(cwd, 'data'), LOG_LEVEL: 'warn', ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) break;
     try {
