@@ -195,8 +195,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         return null;
       case 'phase':
         leg.steps.apply(ev.type, ev);
+        // stored with the run's progress (phase_index, cycle_index, last_seq) in one statement
         await stream.emit(ev);
-        await this.runs.updateProgress(p.requestId, { phaseIndex: ev.phaseIndex, cycleIndex: ev.cycleIndex, lastSeq: stream.lastSeq }, INSTANCE_ID);
         return null;
       case 'paused':
         await stream.flush();

@@ -59,6 +59,28 @@ describe('RunEventWriter (medium)', () => {
     expect(await stored(taken)).toEqual([]);
   });
 
+  it("stores a run's progress (phase, cycle, last seq) with its phase events, in the same statement, and only for runs it holds", async () => {
+    const phase = (seq: number, phaseIndex: number, cycleIndex: number) => ({ seq, type: 'phase', data: { seq, phaseIndex, cycleIndex, phase: 'tool_phase', status: 'start' } });
+    const progress = async (id: string) => (await runs.findById(id)) as { phaseIndex: number; cycleIndex: number; lastSeq: number };
+    const a = await open();
+    const b = await open();
+    const taken = await open('someone-else');
+    const before = writer.stats.statements;
+    await Promise.allSettled([
+      writer.append(a, 'me', [...rows(1, 2), phase(3, 1, 0), ...rows(4, 1), phase(5, 2, 1), ...rows(6, 1)]),
+      writer.append(b, 'me', rows(1, 3)),
+      writer.append(taken, 'me', [phase(1, 4, 4)]),
+    ]);
+    expect(writer.stats.statements - before).toBe(1);
+    // the last phase event of the batch, and its seq (chunks after it are not progress)
+    expect(await progress(a)).toMatchObject({ phaseIndex: 2, cycleIndex: 1, lastSeq: 5 });
+    expect(await progress(b)).toMatchObject({ phaseIndex: 0, cycleIndex: 0, lastSeq: 0 });
+    expect(await progress(taken)).toMatchObject({ phaseIndex: 0, cycleIndex: 0, lastSeq: 0 });
+    // a closing write carries the last phase too, with the run's end
+    await writer.append(a, 'me', [phase(7, 3, 1), { seq: 8, type: 'done', data: { seq: 8 } }], { status: 'completed', stopReason: 'final_answer' });
+    expect(await progress(a)).toMatchObject({ phaseIndex: 3, cycleIndex: 1, lastSeq: 8, status: 'completed' });
+  });
+
   it('a run whose rows cannot be stored (a seq written twice) fails alone; the runs written with it are kept', async () => {
     const good = await open();
     const bad = await open();

@@ -33,6 +33,25 @@ export interface FencedAppend {
   rows: StoredRunEvent[];
 }
 
+/**
+ * A run's progress (phase and cycle indices, last seq; read by GET /api/runs/:id) is stored by
+ * the statement that stores its `phase` events, from those events: a separate UPDATE per phase
+ * was a third of a loaded turn's commits. In a grouped append, each fenced run's last phase row.
+ */
+const PROGRESS_CTE = `progress AS (
+         UPDATE runs r SET phase_index = (p.data->>'phaseIndex')::int, cycle_index = (p.data->>'cycleIndex')::int,
+                last_seq = GREATEST(r.last_seq, p.seq), updated_at = now()
+           FROM (SELECT DISTINCT ON (v.request_id) v.request_id, v.owner, v.seq, v.data FROM v WHERE v.type = 'phase'
+                  ORDER BY v.request_id, v.seq DESC) p
+           JOIN lease ON lease.request_id = p.request_id AND lease.lease_owner = p.owner
+          WHERE r.request_id = p.request_id)`;
+
+/** `phase_index = $i, cycle_index = $j,` for a phase row, its values pushed to `params`. */
+function indicesOf(phase: StoredRunEvent, params: unknown[]): string {
+  params.push(Number(phase.data.phaseIndex), Number(phase.data.cycleIndex));
+  return `phase_index = $${params.length - 1}::int, cycle_index = $${params.length}::int,`;
+}
+
 /** The events of each run's stream, for replay on reconnect. */
 @Injectable()
 export class RunEventRepository {
@@ -65,17 +84,26 @@ export class RunEventRepository {
       const i = params.length;
       return `($${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`;
     });
-    let close = '';
+    // the run's progress (a row cannot be updated twice in one statement, so the closing
+    // update carries the last phase's indices itself)
+    const lastPhase = rows.filter((r) => r.type === 'phase').pop();
+    let update = '';
     if (closing) {
       params.push(closing.status, closing.stopReason, rows[rows.length - 1].seq);
       const n = params.length;
-      close = `, closed AS (
+      update = `, closed AS (
         UPDATE runs SET status = $${n - 2}, stop_reason = COALESCE($${n - 1}, runs.stop_reason), last_seq = GREATEST(runs.last_seq, $${n}::int),
-               lease_owner = NULL, lease_expires_at = NULL, control = NULL, updated_at = now()
+               ${lastPhase ? indicesOf(lastPhase, params) : ''} lease_owner = NULL, lease_expires_at = NULL, control = NULL, updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id RETURNING runs.request_id)`;
+    } else if (lastPhase) {
+      params.push(lastPhase.seq);
+      const n = params.length;
+      update = `, progress AS (
+        UPDATE runs SET ${indicesOf(lastPhase, params)} last_seq = GREATEST(runs.last_seq, $${n}::int), updated_at = now()
+          FROM lease WHERE runs.request_id = lease.request_id)`;
     }
     const res: unknown = await this.events.query(
-      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'SHARE'})${close}
+      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'SHARE'})${update}
        INSERT INTO run_events (request_id, seq, type, data)
        SELECT lease.request_id, v.seq, v.type, v.data FROM lease, (VALUES ${tuples.join(', ')}) AS v(seq, type, data)
        RETURNING seq`,
@@ -106,7 +134,8 @@ export class RunEventRepository {
       `WITH v(request_id, owner, seq, type, data) AS (VALUES ${tuples.join(', ')}),
        lease AS (SELECT r.request_id, r.lease_owner FROM runs r
                   WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
-                  ORDER BY r.request_id FOR SHARE OF r)
+                  ORDER BY r.request_id FOR SHARE OF r),
+       ${PROGRESS_CTE}
        INSERT INTO run_events (request_id, seq, type, data)
        SELECT v.request_id, v.seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
        RETURNING request_id`,

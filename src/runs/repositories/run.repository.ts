@@ -53,11 +53,6 @@ export class RunRepository {
     return rows.map((r) => ({ requestId: r.requestId, fromPhaseIndex: r.forkedFromPhaseIndex ?? 0 }));
   }
 
-  /** Progress of the run this instance executes (fenced by its lease, like every write of a turn). */
-  async updateProgress(requestId: string, p: { phaseIndex: number; cycleIndex: number; lastSeq: number }, owner?: string): Promise<void> {
-    await this.runs.update(owner ? { requestId, leaseOwner: owner, status: 'running' } : { requestId }, p);
-  }
-
   /** Ends a run unless it already ended; returns whether this call ended it. */
   async finish(requestId: string, status: Exclude<RunStatus, 'running'>, stopReason: string | null, lastSeq: number): Promise<boolean> {
     const res: [unknown[], number] = await this.runs.query(
