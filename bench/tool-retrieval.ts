@@ -3,7 +3,7 @@
  *
  *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single]
  *   npx tsx bench/tool-retrieval.ts --scale 1k,10k,50k   (synthetic-scale mode, tool-retrieval-scale.ts)
- *   npx tsx bench/tool-retrieval.ts --embeddings glove   (also BM25 + a local embedding model, tool-retrieval-embedding.ts)
+ *   npx tsx bench/tool-retrieval.ts --embeddings glove|use   (also BM25 + a local embedding model, tool-retrieval-embedding.ts)
  *
  * Loads every tool into a ToolIndex (one `add` at a time, as the registry does), runs every
  * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
@@ -28,8 +28,8 @@ interface Args {
   json: boolean;
   single: boolean;
   scale: number[];
-  /** `glove`: also compare BM25 with BM25 + a local embedding model (tool-retrieval-embedding.ts) */
-  embeddings?: 'glove';
+  /** also compare BM25 with BM25 + a local embedding model (tool-retrieval-embedding.ts): GloVe word vectors or the Universal Sentence Encoder */
+  embeddings?: 'glove' | 'use';
 }
 
 interface QueryRow {
@@ -85,11 +85,12 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--json') args.json = true;
     else if (a === '--single') args.single = true;
     else if (a === '--embeddings') {
-      if (value() !== 'glove') throw new Error('--embeddings takes: glove');
-      args.embeddings = 'glove';
+      const model = value();
+      if (model !== 'glove' && model !== 'use') throw new Error('--embeddings takes: glove | use');
+      args.embeddings = model;
     } else if (a === '--scale') args.scale = value().split(',').map((s) => Number(s.replace(/k$/i, '000')));
     else if (a === '--help' || a === '-h') {
-      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k] [--embeddings glove]');
+      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k] [--embeddings glove|use]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -312,7 +313,7 @@ async function main(): Promise<void> {
   const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
   console.log(`total run time ${(result.totalMs / 1000).toFixed(2)} s`);
-  if (args.embeddings === 'glove') await compareWithEmbeddings(tools, queries, categoryOf);
+  if (args.embeddings) await compareWithEmbeddings(tools, queries, categoryOf, args.embeddings);
 }
 
 main().catch((err: Error) => {
