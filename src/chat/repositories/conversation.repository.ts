@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
+import type { EntityManager, QueryDeepPartialEntity, Repository } from 'typeorm';
 import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-message.entity';
 import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
 import type { AnswerMetadata } from '../../runs/answer-store.port';
@@ -14,8 +14,12 @@ export class ConversationRepository {
     @InjectRepository(ChatMessageEntity) private readonly messages: Repository<ChatMessageEntity>,
   ) {}
 
-  create(projectId: string, title: string): Promise<ConversationEntity> {
-    return this.conversations.save(this.conversations.create({ projectId, title: title.slice(0, 120), settings: {} }));
+  // insert, not save: save wraps its one INSERT in a transaction of its own (three round trips,
+  // two commits), and a turn starts with these. The generated columns come back by RETURNING.
+  async create(projectId: string, title: string): Promise<ConversationEntity> {
+    const c = this.conversations.create({ projectId, title: title.slice(0, 120), settings: {} });
+    await this.conversations.insert(c);
+    return c;
   }
 
   findById(id: string): Promise<ConversationEntity | null> {
@@ -56,8 +60,11 @@ export class ConversationRepository {
     await this.conversations.update({ id }, { updatedAt: new Date() });
   }
 
-  insertUserMessage(conversationId: string, content: string, requestId: string): Promise<ChatMessageEntity> {
-    return this.messages.save(this.messages.create({ conversationId, role: 'user', content, status: 'complete', requestId, metadata: {} }));
+  async insertUserMessage(conversationId: string, content: string, requestId: string): Promise<ChatMessageEntity> {
+    const m = this.messages.create({ conversationId, role: 'user', content, status: 'complete', requestId, metadata: {} });
+    // the message's metadata type is wider than TypeORM's deep-partial typing follows; it is {} here
+    await this.messages.insert(m as QueryDeepPartialEntity<ChatMessageEntity>);
+    return m;
   }
 
   /**

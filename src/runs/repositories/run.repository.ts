@@ -22,7 +22,8 @@ export interface NewRun {
 export class RunRepository {
   constructor(@InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>) {}
 
-  async create(r: NewRun): Promise<RunEntity> {
+  /** Stores a new running run leased to `r.leaseOwner` (nothing read back: callers know the run). */
+  async create(r: NewRun): Promise<void> {
     await this.runs.query(
       `INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at,
                          parent_request_id, forked_from_phase_index)
@@ -40,7 +41,6 @@ export class RunRepository {
         r.fork?.fromPhaseIndex ?? null,
       ],
     );
-    return this.runs.findOneOrFail({ where: { requestId: r.requestId } });
   }
 
   findById(requestId: string): Promise<RunEntity | null> {
