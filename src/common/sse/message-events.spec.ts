@@ -55,4 +55,20 @@ describe('toMessageEvents under @Sse', () => {
     expect(idle.match(/^: keep-alive$/gm)?.length).toBeGreaterThanOrEqual(2);
     expect(busy).not.toContain(': keep-alive');
   });
+
+  it('keeps one keep-alive timer per stream, however many events pass (not one per event)', async () => {
+    const started = jest.spyOn(global, 'setTimeout');
+    const repeating = jest.spyOn(global, 'setInterval');
+    try {
+      const events = Array.from({ length: 500 }, (_, i) => ({ id: i + 1, type: 'chunk', data: { i } }));
+      const seen: MessageEvent[] = [];
+      await new Promise<void>((resolve, reject) => toMessageEvents(from(events), 15_000).subscribe({ next: (m) => seen.push(m), error: reject, complete: resolve }));
+      expect(seen).toHaveLength(500);
+      expect(started.mock.calls.length + repeating.mock.calls.length).toBeLessThanOrEqual(2);
+    } finally {
+      started.mockRestore();
+      repeating.mockRestore();
+    }
+  });
 });
+

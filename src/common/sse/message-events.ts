@@ -1,5 +1,5 @@
 import type { MessageEvent } from '@nestjs/common';
-import { connect, defer, endWith, finalize, ignoreElements, interval, map, merge, type Observable, startWith, switchMap, takeUntil } from 'rxjs';
+import { defer, finalize, Observable } from 'rxjs';
 import { openStreams } from './open-streams';
 
 /** Comment lines keep proxies and browsers from timing out an idle stream (API.md: every 15 s). */
@@ -37,19 +37,38 @@ export function toMessageEvents(events: Observable<WireMessage>, keepAliveMs = K
   });
 }
 
+/**
+ * One timer per stream, not one per event: an event only notes when it passed, and the timer,
+ * when it fires, either sends the keep-alive (nothing for `keepAliveMs`) or waits out the rest.
+ * (Restarting an rxjs `interval` at every event made a timer, a subscription and a few operator
+ * subscribers per event: ~7 % of what a turn allocates, all of it garbage a moment later.)
+ */
 function wireMessages(events: Observable<WireMessage>, keepAliveMs: number): Observable<MessageEvent> {
-  return events.pipe(
-    map((e): MessageEvent => ({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: e.json ?? JSON.stringify(e.data) })),
-    connect((shared) =>
-      merge(
-        shared,
-        // the idle timer restarts at every event and stops with the stream
-        shared.pipe(
-          startWith(null),
-          switchMap(() => interval(keepAliveMs).pipe(map(() => KEEP_ALIVE))),
-          takeUntil(shared.pipe(ignoreElements(), endWith(true))),
-        ),
-      ),
-    ),
-  );
+  return new Observable<MessageEvent>((subscriber) => {
+    let last = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const wake = () => {
+      const idle = performance.now() - last;
+      if (idle >= keepAliveMs) {
+        last = performance.now();
+        subscriber.next(KEEP_ALIVE);
+      }
+      // the keep-alive may have ended the stream (a write error): no timer after teardown
+      if (subscriber.closed) return;
+      timer = setTimeout(wake, Math.max(1, keepAliveMs - (performance.now() - last)));
+    };
+    timer = setTimeout(wake, keepAliveMs);
+    const source = events.subscribe({
+      next: (e) => {
+        last = performance.now();
+        subscriber.next({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: e.json ?? JSON.stringify(e.data) });
+      },
+      error: (err: unknown) => subscriber.error(err),
+      complete: () => subscriber.complete(),
+    });
+    return () => {
+      clearTimeout(timer);
+      source.unsubscribe();
+    };
+  });
 }
