@@ -124,7 +124,7 @@ async function main() {
     const noop = async () => undefined;
     const executor = new RunExecutorService(
       { insertAssistantOnce: async () => ({ message: { id: randomUUID() } }), touch: noop } as never,
-      { renewLease: async () => ({ control: null }), saveCheckpoint: async () => true, updateProgress: noop, finish: noop } as never,
+      { renewLease: async () => ({ control: null }), saveCheckpoint: async () => true, finish: noop } as never,
       { append: noop } as never,
       { publish() {}, end() {} } as never,
       app.get(RunControlService, { strict: false }),

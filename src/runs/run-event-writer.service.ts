@@ -15,7 +15,7 @@ interface Pending extends FencedAppend {
  * commits per turn fall as the load grows instead of queueing behind each other.
  *
  * The lease fence is kept per run: a run's rows are inserted only while this instance holds its
- * lease (row locked FOR SHARE), and a run whose rows were not all inserted gets LeaseLostError.
+ * lease (row locked FOR NO KEY UPDATE), and a run whose rows were not all inserted gets LeaseLostError.
  * A statement that fails is retried run by run, so one bad run cannot fail the others. A run's
  * closing write (its terminal event with its status) goes alone through appendFenced.
  */

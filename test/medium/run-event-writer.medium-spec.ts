@@ -6,6 +6,7 @@ import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/
 import { RunRepository } from '../../src/runs/repositories/run.repository';
 import { RunEventWriter } from '../../src/runs/run-event-writer.service';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
+import { onPostgres } from '../support/db';
 
 /** Group commit of run events against the real database (PGlite here, PostgreSQL on test:db). */
 describe('RunEventWriter (medium)', () => {
@@ -79,6 +80,34 @@ describe('RunEventWriter (medium)', () => {
     // a closing write carries the last phase too, with the run's end
     await writer.append(a, 'me', [phase(7, 3, 1), { seq: 8, type: 'done', data: { seq: 8 } }], { status: 'completed', stopReason: 'final_answer' });
     expect(await progress(a)).toMatchObject({ phaseIndex: 3, cycleIndex: 1, lastSeq: 8, status: 'completed' });
+  });
+
+  // PostgreSQL only: PGlite is one connection, its statements never overlap
+  (onPostgres() ? it : it.skip)('two appends of the same runs that meet on a row both store their events (they queue, neither is aborted)', async () => {
+    const events = db.ctx.get(RunEventRepository);
+    const phase = (seq: number) => ({ seq, type: 'phase', data: { seq, phaseIndex: seq, cycleIndex: 0, phase: 'tool_phase', status: 'start' } });
+    const [id, other] = [await open(), await open()];
+    // another transaction holds the run's row (as a lease renewal or a control request does) while both appends arrive
+    const holder = ds.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    try {
+      await holder.query(`UPDATE runs SET updated_at = now() WHERE request_id = $1`, [id]);
+      const append = (seq: number) => events.appendFencedMany([id, other].map((requestId) => ({ requestId, owner: 'me', rows: [phase(seq)] })));
+      const both = Promise.allSettled([append(1), append(2)]);
+      const waiting = async () => Number((await ds.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n);
+      for (let i = 0; i < 500 && (await waiting()) < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await holder.commitTransaction();
+      const results = await both;
+      expect(results.map((r) => (r.status === 'rejected' ? String((r.reason as Error).message) : r.status))).toEqual(['fulfilled', 'fulfilled']);
+    } finally {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
+    for (const run of [id, other]) {
+      expect(await stored(run)).toEqual([1, 2]);
+      expect(await runs.findById(run)).toMatchObject({ lastSeq: 2 });
+    }
   });
 
   it('a run whose rows cannot be stored (a seq written twice) fails alone; the runs written with it are kept', async () => {

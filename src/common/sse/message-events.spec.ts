@@ -70,5 +70,17 @@ describe('toMessageEvents under @Sse', () => {
       repeating.mockRestore();
     }
   });
-});
 
+  it('ends the stream with an error when an event cannot be serialized, and goes on serving other streams', async () => {
+    const outcome = await new Promise<string>((resolve) =>
+      toMessageEvents(of({ id: 1, type: 'result', data: { n: BigInt(1) } }), 15_000).subscribe({
+        next: () => resolve('sent'),
+        error: (e: Error) => resolve(`error: ${e.message}`),
+        complete: () => resolve('completed'),
+      }),
+    );
+    expect(outcome).toMatch(/^error: .*BigInt/);
+    source = () => of({ id: 1, type: 'chunk', data: { content: 'ok' } });
+    expect(await body(app)).toContain('data: {"content":"ok"}');
+  });
+});

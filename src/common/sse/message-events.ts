@@ -61,7 +61,17 @@ function wireMessages(events: Observable<WireMessage>, keepAliveMs: number): Obs
     const source = events.subscribe({
       next: (e) => {
         last = performance.now();
-        subscriber.next({ id: e.id === undefined ? undefined : String(e.id), type: e.type, data: e.json ?? JSON.stringify(e.data) });
+        let message: MessageEvent;
+        try {
+          message = { id: e.id === undefined ? undefined : String(e.id), type: e.type, data: e.json ?? JSON.stringify(e.data) };
+        } catch (err) {
+          // data JSON cannot carry (a BigInt, a cycle) ends this stream with an error, as an rxjs
+          // `map` did; thrown from here it would reach rxjs's unhandled-error report, which
+          // rethrows it outside any handler and stops the process (every open stream with it)
+          subscriber.error(err);
+          return;
+        }
+        subscriber.next(message);
       },
       error: (err: unknown) => subscriber.error(err),
       complete: () => subscriber.complete(),

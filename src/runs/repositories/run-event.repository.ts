@@ -71,7 +71,9 @@ export class RunEventRepository {
 
   /**
    * The executing instance's write: stored only while `owner` holds the run's lease (the row is
-   * locked FOR SHARE, so a sweeper's claim waits for this insert or this insert sees the claim).
+   * locked, so a sweeper's claim waits for this insert or this insert sees the claim). The lock is
+   * FOR NO KEY UPDATE, the one the progress update needs, taken at once: a FOR SHARE lock upgraded
+   * by that update deadlocks against another statement holding the same row FOR SHARE.
    * With `closing`, the run's terminal status is stored in the same statement as its terminal
    * event, so no client is ever sent an end the database does not hold. Throws LeaseLostError
    * when fenced.
@@ -103,7 +105,7 @@ export class RunEventRepository {
           FROM lease WHERE runs.request_id = lease.request_id)`;
     }
     const res: unknown = await this.events.query(
-      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'SHARE'})${update}
+      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
        INSERT INTO run_events (request_id, seq, type, data)
        SELECT lease.request_id, v.seq, v.type, v.data FROM lease, (VALUES ${tuples.join(', ')}) AS v(seq, type, data)
        RETURNING seq`,
@@ -114,9 +116,10 @@ export class RunEventRepository {
 
   /**
    * appendFenced for several runs in one statement (group commit): each run's rows are stored
-   * only while its `owner` holds its lease (rows locked FOR SHARE, in key order so concurrent
-   * flushes cannot deadlock on each other). Returns how many rows were stored per run; a fenced
-   * run stores none.
+   * only while its `owner` holds its lease (rows locked in key order, so concurrent flushes cannot
+   * deadlock on each other, and FOR NO KEY UPDATE, the lock the progress update takes: a FOR SHARE
+   * lock it upgraded would deadlock two flushes sharing a run). Returns how many rows were stored
+   * per run; a fenced run stores none.
    */
   async appendFencedMany(appends: FencedAppend[]): Promise<Map<string, number>> {
     const params: unknown[] = [];
@@ -134,7 +137,7 @@ export class RunEventRepository {
       `WITH v(request_id, owner, seq, type, data) AS (VALUES ${tuples.join(', ')}),
        lease AS (SELECT r.request_id, r.lease_owner FROM runs r
                   WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
-                  ORDER BY r.request_id FOR SHARE OF r),
+                  ORDER BY r.request_id FOR NO KEY UPDATE OF r),
        ${PROGRESS_CTE}
        INSERT INTO run_events (request_id, seq, type, data)
        SELECT v.request_id, v.seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
