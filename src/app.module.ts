@@ -24,6 +24,7 @@ import { DataSource } from 'typeorm';
 import { TurnLimitGuard } from './common/limits/turn-limit.guard';
 import { AppConfigService } from './config/app-config.service';
 import { SecretsModule } from './common/secrets/secrets.module';
+import { CloseIdleOnShutdown } from './common/sse/close-idle-on-shutdown';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
 @Module({})
@@ -53,6 +54,7 @@ export class AppModule {
     { provide: APP_GUARD, useClass: KeyThrottlerGuard },
     // after the throttler; no interceptor may sit on the @Sse routes (see TurnLimitGuard)
     { provide: APP_GUARD, useClass: TurnLimitGuard },
+    CloseIdleOnShutdown,
       ],
     };
   }

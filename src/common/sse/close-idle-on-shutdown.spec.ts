@@ -1,0 +1,45 @@
+import { Agent, createServer, request, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { HttpAdapterHost } from '@nestjs/core';
+import { CloseIdleOnShutdown } from './close-idle-on-shutdown';
+
+/**
+ * A response that ends after the server stopped listening (a stream finishing its `done` while
+ * the service shuts down) must not hold the shutdown for the keep-alive timeout.
+ */
+describe('CloseIdleOnShutdown', () => {
+  it.each([
+    ['with it', true, 'closed'],
+    // the control: Node alone leaves it open until the keep-alive timeout (5 s here)
+    ['without it', false, 'still open'],
+  ])('%s, a keep-alive connection whose response ends after close() is %s a second later', async (_label, installed, expected) => {
+    let pending: ServerResponse | undefined;
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      pending = res;
+    });
+    server.keepAliveTimeout = 5_000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const body = new Promise<void>((resolve) => {
+        request({ port: (server.address() as AddressInfo).port, host: '127.0.0.1', agent }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        }).end();
+      });
+      while (!pending) await new Promise((r) => setTimeout(r, 5));
+      if (installed) new CloseIdleOnShutdown({ httpAdapter: { getHttpServer: () => server } } as unknown as HttpAdapterHost).beforeApplicationShutdown();
+      const closed = new Promise<string>((r) => server.close(() => r('closed')));
+      pending.end();
+      await body;
+      // well inside the 5 s keep-alive timeout that would otherwise hold the connection
+      expect(await Promise.race([closed, new Promise<string>((r) => setTimeout(() => r('still open'), 1_000))])).toBe(expected);
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
