@@ -58,6 +58,17 @@ describe('rename and delete a conversation', () => {
     expect(after[1].updatedAt).toBe(before[1].updatedAt);
   });
 
+  it('a finished turn moves its conversation to the top of the list', async () => {
+    const older = await turn('first topic', 'order');
+    const newer = await turn('second topic', 'order');
+    const before = await list('order');
+    expect(before.map((c) => c.id)).toEqual([newer.conversationId, older.conversationId]);
+    await turn('back to the first', 'order', older.conversationId);
+    const after = await list('order');
+    expect(after.map((c) => c.id)).toEqual([older.conversationId, newer.conversationId]);
+    expect(Date.parse(after[0].updatedAt)).toBeGreaterThan(Date.parse(before[1].updatedAt));
+  });
+
   it.each([
     [{}, /title must be a string/],
     [{ title: '' }, /title must not be empty/],
