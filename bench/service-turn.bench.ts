@@ -123,7 +123,7 @@ async function main() {
     const orchestration = app.get(OrchestrationService, { strict: false });
     const noop = async () => undefined;
     const executor = new RunExecutorService(
-      { insertAssistantOnce: async () => ({ message: { id: randomUUID() } }), touch: noop } as never,
+      { insertAssistantOnce: async () => ({ message: { id: randomUUID() } }) } as never,
       { renewLease: async () => ({ control: null }), saveCheckpoint: async () => true, finish: noop } as never,
       { append: noop } as never,
       { publish() {}, end() {} } as never,

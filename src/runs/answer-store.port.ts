@@ -48,10 +48,8 @@ export type TurnStep =
  * not import the layer above it.
  */
 export interface AnswerStore {
-  /** stores the assistant message of a turn exactly once per requestId; returns the stored row */
+  /** stores the assistant message of a turn exactly once per requestId (and marks the conversation active now); returns the stored row's id */
   insertAssistantOnce(conversationId: string, requestId: string, content: string, status: AnswerStatus, metadata: AnswerMetadata): Promise<{ message: { id: string }; created: boolean }>;
-  /** marks the conversation as active now */
-  touch(conversationId: string): Promise<void>;
 }
 
 export const ANSWER_STORE: InjectionToken<AnswerStore> = Symbol('ANSWER_STORE');

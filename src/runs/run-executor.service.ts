@@ -252,7 +252,6 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     if (!this.shuttingDown) await this.trace.flush();
     await stream.close({ ...done, messageId: message.id } as WireEvent, { status: runStatus, stopReason: done.stopReason });
     if (stream.error) throw stream.error;
-    await this.conversations.touch(p.conversationId).catch(() => undefined);
   }
 
   /**

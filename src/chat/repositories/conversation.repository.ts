@@ -56,10 +56,6 @@ export class ConversationRepository {
     return Array.isArray(res) && res.length === 2 && typeof res[1] === 'number' ? res[1] : Array.isArray(res) ? res.length : 0;
   }
 
-  async touch(id: string): Promise<void> {
-    await this.conversations.update({ id }, { updatedAt: new Date() });
-  }
-
   async insertUserMessage(conversationId: string, content: string, requestId: string): Promise<ChatMessageEntity> {
     const m = this.messages.create({ conversationId, role: 'user', content, status: 'complete', requestId, metadata: {} });
     // the message's metadata type is wider than TypeORM's deep-partial typing follows; it is {} here
@@ -77,16 +73,20 @@ export class ConversationRepository {
     content: string,
     status: ChatMessageStatus,
     metadata: AnswerMetadata,
-  ): Promise<{ message: ChatMessageEntity; created: boolean }> {
+  ): Promise<{ message: { id: string }; created: boolean }> {
+    // the conversation's updated_at moves with its answer, in the same statement (the list is
+    // ordered by the last turn); the stored row is read back only when it was there already
     const inserted: Array<{ id: string }> = await this.messages.query(
-      `INSERT INTO chat_messages (conversation_id, role, content, status, request_id, metadata)
+      `WITH touched AS (UPDATE conversations SET updated_at = now() WHERE id = $1)
+       INSERT INTO chat_messages (conversation_id, role, content, status, request_id, metadata)
        VALUES ($1, 'assistant', $2, $3, $4, $5::jsonb)
        ON CONFLICT (request_id) WHERE role = 'assistant' DO NOTHING
        RETURNING id`,
       [conversationId, stripNul(content), status, requestId, JSON.stringify(storageSafe(metadata))],
     );
-    const message = await this.messages.findOneOrFail({ where: { requestId, role: 'assistant' } });
-    return { message, created: inserted.length > 0 };
+    if (inserted.length > 0) return { message: { id: String(inserted[0].id) }, created: true };
+    const message = await this.messages.findOneOrFail({ where: { requestId, role: 'assistant' }, select: { id: true } });
+    return { message: { id: message.id }, created: false };
   }
 
   findAssistantMessage(requestId: string): Promise<ChatMessageEntity | null> {
