@@ -9,6 +9,7 @@ import { findDocuments, readDocument, type SkippedFile } from './ingest/workspac
 import { KnowledgeException, KnowledgeExceptionCode } from './knowledge.exception';
 import { moduleOfPath } from './knowledge-module-name.util';
 import { KnowledgeRepository } from './knowledge.repository';
+import { ModuleSummaryCache } from './module-summary.cache';
 
 export interface IngestRequest {
   projectId: string;
@@ -64,6 +65,7 @@ export class KnowledgeIngestService {
     private readonly repo: KnowledgeRepository,
     private readonly config: AppConfigService,
     @Inject(KNOWLEDGE_EMBEDDING_PROVIDER) private readonly embeddings: EmbeddingProvider | null,
+    private readonly moduleCache: ModuleSummaryCache,
   ) {}
 
   async ingest(req: IngestRequest, signal?: AbortSignal): Promise<IngestSummary> {
@@ -74,6 +76,8 @@ export class KnowledgeIngestService {
       return await run;
     } finally {
       if (this.running.get(req.projectId) === run) this.running.delete(req.projectId);
+      // also after a failure: the files stored before it are committed
+      await this.moduleCache.changed(req.projectId);
     }
   }
 

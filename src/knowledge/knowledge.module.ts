@@ -7,6 +7,7 @@ import { KnowledgeIngestService } from './knowledge-ingest.service';
 import { KNOWLEDGE_RETRIEVER } from './knowledge-retriever.port';
 import { KnowledgeRepository } from './knowledge.repository';
 import { KnowledgeService } from './knowledge.service';
+import { ModuleSummaryCache } from './module-summary.cache';
 
 /**
  * The knowledge base: ingest (`POST /api/knowledge/ingest`), modules and search routes, and
@@ -19,6 +20,7 @@ import { KnowledgeService } from './knowledge.service';
     KnowledgeRepository,
     KnowledgeService,
     KnowledgeIngestService,
+    ModuleSummaryCache,
     { provide: KNOWLEDGE_RETRIEVER, useExisting: KnowledgeService },
     { provide: KNOWLEDGE_EMBEDDING_PROVIDER, useFactory: createEmbeddingProvider, inject: [AppConfigService] },
   ],

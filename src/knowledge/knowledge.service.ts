@@ -10,6 +10,7 @@ import type {
 } from './knowledge-retriever.port';
 import { displayNameOf } from './knowledge-module-name.util';
 import { KnowledgeRepository } from './knowledge.repository';
+import { ModuleSummaryCache } from './module-summary.cache';
 import { bestConfidence, fuseTextAndVector, rankText, type ScoredHit, type VectorHit } from './retrieval/retrieval-scoring';
 
 /** Results a retrieval may return (rag_query's `topK` maximum). */
@@ -38,10 +39,11 @@ export class KnowledgeService implements KnowledgeRetriever {
   constructor(
     private readonly repo: KnowledgeRepository,
     @Inject(KNOWLEDGE_EMBEDDING_PROVIDER) private readonly embeddings: EmbeddingProvider | null,
+    private readonly moduleCache: ModuleSummaryCache,
   ) {}
 
   async modules(projectId: string): Promise<KnowledgeModuleInfo[]> {
-    const rows = await this.repo.moduleSummaries(projectId);
+    const rows = await this.moduleCache.get(projectId, () => this.repo.moduleSummaries(projectId));
     return rows.map((r) => ({ name: r.module, displayName: displayNameOf(r.module), docType: r.docType, chunks: r.chunks }));
   }
 

@@ -99,6 +99,17 @@ describe('knowledge base over HTTP', () => {
     expect((await post({ projectId: 'default' })).body).toMatchObject({ files: 4, added: 0, updated: 0, unchanged: 4 });
   });
 
+  it('the modules list follows an ingest at once (it is kept in memory between ingests)', async () => {
+    const before = (await get('/api/knowledge/modules?projectId=other')).body;
+    expect(before).toEqual([]);
+    write('other/billing/questions.md', '# Billing\n\nAsk away.\n');
+    expect((await post({ projectId: 'other' })).body).toMatchObject({ added: 1 });
+    expect((await get('/api/knowledge/modules?projectId=other')).body).toEqual([{ name: 'billing', displayName: 'Billing', docType: 'md', chunks: 1 }]);
+    rmSync(join(ws, 'other', 'billing'), { recursive: true });
+    expect((await post({ projectId: 'other' })).body).toMatchObject({ removed: 1 });
+    expect((await get('/api/knowledge/modules?projectId=other')).body).toEqual([]);
+  });
+
   it('searches what was ingested', async () => {
     const res = await get('/api/knowledge/search?q=how%20do%20I%20install&topK=2');
     expect(res.status).toBe(200);
