@@ -51,7 +51,7 @@ export class ChatService {
     }
 
     const { conversation, history, lastTurnTools, userMessageId, model, contextWindow } = await this.dbOrUnavailable(async () => {
-      let conversation: ConversationEntity | null = null;
+      let conversation: Pick<ConversationEntity, 'id' | 'projectId' | 'settings'> | null = null;
       if (dto.conversationId) {
         conversation = await this.conversations.findById(dto.conversationId);
         if (!conversation || conversation.projectId !== projectId) {
@@ -61,17 +61,14 @@ export class ChatService {
       const model = this.pickModel(options.model, conversation?.settings?.model);
       const contextWindow = await this.orchestration.contextWindow(model);
       const { history, lastTurnTools } = conversation ? await this.history(conversation.id, contextWindow) : { history: [], lastTurnTools: [] };
-      conversation ??= await this.conversations.create(projectId, dto.content);
-      const user = await this.conversations.insertUserMessage(conversation.id, dto.content, requestId);
-      await this.runs.open({
-        requestId,
-        conversationId: conversation.id,
-        projectId,
-        userMessageId: user.id,
-        protocol: protocol.name,
-        options: { mode, budgets, debugShowToolResults, detach, model },
-      });
-      return { conversation, history, lastTurnTools, userMessageId: user.id, model, contextWindow };
+      // the conversation (when new), the user message and the run: one statement, all or nothing
+      const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content }, content: dto.content, requestId });
+      conversation ??= { ...opening.conversation, projectId };
+      await this.runs.open(
+        { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model } },
+        opening.prelude,
+      );
+      return { conversation, history, lastTurnTools, userMessageId: opening.userMessageId, model, contextWindow };
     });
 
     this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode, model } });

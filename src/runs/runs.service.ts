@@ -10,6 +10,7 @@ import { CheckpointFormatError } from '../orchestration/run-state/run-checkpoint
 import type { LlmMessage } from '../llm/llm-adapter.port';
 import { mapRun, type RunDto } from './dto/run.dto';
 import type { RunEntity, RunOptions } from './entities/run.entity';
+import type { StatementPrelude } from '../database/statement-prelude';
 import { RunEventRepository, type StoredRunEvent } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
@@ -63,9 +64,12 @@ export class RunsService {
     private readonly config: AppConfigService,
   ) {}
 
-  /** Stores a new run, leased to this instance. */
-  async open(r: { requestId: string; conversationId: string; projectId: string; userMessageId: string | null; protocol: string; options: RunOptions }): Promise<void> {
-    await this.runs.create({ ...r, leaseOwner: INSTANCE_ID, leaseMs: this.config.get('RUN_LEASE_MS') });
+  /** Stores a new run, leased to this instance, in one statement with `prelude`'s writes when given. */
+  async open(
+    r: { requestId: string; conversationId: string; projectId: string; userMessageId: string | null; protocol: string; options: RunOptions },
+    prelude?: StatementPrelude,
+  ): Promise<void> {
+    await this.runs.create({ ...r, leaseOwner: INSTANCE_ID, leaseMs: this.config.get('RUN_LEASE_MS') }, prelude);
   }
 
   /**

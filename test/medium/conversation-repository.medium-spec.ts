@@ -3,44 +3,87 @@ import type { DataSource } from 'typeorm';
 import { ChatMessageEntity } from '../../src/chat/entities/chat-message.entity';
 import { ConversationEntity } from '../../src/chat/entities/conversation.entity';
 import { ConversationRepository } from '../../src/chat/repositories/conversation.repository';
+import { RunEntity } from '../../src/runs/entities/run.entity';
+import { RunRepository } from '../../src/runs/repositories/run.repository';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
 
-/** A turn's first writes against the real database (PGlite here, PostgreSQL on test:db). */
+/** A turn's first write against the real database (PGlite here, PostgreSQL on test:db). */
 describe('ConversationRepository (medium)', () => {
   let db: DatabaseContext;
   let ds: DataSource;
   let repo: ConversationRepository;
+  let runs: RunRepository;
 
   beforeAll(async () => {
-    db = await startDatabaseContext([ConversationEntity, ChatMessageEntity], [ConversationRepository]);
+    db = await startDatabaseContext([ConversationEntity, ChatMessageEntity, RunEntity], [ConversationRepository, RunRepository]);
     ds = db.ds;
     repo = db.ctx.get(ConversationRepository);
+    runs = db.ctx.get(RunRepository);
   });
   afterAll(async () => {
     await db?.close();
   });
 
-  it('creates a conversation and a user message each with one statement and no transaction, returning what the database generated', async () => {
+  const newRun = (requestId: string, conversationId: string, userMessageId: string) => ({
+    requestId,
+    conversationId,
+    projectId: 'p',
+    userMessageId,
+    protocol: 'unified',
+    options: { mode: 'act' as const },
+    leaseOwner: 'instance-a',
+    leaseMs: 30_000,
+  });
+
+  /** Counts what the data source sends: TypeORM hands every statement to its logger. */
+  async function counted<T>(fn: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
     const statements: string[] = [];
-    // count what the repository sends: TypeORM hands every statement to the data source's logger
     const logger = ds.logger;
     const seen = (q: string) => statements.push(q.trim().split(/\s+/).slice(0, 3).join(' '));
     Object.assign(ds, { logger: { ...logger, logQuery: seen, logQueryError: () => undefined, logQuerySlow: () => undefined, logSchemaBuild: () => undefined, logMigration: () => undefined, log: () => undefined } });
     try {
-      const c = await repo.create('p', 'a title');
-      const requestId = randomUUID();
-      const m = await repo.insertUserMessage(c.id, 'hello', requestId);
-      expect(statements.filter((s) => /TRANSACTION|COMMIT/i.test(s))).toEqual([]);
-      expect(statements).toHaveLength(2);
-      // the returned rows carry the generated id and timestamps, as stored
-      const [row] = await ds.query('SELECT id, created_at FROM conversations WHERE id = $1', [c.id]);
-      expect(new Date(row.created_at).getTime()).toBe(c.createdAt.getTime());
-      expect(c.updatedAt).toBeInstanceOf(Date);
-      const [msg] = await ds.query('SELECT id, conversation_id, request_id, content, created_at FROM chat_messages WHERE id = $1', [m.id]);
-      expect(msg).toMatchObject({ conversation_id: c.id, request_id: requestId, content: 'hello' });
-      expect(new Date(msg.created_at).getTime()).toBe(m.createdAt.getTime());
+      return { result: await fn(), statements };
     } finally {
       Object.assign(ds, { logger });
     }
+  }
+
+  it("stores a new turn's conversation, user message and run with one statement and no transaction", async () => {
+    const requestId = randomUUID();
+    const opening = repo.opening({ conversation: { projectId: 'p', title: 'a title' }, content: 'hello', requestId });
+    const { statements } = await counted(() => runs.create(newRun(requestId, opening.conversation.id, opening.userMessageId), opening.prelude));
+    expect(statements).toHaveLength(1);
+    expect(statements.filter((s) => /TRANSACTION|COMMIT/i.test(s))).toEqual([]);
+
+    const [conv] = await ds.query('SELECT project_id, title, settings FROM conversations WHERE id = $1', [opening.conversation.id]);
+    expect(conv).toEqual({ project_id: 'p', title: 'a title', settings: {} });
+    const [msg] = await ds.query('SELECT conversation_id, role, request_id, content, status, metadata FROM chat_messages WHERE id = $1', [opening.userMessageId]);
+    expect(msg).toEqual({ conversation_id: opening.conversation.id, role: 'user', request_id: requestId, content: 'hello', status: 'complete', metadata: {} });
+    const [run] = await ds.query('SELECT conversation_id, user_message_id, status, lease_owner FROM runs WHERE request_id = $1', [requestId]);
+    expect(run).toEqual({ conversation_id: opening.conversation.id, user_message_id: opening.userMessageId, status: 'running', lease_owner: 'instance-a' });
+  });
+
+  it("a turn in an existing conversation adds its message and run to it, and the conversation's title stays", async () => {
+    const first = randomUUID();
+    const opening = repo.opening({ conversation: { projectId: 'p', title: 'first question' }, content: 'first question', requestId: first });
+    await runs.create(newRun(first, opening.conversation.id, opening.userMessageId), opening.prelude);
+    const second = randomUUID();
+    const next = repo.opening({ conversation: { id: opening.conversation.id }, content: 'follow-up', requestId: second });
+    expect(next.conversation.id).toBe(opening.conversation.id);
+    await runs.create(newRun(second, opening.conversation.id, next.userMessageId), next.prelude);
+    const messages = await ds.query(`SELECT content FROM chat_messages WHERE conversation_id = $1 ORDER BY created_at, content`, [opening.conversation.id]);
+    expect(messages.map((m: { content: string }) => m.content)).toEqual(['first question', 'follow-up']);
+    expect((await ds.query('SELECT count(*)::int AS n FROM conversations WHERE title = $1', ['first question']))[0].n).toBe(1);
+  });
+
+  it('stores nothing of a turn whose run cannot be stored', async () => {
+    const taken = randomUUID();
+    const before = repo.opening({ conversation: { projectId: 'p', title: 'taken' }, content: 'x', requestId: taken });
+    await runs.create(newRun(taken, before.conversation.id, before.userMessageId), before.prelude);
+    // the same requestId again: the run's primary key refuses it, so the statement fails whole
+    const opening = repo.opening({ conversation: { projectId: 'p', title: 'lost turn' }, content: 'lost', requestId: taken });
+    await expect(runs.create(newRun(taken, opening.conversation.id, opening.userMessageId), opening.prelude)).rejects.toThrow();
+    expect(await ds.query('SELECT id FROM conversations WHERE id = $1', [opening.conversation.id])).toEqual([]);
+    expect(await ds.query('SELECT id FROM chat_messages WHERE id = $1', [opening.userMessageId])).toEqual([]);
   });
 });

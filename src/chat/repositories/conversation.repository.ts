@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, QueryDeepPartialEntity, Repository } from 'typeorm';
+import { randomUUID } from 'node:crypto';
+import type { EntityManager, Repository } from 'typeorm';
 import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-message.entity';
 import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
 import type { AnswerMetadata } from '../../runs/answer-store.port';
 import { storageSafe, stripNul } from '../../common/util/text-safety.util';
+import type { StatementPrelude } from '../../database/statement-prelude';
 
 /** Conversations and their messages. */
 @Injectable()
@@ -14,12 +16,31 @@ export class ConversationRepository {
     @InjectRepository(ChatMessageEntity) private readonly messages: Repository<ChatMessageEntity>,
   ) {}
 
-  // insert, not save: save wraps its one INSERT in a transaction of its own (three round trips,
-  // two commits), and a turn starts with these. The generated columns come back by RETURNING.
-  async create(projectId: string, title: string): Promise<ConversationEntity> {
-    const c = this.conversations.create({ projectId, title: title.slice(0, 120), settings: {} });
-    await this.conversations.insert(c);
-    return c;
+  /**
+   * The writes that open a turn, for the statement that stores its run (RunsService.open): the
+   * conversation when the turn starts one, and the user message. Ids are made here, so nothing
+   * needs reading back; the rows' timestamps are the database's.
+   */
+  opening(p: { conversation: { id: string } | { projectId: string; title: string }; content: string; requestId: string }): {
+    conversation: Pick<ConversationEntity, 'id' | 'settings'>;
+    userMessageId: string;
+    prelude: StatementPrelude;
+  } {
+    const params: unknown[] = [];
+    const $ = (v: unknown) => `$${params.push(v)}`;
+    const ctes: string[] = [];
+    let conversation: Pick<ConversationEntity, 'id' | 'settings'>;
+    if ('id' in p.conversation) {
+      conversation = { id: p.conversation.id, settings: {} };
+    } else {
+      conversation = { id: randomUUID(), settings: {} };
+      ctes.push(`opened_conversation AS (INSERT INTO conversations (id, project_id, title) VALUES (${$(conversation.id)}::uuid, ${$(p.conversation.projectId)}, ${$(p.conversation.title.slice(0, 120))}))`);
+    }
+    const userMessageId = randomUUID();
+    ctes.push(
+      `opened_message AS (INSERT INTO chat_messages (id, conversation_id, role, content, status, request_id) VALUES (${$(userMessageId)}::uuid, ${$(conversation.id)}::uuid, 'user', ${$(p.content)}, 'complete', ${$(p.requestId)}::uuid))`,
+    );
+    return { conversation, userMessageId, prelude: { ctes, params } };
   }
 
   findById(id: string): Promise<ConversationEntity | null> {
@@ -54,13 +75,6 @@ export class ConversationRepository {
     const res: unknown = await m.query(`DELETE FROM chat_messages WHERE conversation_id = $1 RETURNING id`, [id]);
     await m.query(`DELETE FROM conversations WHERE id = $1`, [id]);
     return Array.isArray(res) && res.length === 2 && typeof res[1] === 'number' ? res[1] : Array.isArray(res) ? res.length : 0;
-  }
-
-  async insertUserMessage(conversationId: string, content: string, requestId: string): Promise<ChatMessageEntity> {
-    const m = this.messages.create({ conversationId, role: 'user', content, status: 'complete', requestId, metadata: {} });
-    // the message's metadata type is wider than TypeORM's deep-partial typing follows; it is {} here
-    await this.messages.insert(m as QueryDeepPartialEntity<ChatMessageEntity>);
-    return m;
   }
 
   /**

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { RunEntity, type RunControl, type RunOptions, type RunStatus } from '../entities/run.entity';
 import { storageSafe } from '../../common/util/text-safety.util';
+import { withPrelude, type StatementPrelude } from '../../database/statement-prelude';
 
 export interface NewRun {
   requestId: string;
@@ -22,24 +23,31 @@ export interface NewRun {
 export class RunRepository {
   constructor(@InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>) {}
 
-  /** Stores a new running run leased to `r.leaseOwner` (nothing read back: callers know the run). */
-  async create(r: NewRun): Promise<void> {
+  /**
+   * Stores a new running run leased to `r.leaseOwner` (nothing read back: callers know the run),
+   * in one statement with `prelude`'s writes when given (a turn's conversation and user message).
+   */
+  async create(r: NewRun, prelude?: StatementPrelude): Promise<void> {
+    const params = [...(prelude?.params ?? [])];
+    const $ = (v: unknown) => `$${params.push(v)}`;
+    const values = [
+      $(r.requestId),
+      $(r.conversationId),
+      $(r.projectId),
+      $(r.userMessageId),
+      $(r.protocol),
+      `'running'`,
+      `${$(JSON.stringify(r.options))}::jsonb`,
+      $(r.leaseOwner),
+      `now() + (${$(String(r.leaseMs))} || ' milliseconds')::interval`,
+      $(r.fork?.parentRequestId ?? null),
+      $(r.fork?.fromPhaseIndex ?? null),
+    ];
     await this.runs.query(
-      `INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at,
+      `${withPrelude(prelude)}INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at,
                          parent_request_id, forked_from_phase_index)
-       VALUES ($1, $2, $3, $4, $5, 'running', $6::jsonb, $7, now() + ($8 || ' milliseconds')::interval, $9, $10)`,
-      [
-        r.requestId,
-        r.conversationId,
-        r.projectId,
-        r.userMessageId,
-        r.protocol,
-        JSON.stringify(r.options),
-        r.leaseOwner,
-        String(r.leaseMs),
-        r.fork?.parentRequestId ?? null,
-        r.fork?.fromPhaseIndex ?? null,
-      ],
+       VALUES (${values.join(', ')})`,
+      params,
     );
   }
 
