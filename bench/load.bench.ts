@@ -10,6 +10,7 @@
  */
 import { join } from 'node:path';
 import { pct, runLoad, type LoadResult } from './load/client';
+import { metricsLagP99, statementsSent } from './load/orion-metrics';
 import { PgStats } from './load/pg-stats';
 import { cpuMs, io, rssBytes, rssPeak } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
@@ -45,31 +46,31 @@ interface Row {
   pgCpuPerTurn?: number;
   rowsPerTurn?: number;
   commitsPerTurn?: number;
+  statementsPerTurn?: number;
   dbKbPerTurn?: number;
   walKbPerTurn?: number;
   storageKbPerTurn?: number;
   writesPerTurn: number;
 }
 
-async function metricsLagP99(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
-}
-
 /** One measured run against a started process: warm-up, idle readings, the load, the deltas. */
-async function measure(system: string, route: string, n: number, p: Proc, lagP99: () => Promise<number>, pg?: PgStats): Promise<Row> {
+async function measure(system: string, route: string, n: number, p: Proc, lagP99: () => Promise<number>, pg?: PgStats, statements?: () => Promise<number>): Promise<Row> {
   await runLoad({ port: p.port, path: PATHS[route], n: 2, rampMs: 0, timeoutMs: 30_000 });
   await sleep(1000);
   const idleRss = rssBytes(p.pid);
-  await lagP99(); // resets the delay histogram
+  const st0 = await statements?.();
+  await lagP99(); // resets the delay histogram (any scrape of /metrics does)
   const [cpu0, io0, pg0] = [cpuMs(p.pid), io(p.pid), await pg?.snapshot()];
   const peak = rssPeak(p.pid);
   const load = await runLoad({ port: p.port, path: PATHS[route], n, rampMs: RAMP_MS, timeoutMs: TIMEOUT_MS });
   const peakRss = peak.stop();
   const [cpu1, io1, pgCpu1] = [cpuMs(p.pid), io(p.pid), await pg?.backendCpuNow()];
   const loopP99Ms = await lagP99();
+  // after the delay histogram was read: every scrape of /metrics resets it
+  const st1 = await statements?.();
   const turns = Math.max(1, load.completed + load.errors);
   const row: Row = { system, route, n, load, loopP99Ms, idleRss, perStreamKb: (peakRss - idleRss) / 1024 / Math.max(1, load.maxInFlight), cpuPerTurn: (cpu1 - cpu0) / turns, writesPerTurn: (io1.syscw - io0.syscw) / turns };
+  if (st0 !== undefined && st1 !== undefined) row.statementsPerTurn = (st1 - st0) / turns;
   if (system === 'Orion pglite') row.storageKbPerTurn = (io1.writeBytes - io0.writeBytes) / 1024 / turns;
   if (pg && pg0 && pgCpu1) {
     await sleep(1500); // backends flush their table statistics at most once a second
@@ -91,7 +92,7 @@ function print(row: Row, floor?: Row): void {
   const cpuAll = row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
   const ratio = floor && row !== floor ? ` | ${f(cpuAll / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ';
   console.log(
-    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
+    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
   );
   for (const e of l.errorSamples) console.log(`|   error sample: ${e.replace(/\|/g, '/')} |`);
 }
@@ -106,8 +107,8 @@ async function main() {
   // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
   const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; run timeout ${TIMEOUT_MS / 1000} s`);
-  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
+  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
   try {
     for (const n of NS) {
       let floor: Row | undefined;
@@ -125,7 +126,7 @@ async function main() {
         for (const route of ROUTES) {
           const orion = await startOrion(DIST, { ...orionEnv, ...(db === 'postgres' ? { DATABASE_URL: url! } : {}) });
           try {
-            print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), db === 'postgres' ? pg : undefined), floor);
+            print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), db === 'postgres' ? pg : undefined, () => statementsSent(orion.port)), floor);
           } finally {
             await orion.stop();
           }

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { pct, runLoad } from './load/client';
 import { PgStats } from './load/pg-stats';
+import { statementsSent } from './load/orion-metrics';
 import { cpuMs } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
 
@@ -166,7 +167,7 @@ async function main() {
         await sleep(1000);
         const cpu0 = orions.map((o) => cpuMs(o.pid));
         const proxyCpu0 = cpuMs(proxy.pid);
-        const [pg0, db0] = [await pg.snapshot(), await dbWork(url)];
+        const [pg0, db0, st0] = [await pg.snapshot(), await dbWork(url), await Promise.all(orions.map((o) => statementsSent(o.port)))];
         const loading = runLoad({ port: proxy.port, path: PATHS[ROUTE], n: N, rampMs: RAMP_MS, timeoutMs: TIMEOUT_MS });
         // run control across instances while the load runs (one instance: on itself)
         await sleep(RAMP_MS / 2);
@@ -176,13 +177,14 @@ async function main() {
         const pgCpu1 = await pg.backendCpuNow();
         const cpu = orions.reduce((s, o, i) => s + cpuMs(o.pid) - cpu0[i], 0);
         const proxyCpu = cpuMs(proxy.pid) - proxyCpu0;
+        const statements = (await Promise.all(orions.map((o) => statementsSent(o.port)))).reduce((sum, n, i) => sum + n - st0[i], 0);
         await sleep(1500); // table statistics are flushed at most once a second
         const db1 = await dbWork(url);
         const turns = Math.max(1, load.completed + load.errors);
         const rate = (load.completed * 1000) / load.wallMs;
         if (k === 1) oneInstanceRate = rate;
         rows.push(
-          `| ${k} | ${load.completed} | ${load.errors} | ${f(rate)} | ${f(rate / k)} | ${k === 1 || Number.isNaN(oneInstanceRate) ? '1.0' : f(rate / oneInstanceRate, 2)}× | ${f(pct(load.latenciesMs, 0.5))} | ${f(pct(load.latenciesMs, 0.99))} | ${f(cpu / turns)} | ${f(proxyCpu / turns)} | ${f(PgStats.backendCpuDelta(pg0, pgCpu1) / turns)} | ${f((db1.commits - db0.commits) / turns, 0)} | ${f((db1.rows - db0.rows) / turns, 0)} | ${f((db1.scans - db0.scans) / turns, 0)} |`,
+          `| ${k} | ${load.completed} | ${load.errors} | ${f(rate)} | ${f(rate / k)} | ${k === 1 || Number.isNaN(oneInstanceRate) ? '1.0' : f(rate / oneInstanceRate, 2)}× | ${f(pct(load.latenciesMs, 0.5))} | ${f(pct(load.latenciesMs, 0.99))} | ${f(cpu / turns)} | ${f(proxyCpu / turns)} | ${f(PgStats.backendCpuDelta(pg0, pgCpu1) / turns)} | ${f((db1.commits - db0.commits) / turns, 0)} | ${f(statements / turns, 1)} | ${f((db1.rows - db0.rows) / turns, 0)} | ${f((db1.scans - db0.scans) / turns, 0)} |`,
         );
         for (const e of load.errorSamples) rows.push(`|   error sample: ${e.replace(/\|/g, '/')} |`);
         for (const p of tried) probes.push(`| ${k} | ${p.name} | ${p.ok ? 'yes' : '**no**'} | ${f(p.ms, 0)} | ${p.detail} |`);
@@ -195,8 +197,8 @@ async function main() {
     await pg.close();
     await model.stop();
   }
-  console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | rows written/turn | scans/turn |');
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) console.log(r);
   console.log('\nrun control across instances, during the load:\n');
   console.log('| instances | what | worked | ms | detail |');

@@ -7,6 +7,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { vector } from '@electric-sql/pglite-pgvector';
 import type { DataSourceOptions } from 'typeorm';
+import { CountingLogger } from './counting-logger';
 import { MIGRATIONS } from './migrations';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -38,6 +39,7 @@ export async function openDatabase(databaseUrl: string | undefined, dataDir: str
     uuidExtension: 'pgcrypto' as const,
     installExtensions: false,
     logging: ['error' as const],
+    logger: new CountingLogger(['error']),
   };
   if (databaseUrl && /^postgres(ql)?:\/\//.test(databaseUrl)) {
     return {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { openStreams } from '../common/sse/open-streams';
+import { CountingLogger } from '../database/counting-logger';
 import { TraceWriterService } from '../trace/trace-writer.service';
 
 /** Seconds: a turn spans one quick answer to minutes of chained tools and retries. */
@@ -48,6 +49,17 @@ export class MetricsService {
       collect() {
         this.inc(traceWriter.droppedEvents - dropped);
         dropped = traceWriter.droppedEvents;
+      },
+    });
+    let statements = 0;
+    new Counter({
+      name: 'orion_db_statements_total',
+      help: 'Statements sent to the database through the data source (transaction control included; not LISTEN)',
+      registers: [this.registry],
+      collect() {
+        if (!(dataSource.logger instanceof CountingLogger)) return;
+        this.inc(dataSource.logger.statements - statements);
+        statements = dataSource.logger.statements;
       },
     });
     new Gauge({

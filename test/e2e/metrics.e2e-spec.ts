@@ -51,7 +51,7 @@ describe('GET /metrics (Prometheus)', () => {
     const res = await fetch(`${t.url}/metrics`, { headers: auth });
     expect(res.status).toBe(200);
     const text = await res.text();
-    for (const name of ['orion_turns_total', 'orion_tool_executions_total', 'orion_turn_duration_seconds', 'orion_model_call_duration_seconds', 'orion_open_streams', 'orion_trace_queue_events', 'orion_db_pool_connections', 'orion_llm_retries_total']) {
+    for (const name of ['orion_turns_total', 'orion_tool_executions_total', 'orion_turn_duration_seconds', 'orion_model_call_duration_seconds', 'orion_open_streams', 'orion_trace_queue_events', 'orion_db_pool_connections', 'orion_db_statements_total', 'orion_llm_retries_total']) {
       expect(text).toContain(`# TYPE ${name} `);
     }
     expect(text).toContain('# TYPE orion_turn_duration_seconds histogram');
@@ -98,6 +98,9 @@ describe('GET /metrics (Prometheus)', () => {
     expect(delta('orion_tool_duration_seconds_count', { tool: 'read_file' })).toBe(2);
     expect(delta('orion_tool_refusals_total', { tool: 'read_file', reason: 'duplicate' })).toBe(3);
     expect(delta('orion_forced_finals_total', { reason: 'duplicate_limit' })).toBe(1);
+
+    // each turn: its opening, its events, its answer and its closing at least
+    expect(delta('orion_db_statements_total')).toBeGreaterThanOrEqual(3 * 4);
 
     expect(after.get('orion_open_streams')).toBe(0);
     expect(after.get(seriesKey('orion_db_pool_connections', { state: 'total' }))).toBeGreaterThanOrEqual(1);
