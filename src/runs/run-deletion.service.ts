@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { queryResult } from '../database/query-result';
+import { EVENTS_IN_ROW } from './repositories/run-event.repository';
 import { TraceDeletionService } from '../trace/trace-deletion.service';
 import { RunsException, RunsExceptionCode } from './runs.exception';
 
@@ -45,7 +46,10 @@ export class RunDeletionService {
     const requestIds = rows.map((r) => r.request_id);
     if (requestIds.length === 0) return { requestIds, runs: 0, runEvents: 0, traceEvents: 0 };
     const traceEvents = await this.traces.deleteForRequests(m, requestIds);
-    const runEvents = queryResult(await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING id`, [requestIds])).count;
+    const runEvents = (queryResult(await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING ${EVENTS_IN_ROW} AS n`, [requestIds])).rows as Array<{ n: number }>).reduce(
+      (sum, r) => sum + Number(r.n),
+      0,
+    );
     const runs = queryResult(await m.query(`DELETE FROM runs WHERE request_id = ANY($1::uuid[]) RETURNING request_id`, [requestIds])).count;
     return { requestIds, runs, runEvents, traceEvents };
   }

@@ -99,10 +99,10 @@ describe('rename and delete a conversation', () => {
     const a2 = await turn('doomed two', 'del', a1.conversationId);
     const b = await turn('survivor', 'del');
     const doomed = [a1.requestId, a2.requestId];
-    expect(await count('run_events', 'request_id', doomed)).toBeGreaterThan(0);
+    expect(await count('run_event_list', 'request_id', doomed)).toBeGreaterThan(0);
     expect((await traceOf(a1.requestId)).length).toBeGreaterThan(0);
     const bTrace = (await traceOf(b.requestId)).length;
-    const bEvents = await count('run_events', 'request_id', [b.requestId]);
+    const bEvents = await count('run_event_list', 'request_id', [b.requestId]);
 
     const res = await json(`${t.url}/api/chat/conversations/${a1.conversationId}`, 'DELETE');
     expect(res.status).toBe(204);
@@ -116,14 +116,14 @@ describe('rename and delete a conversation', () => {
     }
     expect(await count('chat_messages', 'conversation_id', [a1.conversationId])).toBe(0);
     expect(await count('runs', 'request_id', doomed)).toBe(0);
-    expect(await count('run_events', 'request_id', doomed)).toBe(0);
+    expect(await count('run_event_list', 'request_id', doomed)).toBe(0);
     expect(await count('trace_events', 'request_id', doomed)).toBe(0);
 
     // the other conversation is untouched
     expect((await (await fetch(`${t.url}/api/chat/conversations/${b.conversationId}/messages`)).json()).length).toBe(2);
     expect((await fetch(`${t.url}/api/chat/runs/${b.requestId}`)).status).toBe(200);
     expect((await traceOf(b.requestId)).length).toBe(bTrace);
-    expect(await count('run_events', 'request_id', [b.requestId])).toBe(bEvents);
+    expect(await count('run_event_list', 'request_id', [b.requestId])).toBe(bEvents);
 
     // a second delete finds nothing
     expect((await json(`${t.url}/api/chat/conversations/${a1.conversationId}`, 'DELETE')).status).toBe(404);
@@ -151,7 +151,7 @@ describe('rename and delete a conversation', () => {
     // the refusal deleted nothing: the partial answer is stored with its run and events
     const msgs = await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json();
     expect(msgs.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
-    expect(await count('run_events', 'request_id', [requestId])).toBe(res.events.length);
+    expect(await count('run_event_list', 'request_id', [requestId])).toBe(res.events.length);
 
     expect((await json(`${t.url}/api/chat/conversations/${conversationId}`, 'DELETE')).status).toBe(204);
     expect(await count('runs', 'request_id', [requestId])).toBe(0);
@@ -160,7 +160,7 @@ describe('rename and delete a conversation', () => {
 
   it('is atomic: a failure after the runs were deleted rolls everything back', async () => {
     const { conversationId, requestId } = await turn('survives a failed delete', 'atomic');
-    const events = await count('run_events', 'request_id', [requestId]);
+    const events = await count('run_event_list', 'request_id', [requestId]);
     const trace = (await traceOf(requestId)).length; // the trace route stores what is still queued first
     expect(trace).toBeGreaterThan(0);
     const repo = t.app.get(ConversationRepository);
@@ -176,7 +176,7 @@ describe('rename and delete a conversation', () => {
     }
     expect((await list('atomic')).map((c) => c.id)).toEqual([conversationId]);
     expect(await count('runs', 'request_id', [requestId])).toBe(1);
-    expect(await count('run_events', 'request_id', [requestId])).toBe(events);
+    expect(await count('run_event_list', 'request_id', [requestId])).toBe(events);
     expect(await count('trace_events', 'request_id', [requestId])).toBe(trace);
     expect((await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json()).length).toBe(2);
   });

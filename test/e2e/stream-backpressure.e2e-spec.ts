@@ -24,7 +24,7 @@ describe('SSE backpressure and stored events', () => {
   });
 
   const storedEvents = async (requestId: string) =>
-    (await ds.query('SELECT seq, type, data FROM run_events WHERE request_id = $1 ORDER BY seq', [requestId])) as Array<{ seq: number; type: string; data: Record<string, unknown> }>;
+    (await ds.query('SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq', [requestId])) as Array<{ seq: number; type: string; data: Record<string, unknown> }>;
 
   it('stops reading the model while the client does not read, then delivers everything', async () => {
     const DELTAS = 4000;

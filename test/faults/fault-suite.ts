@@ -350,10 +350,10 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
   // (the sweeper marks the run failed, then appends error + done: wait for both)
   const closed = async () =>
     (await runOf(pg, requestId))?.status !== 'running' &&
-    (await pg.query<{ type: string }>('SELECT type FROM run_events WHERE request_id = $1 ORDER BY seq DESC LIMIT 1', [requestId])).rows[0]?.type === 'done';
+    (await pg.query<{ type: string }>('SELECT type FROM run_event_list WHERE request_id = $1 ORDER BY seq DESC LIMIT 1', [requestId])).rows[0]?.type === 'done';
   if (!(await until(closed, LEASE_MS * 6))) v.push('run not closed within 6 leases');
   const run = await runOf(pg, requestId);
-  const stored = (await pg.query<{ seq: number; type: string; data: Record<string, unknown> }>('SELECT seq, type, data FROM run_events WHERE request_id = $1 ORDER BY seq', [requestId])).rows;
+  const stored = (await pg.query<{ seq: number; type: string; data: Record<string, unknown> }>('SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq', [requestId])).rows;
   if (stored.some((e, i) => e.seq !== i + 1)) v.push('gap in stored seq');
   const ends = stored.filter((e) => e.type === 'done');
   if (ends.length !== 1) v.push(`${ends.length} stored done events`);

@@ -50,10 +50,10 @@ describe('RunDeletionService (medium)', () => {
     const deleted = await ds.transaction((m) => deletion.deleteConversationRuns(m, doomed.conversationId));
     expect(deleted).toEqual({ requestIds: doomed.requestIds, runs: 3, runEvents: 9, traceEvents: 6 });
     expect(await count('runs', doomed.requestIds)).toBe(0);
-    expect(await count('run_events', doomed.requestIds)).toBe(0);
+    expect(await count('run_event_list', doomed.requestIds)).toBe(0);
     expect(await count('trace_events', doomed.requestIds)).toBe(0);
     expect(await count('runs', other.requestIds)).toBe(1);
-    expect(await count('run_events', other.requestIds)).toBe(3);
+    expect(await count('run_event_list', other.requestIds)).toBe(3);
     expect(await count('trace_events', other.requestIds)).toBe(2);
   });
 
@@ -64,7 +64,7 @@ describe('RunDeletionService (medium)', () => {
     await expect(attempt).rejects.toBeInstanceOf(RunsException);
     await expect(attempt).rejects.toMatchObject({ code: 'run_in_progress', details: { requestId: busy.requestIds[1] } });
     expect(await count('runs', busy.requestIds)).toBe(2);
-    expect(await count('run_events', busy.requestIds)).toBe(6);
+    expect(await count('run_event_list', busy.requestIds)).toBe(6);
     expect(await count('trace_events', busy.requestIds)).toBe(4);
   });
 

@@ -33,7 +33,7 @@ describe('RunEventWriter (medium)', () => {
     return requestId;
   };
   const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ seq: from + i, type: 'chunk', data: { seq: from + i, content: `c${from + i}` } }));
-  const stored = async (id: string) => (await ds.query('SELECT seq FROM run_events WHERE request_id = $1 ORDER BY seq', [id])).map((r: { seq: number }) => r.seq);
+  const stored = async (id: string) => (await ds.query('SELECT seq FROM run_event_list WHERE request_id = $1 ORDER BY seq', [id])).map((r: { seq: number }) => r.seq);
 
   it('stores the events of many runs arriving together in one statement, each run in order', async () => {
     const ids = await Promise.all(Array.from({ length: 20 }, () => open()));

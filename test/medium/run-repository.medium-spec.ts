@@ -137,7 +137,40 @@ describe('RunRepository raw SQL (medium)', () => {
     await events.insertMany(id, [3, 1, 2].map((seq) => ({ seq, type: 'chunk', data: { seq, content: `c${seq}` } })));
     expect((await events.listAfter(id, 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
     expect(await events.listAfter(id, 1, 1)).toEqual([{ seq: 2, type: 'chunk', data: { seq: 2, content: 'c2' } }]);
-    await expect(events.insertMany(id, [{ seq: 2, type: 'chunk', data: {} }])).rejects.toThrow();
+    // a row's first seq is unique: writing the same events again fails loudly
+    await expect(events.insertMany(id, [{ seq: 1, type: 'chunk', data: {} }])).rejects.toThrow();
+  });
+
+  describe('chunks stored several to a row', () => {
+    const event = (seq: number, type: string) => ({ seq, type, data: { seq, type, content: type === 'chunk' ? `tok${seq} "quoted" \u2603` : undefined, phaseIndex: 0, cycleIndex: 0 } });
+    // start, 5 chunks, a phase, 3 chunks, a sources event, 1 chunk, done: as a turn writes them
+    const turn = ['start', 'chunk', 'chunk', 'chunk', 'chunk', 'chunk', 'phase', 'chunk', 'chunk', 'chunk', 'sources', 'chunk', 'done'].map((t, i) => event(i + 1, t));
+    const rowsOf = async (id: string) => Number((await ds.query('SELECT count(*)::int AS n FROM run_events WHERE request_id = $1', [id]))[0].n);
+
+    it('a write of consecutive chunks is one row; a reconnect after any seq gets exactly the events after it', async () => {
+      const id = await open({ owner: 'me' });
+      await events.appendFenced(id, 'me', turn.slice(0, 9));
+      await events.appendFencedMany([{ requestId: id, owner: 'me', rows: turn.slice(9, 12) }]);
+      await events.appendFenced(id, 'me', turn.slice(12), { status: 'completed', stopReason: 'stop' });
+      // start | 5 chunks | phase | 2 chunks ; 1 chunk | sources | 1 chunk ; done
+      expect(await rowsOf(id)).toBe(8);
+      for (let after = 0; after <= turn.length; after++) {
+        expect(await events.listAfter(id, after)).toEqual(turn.filter((e) => e.seq > after).map((e) => ({ seq: e.seq, type: e.type, data: JSON.parse(JSON.stringify(e.data)) })));
+      }
+      expect(await events.listAfter(id, 2, 3)).toEqual(turn.slice(2, 5).map((e) => ({ seq: e.seq, type: e.type, data: JSON.parse(JSON.stringify(e.data)) })));
+      expect(await events.maxSeq(id)).toBe(turn.length);
+      // the view operators query gives one row per event too
+      const listed = await ds.query('SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq', [id]);
+      expect(listed).toEqual(turn.map((e) => ({ seq: e.seq, type: e.type, data: JSON.parse(JSON.stringify(e.data)) })));
+      expect((await runs.findById(id))!.lastSeq).toBe(turn.length);
+    });
+
+    it('counts events, not rows, when a grouped write reports what it stored', async () => {
+      const id = await open({ owner: 'me' });
+      const stored = await events.appendFencedMany([{ requestId: id, owner: 'me', rows: turn.slice(0, 6) }]);
+      expect(stored.get(id)).toBe(6);
+      expect(await rowsOf(id)).toBe(2);
+    });
   });
 
   describe('fencing (every write of a turn carries its lease)', () => {

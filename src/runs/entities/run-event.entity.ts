@@ -1,6 +1,10 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
-/** One SSE event as sent (envelope included), for replay on reconnect. Unique per (request_id, seq). */
+/**
+ * SSE events as sent (envelope included), for replay on reconnect: one event, or (`lastSeq` set,
+ * type 'chunks') the consecutive chunk events seq…lastSeq of one write, `data` their array.
+ * Unique per (request_id, seq).
+ */
 @Entity({ name: 'run_events' })
 export class RunEventEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' })
@@ -12,11 +16,14 @@ export class RunEventEntity {
   @Column({ type: 'int' })
   seq: number;
 
+  @Column({ name: 'last_seq', type: 'int', nullable: true })
+  lastSeq: number | null;
+
   @Column({ type: 'varchar', length: 32 })
   type: string;
 
   @Column({ type: 'jsonb' })
-  data: Record<string, unknown>;
+  data: Record<string, unknown> | Array<Record<string, unknown>>;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;

@@ -52,6 +52,43 @@ function indicesOf(phase: StoredRunEvent, params: unknown[]): string {
   return `phase_index = $${params.length - 1}::int, cycle_index = $${params.length}::int,`;
 }
 
+/** A stored row: one event, or (`lastSeq` set) consecutive chunks seq…lastSeq as a JSON array. */
+interface PackedRow {
+  seq: number;
+  lastSeq: number | null;
+  type: string;
+  json: string;
+}
+
+/**
+ * The rows that store `events`: each run of two or more chunks with consecutive seqs (a run's
+ * writes are in seq order) becomes one row, anything else stays a row of its own. A loaded
+ * turn's writes carry several chunks each, and a row per chunk was most of the rows, index
+ * entries and WAL a turn cost the database; phase events stay single rows, which the progress
+ * update reads.
+ */
+export function packRows(events: readonly StoredRunEvent[]): PackedRow[] {
+  const out: PackedRow[] = [];
+  for (let i = 0; i < events.length; ) {
+    let j = i;
+    while (events[i].type === 'chunk' && j + 1 < events.length && events[j + 1].type === 'chunk' && events[j + 1].seq === events[j].seq + 1) j++;
+    const json = (e: StoredRunEvent) => e.json ?? JSON.stringify(e.data);
+    if (j === i) out.push({ seq: events[i].seq, lastSeq: null, type: events[i].type, json: json(events[i]) });
+    else out.push({ seq: events[i].seq, lastSeq: events[j].seq, type: 'chunks', json: `[${events.slice(i, j + 1).map(json).join(',')}]` });
+    i = j + 1;
+  }
+  return out;
+}
+
+/** The events a stored row holds, in seq order. */
+function unpack(row: { seq: number; lastSeq: number | null; type: string; data: Record<string, unknown> | Array<Record<string, unknown>> }): StoredRunEvent[] {
+  if (row.lastSeq === null) return [{ seq: row.seq, type: row.type, data: row.data as Record<string, unknown> }];
+  return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, type: 'chunk', data }));
+}
+
+/** Events a row holds, in SQL (for counts). */
+export const EVENTS_IN_ROW = 'COALESCE(last_seq, seq) - seq + 1';
+
 /** The events of each run's stream, for replay on reconnect. */
 @Injectable()
 export class RunEventRepository {
@@ -61,12 +98,12 @@ export class RunEventRepository {
   async insertMany(requestId: string, rows: StoredRunEvent[]): Promise<void> {
     if (rows.length === 0) return;
     const params: unknown[] = [requestId];
-    const tuples = rows.map((r) => {
-      params.push(r.seq, r.type, JSON.stringify(r.data));
+    const tuples = packRows(rows).map((r) => {
+      params.push(r.seq, r.lastSeq, r.type, r.json);
       const i = params.length;
-      return `($1, $${i - 2}, $${i - 1}, $${i}::jsonb)`;
+      return `($1, $${i - 3}::int, $${i - 2}::int, $${i - 1}, $${i}::jsonb)`;
     });
-    await this.events.query(`INSERT INTO run_events (request_id, seq, type, data) VALUES ${tuples.join(', ')}`, params);
+    await this.events.query(`INSERT INTO run_events (request_id, seq, last_seq, type, data) VALUES ${tuples.join(', ')}`, params);
   }
 
   /**
@@ -81,10 +118,11 @@ export class RunEventRepository {
   async appendFenced(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
     if (rows.length === 0) return;
     const params: unknown[] = [requestId, owner];
-    const tuples = rows.map((r) => {
-      params.push(r.seq, r.type, r.json ?? JSON.stringify(r.data));
+    const packed = packRows(rows);
+    const tuples = packed.map((r) => {
+      params.push(r.seq, r.lastSeq, r.type, r.json);
       const i = params.length;
-      return `($${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`;
+      return `($${i - 3}::int, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`;
     });
     // the run's progress (a row cannot be updated twice in one statement, so the closing
     // update carries the last phase's indices itself)
@@ -106,12 +144,12 @@ export class RunEventRepository {
     }
     const res: unknown = await this.events.query(
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
-       INSERT INTO run_events (request_id, seq, type, data)
-       SELECT lease.request_id, v.seq, v.type, v.data FROM lease, (VALUES ${tuples.join(', ')}) AS v(seq, type, data)
+       INSERT INTO run_events (request_id, seq, last_seq, type, data)
+       SELECT lease.request_id, v.seq, v.last_seq, v.type, v.data FROM lease, (VALUES ${tuples.join(', ')}) AS v(seq, last_seq, type, data)
        RETURNING seq`,
       params,
     );
-    if (queryResult(res).count !== rows.length) throw new LeaseLostError(requestId);
+    if (queryResult(res).count !== packed.length) throw new LeaseLostError(requestId);
   }
 
   /**
@@ -125,49 +163,51 @@ export class RunEventRepository {
     const params: unknown[] = [];
     const tuples: string[] = [];
     for (const a of appends) {
-      for (const r of a.rows) {
-        params.push(a.requestId, a.owner, r.seq, r.type, r.json ?? JSON.stringify(r.data));
+      for (const r of packRows(a.rows)) {
+        params.push(a.requestId, a.owner, r.seq, r.lastSeq, r.type, r.json);
         const i = params.length;
-        tuples.push(`($${i - 4}::uuid, $${i - 3}::text, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
+        tuples.push(`($${i - 5}::uuid, $${i - 4}::text, $${i - 3}::int, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
       }
     }
     const stored = new Map<string, number>();
     if (tuples.length === 0) return stored;
     const res: unknown = await this.events.query(
-      `WITH v(request_id, owner, seq, type, data) AS (VALUES ${tuples.join(', ')}),
+      `WITH v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')}),
        lease AS (SELECT r.request_id, r.lease_owner FROM runs r
                   WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
                   ORDER BY r.request_id FOR NO KEY UPDATE OF r),
        ${PROGRESS_CTE}
-       INSERT INTO run_events (request_id, seq, type, data)
-       SELECT v.request_id, v.seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
-       RETURNING request_id`,
+       INSERT INTO run_events (request_id, seq, last_seq, type, data)
+       SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
+       RETURNING request_id, ${EVENTS_IN_ROW} AS events`,
       params,
     );
     for (const row of queryResult(res).rows) {
-      const id = String((row as { request_id: unknown }).request_id);
-      stored.set(id, (stored.get(id) ?? 0) + 1);
+      const r = row as { request_id: unknown; events: unknown };
+      const id = String(r.request_id);
+      stored.set(id, (stored.get(id) ?? 0) + Number(r.events));
     }
     return stored;
   }
 
-  /** Events with seq > afterSeq, in order. */
+  /** Events with seq > afterSeq, in order (at most `limit`). */
   async listAfter(requestId: string, afterSeq: number, limit = 5000): Promise<StoredRunEvent[]> {
-    const rows = await this.events
-      .createQueryBuilder('e')
-      .where('e.request_id = :requestId AND e.seq > :afterSeq', { requestId, afterSeq })
-      .orderBy('e.seq', 'ASC')
-      .limit(limit)
-      .getMany();
-    return rows.map((r) => ({ seq: r.seq, type: r.type, data: r.data }));
+    // a row holding several chunks is found by its last seq, and only its events past afterSeq kept
+    const rows: Array<{ seq: number; last_seq: number | null; type: string; data: Record<string, unknown> | Array<Record<string, unknown>> }> = await this.events.query(
+      `SELECT seq, last_seq, type, data FROM run_events WHERE request_id = $1 AND COALESCE(last_seq, seq) > $2 ORDER BY seq LIMIT $3`,
+      [requestId, afterSeq, limit],
+    );
+    const out: StoredRunEvent[] = [];
+    for (const r of rows) {
+      for (const e of unpack({ seq: r.seq, lastSeq: r.last_seq, type: r.type, data: r.data })) {
+        if (e.seq > afterSeq && out.length < limit) out.push(e);
+      }
+    }
+    return out;
   }
 
   async maxSeq(requestId: string): Promise<number> {
-    const r = await this.events
-      .createQueryBuilder('e')
-      .select('COALESCE(MAX(e.seq), 0)', 'max')
-      .where('e.request_id = :requestId', { requestId })
-      .getRawOne<{ max: string | number }>();
+    const [r]: Array<{ max: string | number }> = await this.events.query(`SELECT COALESCE(MAX(COALESCE(last_seq, seq)), 0) AS max FROM run_events WHERE request_id = $1`, [requestId]);
     return Number(r?.max ?? 0);
   }
 }
