@@ -15,7 +15,7 @@ import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
-import { RunStream, type EnvelopeState, type WireEvent } from './run-stream';
+import { RunStream, type EndEvent, type EnvelopeState, type WireEvent } from './run-stream';
 import { storageSafe, stripNul } from '../common/util/text-safety.util';
 import { redactString } from '../common/util/redact.util';
 import { TurnStepsRecorder } from './turn-steps';
@@ -128,22 +128,27 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       for (const ev of p.opening) await stream.emit(ev);
       // a secret split across two chunks is masked too: the end of a chunk that may start one waits
       const split = new SplitSecretGuard(this.secrets.values());
-      for await (const raw of protocol.execute(ctx)) {
+      for await (const ev of protocol.execute(ctx)) {
         if (ended) {
-          this.logger.error(`${protocol.name} yielded ${raw.type} after ${ended}; ignored (run ${p.requestId})`);
+          this.logger.error(`${protocol.name} yielded ${ev.type} after ${ended}; ignored (run ${p.requestId})`);
           continue;
         }
-        let ev = raw;
         if (ev.type === 'chunk') {
+          // nearly every event of a turn: handled here, with no event copied and no await
+          // unless an earlier batch is still being stored or sent (backpressure)
           const safe = split.push(ev.content);
           if (!safe) continue;
-          ev = { ...ev, content: safe };
+          const wait = this.chunk(stream, safe, leg);
+          if (wait) await wait;
         } else {
           const held = split.flush();
-          if (held) await this.handle(p, stream, { type: 'chunk', content: held }, leg);
+          if (held) {
+            const wait = this.chunk(stream, held, leg);
+            if (wait) await wait;
+          }
           if (stream.error) throw stream.error;
+          ended = await this.handle(p, stream, ev, leg);
         }
-        ended = await this.handle(p, stream, ev, leg);
         if (stream.error) throw stream.error;
       }
       if (!ended) {
@@ -179,19 +184,25 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     }
   }
 
-  /** Handles one protocol event; returns how the stream ended, if it did. */
-  private async handle(p: ExecuteRunParams, stream: RunStream, raw: ProtocolEvent, leg: Leg): Promise<'done' | 'paused' | null> {
+  /**
+   * One chunk of answer text: made safe (NUL cannot be stored, secrets must not be streamed; a
+   * chunk is one new string, made safe as such), appended to the answer, stored and sent.
+   * Returns what the producer must wait for, if anything (RunStream.chunk).
+   */
+  private chunk(stream: RunStream, text: string, leg: Leg): Promise<void> | null {
+    const content = redactString(stripNul(text), this.secrets.values());
+    leg.content += content;
+    return stream.chunk(content);
+  }
+
+  /** Handles one protocol event other than a chunk; returns how the stream ended, if it did. */
+  private async handle(p: ExecuteRunParams, stream: RunStream, raw: Exclude<ProtocolEvent, { type: 'chunk' }>, leg: Leg): Promise<'done' | 'paused' | null> {
     // the one place run events are made safe: NUL cannot be stored, secrets must not be
     // streamed; what is stored (and appended to the answer, and kept as a step) is what is sent
-    // (a chunk is one new string: made safe as such, without a deep copy of the event)
-    const ev = raw.type === 'checkpoint' ? raw : raw.type === 'chunk' ? { ...raw, content: redactString(stripNul(raw.content), this.secrets.values()) } : storageSafe(raw, this.secrets.values());
+    const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets.values());
     switch (ev.type) {
       case 'checkpoint':
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
-        return null;
-      case 'chunk':
-        leg.content += ev.content;
-        await stream.emit(ev);
         return null;
       case 'phase':
         leg.steps.apply(ev.type, ev);
@@ -250,7 +261,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     // On shutdown the writer's own shutdown flush stores it (before the database closes); awaiting
     // here then holds the response past the HTTP server's close (a 5 s keep-alive wait).
     if (!this.shuttingDown) await this.trace.flush();
-    await stream.close({ ...done, messageId: message.id } as WireEvent, { status: runStatus, stopReason: done.stopReason });
+    await stream.close({ ...done, messageId: message.id } as EndEvent, { status: runStatus, stopReason: done.stopReason });
     if (stream.error) throw stream.error;
   }
 

@@ -71,4 +71,47 @@ describe('RunStream', () => {
       { numRuns: 200 },
     );
   });
+  it('keeps every chunk\'s JSON exact across phase changes (the envelope serialized once per phase)', async () => {
+    const step = fc.oneof(
+      fc.record({ phase: fc.constantFrom('action_phase', 'tool_phase'), phaseIndex: fc.nat(1000), cycleIndex: fc.nat(1000) }).map((p) => ({ type: 'phase' as const, status: 'start' as const, ...p })),
+      fc.string({ unit: 'binary' }).map((content) => ({ type: 'chunk' as const, content })),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 12 }), async (steps) => {
+        const sent: SentEvent[] = [];
+        const stream = new RunStream(id, slowRepo(0).repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+        for (const s of steps) void stream.emit(s as never);
+        await stream.flush();
+        expect(sent.map((e) => e.seq)).toEqual(steps.map((_, i) => i + 1));
+        for (const e of sent) expect(e.json).toBe(JSON.stringify(e.data));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('asks a chunk\'s producer to wait only while an earlier batch is still being stored or sent', async () => {
+    let release!: () => void;
+    const sent: SentEvent[] = [];
+    const repo = { insertMany: () => new Promise<void>((r) => (release = r)) } as unknown as RunEventRepository;
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    expect(stream.chunk('a')).toBeNull(); // nothing in flight: nothing to wait for
+    const first = stream.flush(); // its batch is being stored
+    const wait = stream.chunk('b');
+    expect(wait).not.toBeNull();
+    let waited = false;
+    void wait!.then(() => (waited = true));
+    await new Promise((r) => setImmediate(r));
+    expect(waited).toBe(false);
+    expect(sent).toEqual([]);
+    release();
+    await first;
+    await wait;
+    expect(sent.map((e) => e.data.content)).toEqual(['a']);
+    expect(stream.chunk('c')).toBeNull();
+    const last = stream.flush();
+    await new Promise((r) => setImmediate(r));
+    release();
+    await last;
+    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c']);
+  });
 });

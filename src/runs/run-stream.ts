@@ -5,6 +5,9 @@ import type { SentEvent } from './run-event-bus.service';
 /** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
 export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; model?: string; resumed?: boolean; resumeFromPhaseIndex?: number; parentRequestId?: string };
 
+/** The event that ends a run's stream (RunStream.close). */
+export type EndEvent = Extract<WireEvent, { type: 'done' | 'paused' }>;
+
 /** Where a run's events are stored; `closing` stores the run's end with the batch. */
 export interface RunEventStore {
   insertMany(requestId: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void>;
@@ -42,9 +45,14 @@ export class RunStream {
   private pending: SentEvent[] = [];
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
+  /** batches on `chain` not yet stored and sent; 0 (and no sink failed): `chain` is settled */
+  private inFlight = 0;
+  private sinkFailed = false;
   private failure: Error | null = null;
-  /** `{"requestId":…,"projectId":…,"conversationId":…` (no closing brace), for chunkJson */
+  /** `{"requestId":…,"projectId":…,"conversationId":…,"seq":` for chunkJson */
   private idJson: string | undefined;
+  /** `,"phase":…,"phaseIndex":…,"cycleIndex":…,"content":` of the current envelope; reset when it changes */
+  private envelopeJson: string | undefined;
 
   constructor(
     private readonly id: RunStreamIdentity,
@@ -71,18 +79,34 @@ export class RunStream {
 
   /** Numbers and queues one event; resolves once it has been stored and sent. */
   emit(event: WireEvent): Promise<void> {
-    if (this.enqueue(event) === 'chunk' && this.pending.length < RunStream.CHUNK_BATCH_SIZE) {
-      if (!this.timer) this.timer = setTimeout(() => void this.flush(), RunStream.CHUNK_BATCH_MS);
-      // a chunk resolves when a batch carrying it is flushed, but the producer need not wait
-      // for the timer: it waits only for earlier batches, which keeps backpressure bounded
-      return this.chain;
-    }
+    if (event.type === 'chunk') return this.chunk(event.content) ?? this.chain;
+    this.enqueue(event);
     return this.flush();
   }
 
-  private enqueue(event: WireEvent): string {
+  /**
+   * Numbers and queues one chunk of answer text (already made safe). Returns what the producer
+   * must wait for: the earlier batches still being stored or sent, or null when there are none
+   * (then awaiting `chain` would only cost a promise and a turn of the microtask queue, on the
+   * event nearly every event of a turn is). A chunk resolves when a batch carrying it is
+   * flushed, but the producer need not wait for the timer: it waits only for earlier batches,
+   * which keeps backpressure bounded.
+   */
+  chunk(content: string): Promise<void> | null {
+    const seq = ++this.seq;
+    const { phase, phaseIndex, cycleIndex } = this.state;
+    // the envelope's members in the order every other event has them: same keys, same order
+    const data = { requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId, seq, phase, phaseIndex, cycleIndex, content };
+    this.pending.push({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
+    if (this.pending.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
+    if (!this.timer) this.timer = setTimeout(() => void this.flush(), RunStream.CHUNK_BATCH_MS);
+    return this.inFlight > 0 || this.sinkFailed ? this.chain : null;
+  }
+
+  private enqueue(event: Exclude<WireEvent, { type: 'chunk' }>): void {
     if (event.type === 'phase' && event.status === 'start') {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
+      this.envelopeJson = undefined;
     }
     const envelopePhase: PhaseName = event.type === 'done' ? 'complete' : event.type === 'phase' ? event.phase : this.state.phase;
     const { type, ...fields } = event;
@@ -97,27 +121,30 @@ export class RunStream {
       ...fields,
     };
     // serialized once: the same text is stored and sent
-    const json = event.type === 'chunk' ? this.chunkJson(data, event.content) : JSON.stringify(data);
-    this.pending.push({ seq: this.seq, type, data, json });
-    return type;
+    this.pending.push({ seq: this.seq, type, data, json: JSON.stringify(data) });
   }
 
   /**
    * The JSON of a chunk's envelope, byte for byte what JSON.stringify(data) gives (same keys,
-   * same order), with the part that never changes during a run serialized once. Chunks are
-   * nearly every event of a turn, and stringifying the whole envelope each time was the run
-   * engine's largest cost per event.
+   * same order): the run's ids are serialized once per run, the phase and indexes once per
+   * phase, so a chunk costs its seq and its content. Chunks are nearly every event of a turn,
+   * and stringifying the whole envelope each time was the run engine's largest cost per event.
    */
-  private chunkJson(data: Record<string, unknown>, content: string): string {
-    this.idJson ??= JSON.stringify({ requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId }).slice(0, -1);
-    return `${this.idJson},"seq":${data.seq},"phase":${JSON.stringify(data.phase)},"phaseIndex":${data.phaseIndex},"cycleIndex":${data.cycleIndex},"content":${JSON.stringify(content)}}`;
+  private chunkJson(seq: number, content: string): string {
+    this.idJson ??= `${JSON.stringify({ requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId }).slice(0, -1)},"seq":`;
+    if (this.envelopeJson === undefined) {
+      const { phase, phaseIndex, cycleIndex } = this.state;
+      // the members after `seq`, serialized as JSON.stringify would (a NaN index is null there)
+      this.envelopeJson = `${JSON.stringify({ phase, phaseIndex, cycleIndex }).slice(0, -1).replace('{', ',')},"content":`;
+    }
+    return this.idJson + seq + this.envelopeJson + JSON.stringify(content) + '}';
   }
 
   /**
    * The run's last event (`done`, `paused`): stored in one statement with the run's terminal
    * status, then sent. Resolves once sent; a failed store leaves `error` set and sends nothing.
    */
-  close(event: WireEvent, closing: RunClosing): Promise<void> {
+  close(event: EndEvent, closing: RunClosing): Promise<void> {
     this.enqueue(event);
     return this.flush(closing);
   }
@@ -131,7 +158,13 @@ export class RunStream {
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return this.chain;
-    this.chain = this.chain.then(async () => {
+    this.inFlight++;
+    this.chain = this.chain.then(() => this.deliver(batch, closing));
+    return this.chain;
+  }
+
+  private async deliver(batch: SentEvent[], closing: RunClosing | undefined): Promise<void> {
+    try {
       if (this.failure) return;
       try {
         await this.repo.insertMany(this.id.requestId, batch, closing);
@@ -139,8 +172,15 @@ export class RunStream {
         this.failure = err as Error;
         return;
       }
-      for (const sink of this.sinks) await sink(batch);
-    });
-    return this.chain;
+      try {
+        for (const sink of this.sinks) await sink(batch);
+      } catch (err) {
+        // the chain stays rejected: every later producer that waits on it hears of it
+        this.sinkFailed = true;
+        throw err;
+      }
+    } finally {
+      this.inFlight--;
+    }
   }
 }
