@@ -26,48 +26,56 @@ export interface DeepMapRules {
  * assigned, so a `__proto__` key stays data.
  */
 export function deepMap(value: unknown, r: DeepMapRules): unknown {
-  // only walks that look for repeats pay for tracking them (storageSafe runs on every run event)
-  const track = r.repeats !== undefined;
-  const ancestors = new Set<object>();
-  const seen = new WeakSet<object>();
+  // only walks that look for repeats pay for tracking them (storageSafe runs on every run event):
+  // the objects on the current path (`cycle`) or every object met (`any`)
+  const repeats = r.repeats;
+  const tracked = repeats ? new Set<object>() : null;
+  const ancestorsOnly = repeats?.of === 'cycle';
+  const mapsArrayUndefined = 'arrayUndefined' in r;
+  const survivesUnreadable = 'unreadable' in r;
   const walk = (v: unknown, depth: number): unknown => {
     if (v === null || typeof v !== 'object') return r.leaf ? r.leaf(v) : v;
-    if (r.repeats && (r.repeats.of === 'any' ? seen.has(v) : ancestors.has(v))) return r.repeats.becomes;
+    if (tracked) {
+      if (tracked.has(v)) return repeats!.becomes;
+      if (depth > r.maxDepth) return r.tooDeep ? r.tooDeep(v) : v;
+      tracked.add(v);
+      if (!ancestorsOnly) return copy(v, depth);
+      try {
+        return copy(v, depth);
+      } finally {
+        tracked.delete(v);
+      }
+    }
     if (depth > r.maxDepth) return r.tooDeep ? r.tooDeep(v) : v;
-    if (track) {
-      seen.add(v);
-      ancestors.add(v);
+    return copy(v, depth);
+  };
+  const copy = (v: object, depth: number): unknown => {
+    const replaced = r.object ? r.object(v) : WALK;
+    if (replaced !== WALK) return walk(replaced, depth + 1);
+    if (Array.isArray(v)) {
+      return v.map((x) => {
+        const y = walk(x, depth + 1);
+        return y === undefined && mapsArrayUndefined ? r.arrayUndefined : y;
+      });
     }
-    try {
-      const replaced = r.object ? r.object(v) : WALK;
-      if (replaced !== WALK) return walk(replaced, depth + 1);
-      if (Array.isArray(v)) {
-        return v.map((x) => {
-          const y = walk(x, depth + 1);
-          return y === undefined && 'arrayUndefined' in r ? r.arrayUndefined : y;
-        });
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v)) {
+      let y: unknown;
+      try {
+        const x = (v as Record<string, unknown>)[k];
+        const m = r.member ? r.member(k, x) : WALK;
+        y = m === WALK ? walk(x, depth + 1) : m;
+      } catch (err) {
+        if (!survivesUnreadable) throw err;
+        y = r.unreadable;
       }
-      const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v)) {
-        let y: unknown;
-        try {
-          const x = (v as Record<string, unknown>)[k];
-          const m = r.member ? r.member(k, x) : WALK;
-          y = m === WALK ? walk(x, depth + 1) : m;
-        } catch (err) {
-          if (!('unreadable' in r)) throw err;
-          y = r.unreadable;
-        }
-        if (y === undefined && 'arrayUndefined' in r) continue;
-        const key = r.key ? r.key(k) : k;
-        // assignment is the fast path; only `__proto__` would set the prototype instead
-        if (key === '__proto__') Object.defineProperty(out, key, { value: y, enumerable: true, writable: true, configurable: true });
-        else out[key] = y;
-      }
-      return out;
-    } finally {
-      if (track) ancestors.delete(v);
+      if (y === undefined && mapsArrayUndefined) continue;
+      const key = r.key ? r.key(k) : k;
+      // assignment is the fast path; only `__proto__` would set the prototype instead
+      if (key === '__proto__') Object.defineProperty(out, key, { value: y, enumerable: true, writable: true, configurable: true });
+      else out[key] = y;
     }
+    return out;
   };
   return walk(value, 0);
 }

@@ -38,6 +38,18 @@ export function redactString(s: string, knownSecrets: readonly string[] = []): s
   return out;
 }
 
+/**
+ * Whether redactString(s, knownSecrets) certainly gives `s` back: nothing any of its passes
+ * masks or replaces can be in it. False does not mean something will be masked.
+ */
+export function redactsNothing(s: string, knownSecrets: readonly string[] = []): boolean {
+  if (MAYBE_MASKED.test(s)) return false;
+  for (const secret of knownSecrets) {
+    if (secret && secret.length >= 4 && s.includes(secret)) return false;
+  }
+  return true;
+}
+
 /** A string without any match is left as it is by every replacing pass of redactString. */
 const MAYBE_MASKED = /\u0000|Bearer|Basic|sk-|gsk_|xai-/;
 

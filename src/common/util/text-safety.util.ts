@@ -1,5 +1,5 @@
 import { deepMap } from './deep-map.util';
-import { redactString } from './redact.util';
+import { redactString, redactsNothing } from './redact.util';
 
 /**
  * PostgreSQL `text` and `jsonb` cannot hold U+0000. Text that reaches storage from a model or
@@ -26,9 +26,42 @@ export function stripNul(s: string): string {
 }
 
 /**
- * Deep copy safe to store and stream: NUL replaced and known secret values masked in every
- * string (keys included). Depth-limited; values that need no change are returned as they are.
+ * A value safe to store and stream: NUL and lone surrogates replaced, known secret values masked
+ * in every string (keys: NUL and surrogates only). Depth-limited (64). What has something to
+ * change is deep-copied with it changed; what has nothing to change (plain objects and arrays
+ * whose every string is already safe: nearly every run event) is returned as it is, which is
+ * what the copy would have been, without making it.
  */
 export function storageSafe<T>(value: T, secrets: readonly string[] = []): T {
-  return deepMap(value, { maxDepth: 64, leaf: (v) => (typeof v === 'string' ? redactString(stripNul(v), secrets) : v), key: stripNul }) as T;
+  if (unchangedBySafety(value, secrets, 0)) return value;
+  return deepMap(value, { maxDepth: MAX_DEPTH, leaf: (v) => (typeof v === 'string' ? redactString(stripNul(v), secrets) : v), key: stripNul }) as T;
+}
+
+const MAX_DEPTH = 64;
+
+/**
+ * Whether storageSafe's copy would equal `v` member for member: every string (values and keys)
+ * unchanged, and every object it walks a plain object or array (the copy of anything else, a
+ * Date, a class instance, an object without a prototype, is a plain object: not the same). Walks what the copy walks, no more.
+ */
+function unchangedBySafety(v: unknown, secrets: readonly string[], depth: number): boolean {
+  if (typeof v === 'string') return isWellFormedText(v) && redactsNothing(v, secrets);
+  if (v === null || typeof v !== 'object') return true;
+  if (depth > MAX_DEPTH) return true; // left as it is by the copy too
+  const proto: unknown = Object.getPrototypeOf(v);
+  if (Array.isArray(v)) {
+    if (proto !== Array.prototype) return false;
+    for (let i = 0; i < v.length; i++) if (!unchangedBySafety(v[i], secrets, depth + 1)) return false;
+    return true;
+  }
+  if (proto !== Object.prototype) return false;
+  for (const k of Object.keys(v)) {
+    if (!isWellFormedText(k) || k.includes('\u0000')) return false;
+    if (!unchangedBySafety((v as Record<string, unknown>)[k], secrets, depth + 1)) return false;
+  }
+  return true;
+}
+
+function isWellFormedText(s: string): boolean {
+  return (s as unknown as WellFormed).isWellFormed();
 }
