@@ -546,6 +546,13 @@ describe('ToolRunnerService', () => {
       const { runner } = setup([echoTool]);
       expect(runner.redactArgs('echo', { text: 'a', apiToken: 'abc12345' })).toEqual({ text: 'a', apiToken: '[REDACTED]' });
     });
+
+    it('masks the x-secret properties of the schema a tool has now, after it was registered again with another', () => {
+      const { runner, registry } = setup([echoTool]);
+      expect(runner.redactArgs('echo', { text: 'a', pin: '1234' })).toEqual({ text: 'a', pin: '1234' });
+      registry.register(tool({ name: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' }, pin: { type: 'string', 'x-secret': true } } } }));
+      expect(runner.redactArgs('echo', { text: 'a', pin: '1234', apiToken: 'abc12345' })).toEqual({ text: 'a', pin: '[REDACTED]', apiToken: 'abc12345' });
+    });
   });
 });
 

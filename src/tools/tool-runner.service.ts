@@ -31,6 +31,7 @@ export const ERROR_MESSAGE_MAX_CHARS = 2000;
 /** An `isAvailable()` that does not answer within this is read as "unavailable". */
 export const AVAILABILITY_TIMEOUT_MS = 5000;
 
+const NO_SECRET_KEYS: ReadonlySet<string> = new Set();
 const OUTCOMES: ReadonlySet<string> = new Set<ToolOutcome>(['validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception']);
 
 interface CallState {
@@ -71,6 +72,8 @@ export class ToolRunnerService implements ToolRunner {
   private readonly maxResultBytes: number;
   private readonly secrets: SecretRegistry;
   private readonly rerun: Set<string>;
+  /** `x-secret` names per schema version (secretKeysOf) */
+  private readonly secretKeys = new Map<string, ReadonlySet<string>>();
 
   constructor(
     private readonly registry: ToolRegistryService,
@@ -132,13 +135,31 @@ export class ToolRunnerService implements ToolRunner {
   /** Arguments as they may appear in logs or streams: `x-secret` properties and secret-looking keys masked. */
   redactArgs(name: string, args: unknown): unknown {
     const def = this.registry.get(name);
-    return redactSecrets(args, this.secrets.values(), def ? secretPropertyNames(def.parameters) : new Set());
+    return redactSecrets(args, this.secrets.values(), this.secretKeysOf(def));
+  }
+
+  /**
+   * The `x-secret` property names of a tool's schema, found once per schema version: the same
+   * key as the validator's compiled schema (the registry's hash of the definition), so the
+   * names always belong to the schema the arguments are validated against. Asked several times
+   * per call (the trace, the shown arguments, each progress event), a walk of the schema each.
+   */
+  private secretKeysOf(def: ToolDefinition | undefined): ReadonlySet<string> {
+    if (!def) return NO_SECRET_KEYS;
+    const key = this.cacheKey(def);
+    let names = this.secretKeys.get(key);
+    if (!names) {
+      if (this.secretKeys.size >= JsonSchemaValidator.MAX_CACHED) this.secretKeys.clear();
+      names = secretPropertyNames(def.parameters);
+      this.secretKeys.set(key, names);
+    }
+    return names;
   }
 
   private async runChecked(call: ToolCallRequest, ctx: ToolExecutionContext, started: number, name: string): Promise<ToolRunResult> {
     const def = this.registry.get(name);
     const parsed = parseToolArguments(call?.arguments);
-    const secretKeys = def ? secretPropertyNames(def.parameters) : new Set<string>();
+    const secretKeys = this.secretKeysOf(def);
     const st: CallState = {
       started, name, ctx,
       callId: typeof call?.callId === 'string' && call.callId ? call.callId : `local-${randomUUID()}`,
