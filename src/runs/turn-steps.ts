@@ -16,7 +16,7 @@ export class TurnStepsRecorder {
   private readonly openCalls = new Map<string, TurnToolStep>();
 
   constructor(prior: readonly TurnStep[] = []) {
-    for (const s of prior) this.list.push(structuredClone(s));
+    if (prior.length > 0) this.list.push(...structuredClone(prior));
   }
 
   /** Steps of stored events (`data` enveloped as sent), those after `maxPhaseIndex` left out. */
@@ -78,8 +78,9 @@ export class TurnStepsRecorder {
     }
   }
 
+  /** A copy of the steps so far (one structuredClone for the list: each call sets one up). */
   steps(): TurnStep[] {
-    return this.list.map((s) => structuredClone(s));
+    return structuredClone(this.list);
   }
 
   private call(callId: string, name: string, starting: boolean, phaseIndex: number | undefined): TurnToolStep {
