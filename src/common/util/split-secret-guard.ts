@@ -20,8 +20,12 @@ export class SplitSecretGuard {
   /** The part of `held + piece` that can be sent now, secrets masked. */
   push(piece: string): string {
     if (this.secrets.length === 0) return piece;
-    const text = redactString(this.held + piece, this.secrets);
+    const text = redactString(this.held === '' ? piece : this.held + piece, this.secrets);
     const hold = this.heldLength(text);
+    if (hold === 0) {
+      this.held = '';
+      return text;
+    }
     this.held = text.slice(text.length - hold);
     return text.slice(0, text.length - hold);
   }
@@ -33,17 +37,31 @@ export class SplitSecretGuard {
     return out;
   }
 
-  /** Length of the longest end of `text` that is the start (not the whole) of a secret. */
+  /**
+   * Length of the longest end of `text` that is the start (not the whole) of a secret. Runs on
+   * every streamed chunk: compares characters in place (no substring per candidate length), and
+   * only from positions holding a secret's first character.
+   */
   private heldLength(text: string): number {
     let best = 0;
     for (const secret of this.secrets) {
-      for (let n = Math.min(secret.length - 1, text.length); n > best; n--) {
-        if (text.endsWith(secret.slice(0, n))) {
-          best = n;
+      const first = secret.charCodeAt(0);
+      // candidate starts, longest end first; an end no longer than `best` cannot improve it
+      for (let start = Math.max(0, text.length - (secret.length - 1)); text.length - start > best; start++) {
+        if (text.charCodeAt(start) === first && startsWithAt(secret, text, start)) {
+          best = text.length - start;
           break;
         }
       }
     }
     return best;
   }
+}
+
+/** Whether `text` from `start` to its end is the start of `secret` (compared in place). */
+function startsWithAt(secret: string, text: string, start: number): boolean {
+  for (let i = start, j = 0; i < text.length; i++, j++) {
+    if (text.charCodeAt(i) !== secret.charCodeAt(j)) return false;
+  }
+  return true;
 }
