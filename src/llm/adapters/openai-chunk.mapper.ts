@@ -91,7 +91,8 @@ export class OpenAiChunkMapper {
       const p = payloads[0];
       return this.fail(providerErrorInfo(isObject(p) && p.error !== undefined ? p.error : p));
     }
-    return payloads.flatMap((p) => this.mapChunk(p));
+    // one chunk per message is the rule: its events as they are, without flatMap's copy
+    return payloads.length === 1 ? this.mapChunk(payloads[0]) : payloads.flatMap((p) => this.mapChunk(p));
   }
 
   /** Maps one parsed chunk object. */
