@@ -41,27 +41,10 @@ export class MetricsService {
   constructor(traceWriter: TraceWriterService, dataSource: DataSource) {
     new Gauge({ name: 'orion_open_streams', help: 'Server-Sent Event streams open on this instance', registers: [this.registry], collect() { this.set(openStreams.count); } });
     new Gauge({ name: 'orion_trace_queue_events', help: 'Trace events waiting to be stored', registers: [this.registry], collect() { this.set(traceWriter.queued); } });
-    let dropped = 0;
-    new Counter({
-      name: 'orion_trace_dropped_events_total',
-      help: 'Trace events not stored (queue full, or their write failed)',
-      registers: [this.registry],
-      collect() {
-        this.inc(traceWriter.droppedEvents - dropped);
-        dropped = traceWriter.droppedEvents;
-      },
-    });
-    let statements = 0;
-    new Counter({
-      name: 'orion_db_statements_total',
-      help: 'Statements sent to the database through the data source (transaction control included; not LISTEN)',
-      registers: [this.registry],
-      collect() {
-        if (!(dataSource.logger instanceof CountingLogger)) return;
-        this.inc(dataSource.logger.statements - statements);
-        statements = dataSource.logger.statements;
-      },
-    });
+    this.totalOf('orion_trace_dropped_events_total', 'Trace events not stored (queue full, or their write failed)', () => traceWriter.droppedEvents);
+    this.totalOf('orion_db_statements_total', 'Statements sent to the database through the data source (transaction control included; not LISTEN)', () =>
+      dataSource.logger instanceof CountingLogger ? dataSource.logger.statements : 0,
+    );
     new Gauge({
       name: 'orion_db_pool_connections',
       help: 'Database pool connections by state (total, idle, waiting = queries waiting for a connection)',
@@ -76,5 +59,20 @@ export class MetricsService {
       },
     });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A counter that reports a running total kept elsewhere (read when scraped). */
+  private totalOf(name: string, help: string, read: () => number): void {
+    let reported = 0;
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const now = read();
+        this.inc(now - reported);
+        reported = now;
+      },
+    });
   }
 }
