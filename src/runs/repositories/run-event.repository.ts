@@ -192,9 +192,14 @@ export class RunEventRepository {
 
   /** Events with seq > afterSeq, in order (at most `limit`). */
   async listAfter(requestId: string, afterSeq: number, limit = 5000): Promise<StoredRunEvent[]> {
-    // a row holding several chunks is found by its last seq, and only its events past afterSeq kept
+    // the rows from the one holding afterSeq on (a row of several chunks may hold it), found
+    // through the (request_id, seq) index: a filter on last_seq alone read the whole run each time
     const rows: Array<{ seq: number; last_seq: number | null; type: string; data: Record<string, unknown> | Array<Record<string, unknown>> }> = await this.events.query(
-      `SELECT seq, last_seq, type, data FROM run_events WHERE request_id = $1 AND COALESCE(last_seq, seq) > $2 ORDER BY seq LIMIT $3`,
+      `SELECT seq, last_seq, type, data FROM run_events
+        WHERE request_id = $1
+          AND seq >= COALESCE((SELECT seq FROM run_events WHERE request_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1), 0)
+          AND COALESCE(last_seq, seq) > $2
+        ORDER BY seq LIMIT $3`,
       [requestId, afterSeq, limit],
     );
     const out: StoredRunEvent[] = [];
