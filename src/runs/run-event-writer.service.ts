@@ -21,10 +21,10 @@ interface Pending extends FencedAppend {
  */
 @Injectable()
 export class RunEventWriter {
-  /** PostgreSQL takes at most 65,535 parameters per statement; 5 per row */
+  /** PostgreSQL takes at most 65,535 parameters per statement; 6 per stored row, at most one row per event */
   static readonly MAX_ROWS = 2000;
   private readonly logger = new Logger('RunEventWriter');
-  /** statements written and rows they carried, since start (for the load benchmark and tests) */
+  /** statements written and events they carried, since start (for the load benchmark and tests) */
   readonly stats = { statements: 0, rows: 0 };
   private readonly batcher = new TickBatcher<Pending>((batch) => this.write(batch), (queue) => fitting(queue, RunEventWriter.MAX_ROWS));
 

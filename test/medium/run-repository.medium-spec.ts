@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { PackedChunks1764300000000 } from '../../src/database/migrations/1764300000000-packed-chunks';
 import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
 import { RunEntity } from '../../src/runs/entities/run.entity';
 import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
@@ -163,6 +164,22 @@ describe('RunRepository raw SQL (medium)', () => {
       const listed = await ds.query('SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq', [id]);
       expect(listed).toEqual(turn.map((e) => ({ seq: e.seq, type: e.type, data: JSON.parse(JSON.stringify(e.data)) })));
       expect((await runs.findById(id))!.lastSeq).toBe(turn.length);
+    });
+
+    it('migrating down stores every event in a row of its own again (what the previous version reads)', async () => {
+      const id = await open({ owner: 'me' });
+      await events.appendFenced(id, 'me', turn);
+      const before = await events.listAfter(id, 0);
+      const qr = ds.createQueryRunner();
+      try {
+        await new PackedChunks1764300000000().down(qr);
+        const rows = await qr.query('SELECT seq, type, data FROM run_events WHERE request_id = $1 ORDER BY seq', [id]);
+        expect(rows).toEqual(before);
+        await new PackedChunks1764300000000().up(qr);
+      } finally {
+        await qr.release();
+      }
+      expect(await events.listAfter(id, 0)).toEqual(before);
     });
 
     it('counts events, not rows, when a grouped write reports what it stored', async () => {

@@ -6,6 +6,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * seq order. A row with `last_seq` NULL holds one event, as every row did before. The view
  * `run_event_list` gives one row per event whatever the layout (for operators and tests; the
  * service expands rows itself).
+ *
+ * Versions before this one read such rows wrongly: stop every instance of an older version
+ * before the first instance of this one starts (README, "Upgrading").
  */
 export class PackedChunks1764300000000 implements MigrationInterface {
   name = 'PackedChunks1764300000000';
@@ -22,6 +25,11 @@ export class PackedChunks1764300000000 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     await q.query('DROP VIEW run_event_list');
+    // back to one row per event, which is all the previous version reads
+    await q.query(`WITH packed AS (DELETE FROM run_events WHERE last_seq IS NOT NULL RETURNING request_id, seq, data, created_at)
+      INSERT INTO run_events (request_id, seq, type, data, created_at)
+      SELECT p.request_id, p.seq + (x.i - 1)::int, 'chunk', x.data, p.created_at
+        FROM packed p, jsonb_array_elements(p.data) WITH ORDINALITY AS x(data, i)`);
     await q.query('ALTER TABLE run_events DROP COLUMN last_seq');
   }
 }
