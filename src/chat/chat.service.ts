@@ -64,10 +64,16 @@ export class ChatService {
       // the conversation (when new), the user message and the run: one statement, all or nothing
       const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content }, content: dto.content, requestId });
       conversation ??= { ...opening.conversation, projectId };
-      await this.runs.open(
-        { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model } },
-        opening.prelude,
-      );
+      await this.runs
+        .open(
+          { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model } },
+          opening.prelude,
+        )
+        .catch((err: unknown) => {
+          // the conversation was deleted after it was read: nothing was stored, and it is gone
+          if (dto.conversationId && isForeignKeyViolation(err)) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
+          throw err;
+        });
       return { conversation, history, lastTurnTools, userMessageId: opening.userMessageId, model, contextWindow };
     });
 
@@ -213,4 +219,10 @@ export class ChatService {
       throw new ServiceUnavailableException({ statusCode: HttpStatus.SERVICE_UNAVAILABLE, error: 'database_unavailable', message: 'The database is unavailable; nothing was stored. Retry later.' });
     }
   }
+}
+
+/** PostgreSQL's foreign_key_violation (TypeORM's QueryFailedError carries the driver's code). */
+function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
+  return e?.code === '23503' || e?.driverError?.code === '23503';
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ConversationRepository } from '../../src/chat/repositories/conversation.repository';
 import { startApp, type TestApp } from '../support/app';
+import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
 
@@ -179,5 +180,29 @@ describe('rename and delete a conversation', () => {
     expect(await count('run_event_list', 'request_id', [requestId])).toBe(events);
     expect(await count('trace_events', 'request_id', [requestId])).toBe(trace);
     expect((await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json()).length).toBe(2);
+  });
+
+  // PostgreSQL only: PGlite has one connection, so no second one can hold the lock meanwhile
+  (onPostgres() ? it : it.skip)('a turn whose conversation is deleted while the turn opens gets 404 and stores nothing', async () => {
+    const { conversationId } = await turn('soon gone', 'gone');
+    const qr = ds.createQueryRunner();
+    await qr.connect();
+    await qr.startTransaction();
+    try {
+      await qr.query('SELECT id FROM conversations WHERE id = $1 FOR UPDATE', [conversationId]);
+      await qr.query('DELETE FROM conversations WHERE id = $1', [conversationId]);
+      llm.enqueue(respond.turn([{ text: 'never' }]));
+      const sent = json(`${t.url}/api/chat/messages`, 'POST', { content: 'one more', projectId: 'gone', conversationId });
+      // the turn reads the conversation (still committed), then its opening statement waits for the lock
+      await new Promise((r) => setTimeout(r, 500));
+      await qr.commitTransaction();
+      const res = await sent;
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ statusCode: 404 });
+    } finally {
+      await qr.release();
+    }
+    expect(Number((await ds.query(`SELECT count(*)::int AS n FROM chat_messages WHERE content = 'one more'`))[0].n)).toBe(0);
+    expect(llm.chatRequests).toHaveLength(1);
   });
 });
