@@ -63,7 +63,7 @@ export class ChatService {
       const { history, lastTurnTools } = conversation ? await this.history(conversation.id, contextWindow) : { history: [], lastTurnTools: [] };
       // the conversation (when new), the user message and the run: one statement, all or nothing
       const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content }, content: dto.content, requestId });
-      conversation ??= { ...opening.conversation, projectId };
+      conversation ??= { id: opening.conversationId, projectId, settings: {} };
       await this.runs
         .open(
           { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model } },

@@ -22,25 +22,22 @@ export class ConversationRepository {
    * needs reading back; the rows' timestamps are the database's.
    */
   opening(p: { conversation: { id: string } | { projectId: string; title: string }; content: string; requestId: string }): {
-    conversation: Pick<ConversationEntity, 'id' | 'settings'>;
+    conversationId: string;
     userMessageId: string;
     prelude: StatementPrelude;
   } {
     const params: unknown[] = [];
     const $ = (v: unknown) => `$${params.push(v)}`;
     const ctes: string[] = [];
-    let conversation: Pick<ConversationEntity, 'id' | 'settings'>;
-    if ('id' in p.conversation) {
-      conversation = { id: p.conversation.id, settings: {} };
-    } else {
-      conversation = { id: randomUUID(), settings: {} };
-      ctes.push(`opened_conversation AS (INSERT INTO conversations (id, project_id, title) VALUES (${$(conversation.id)}::uuid, ${$(p.conversation.projectId)}, ${$(p.conversation.title.slice(0, 120))}))`);
+    const conversationId = 'id' in p.conversation ? p.conversation.id : randomUUID();
+    if (!('id' in p.conversation)) {
+      ctes.push(`opened_conversation AS (INSERT INTO conversations (id, project_id, title) VALUES (${$(conversationId)}::uuid, ${$(p.conversation.projectId)}, ${$(p.conversation.title.slice(0, 120))}))`);
     }
     const userMessageId = randomUUID();
     ctes.push(
-      `opened_message AS (INSERT INTO chat_messages (id, conversation_id, role, content, status, request_id) VALUES (${$(userMessageId)}::uuid, ${$(conversation.id)}::uuid, 'user', ${$(p.content)}, 'complete', ${$(p.requestId)}::uuid))`,
+      `opened_message AS (INSERT INTO chat_messages (id, conversation_id, role, content, status, request_id) VALUES (${$(userMessageId)}::uuid, ${$(conversationId)}::uuid, 'user', ${$(p.content)}, 'complete', ${$(p.requestId)}::uuid))`,
     );
-    return { conversation, userMessageId, prelude: { ctes, params } };
+    return { conversationId, userMessageId, prelude: { ctes, params } };
   }
 
   findById(id: string): Promise<ConversationEntity | null> {
