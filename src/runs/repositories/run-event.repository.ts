@@ -72,17 +72,28 @@ export function packRows(events: readonly StoredRunEvent[]): PackedRow[] {
   for (let i = 0; i < events.length; ) {
     let j = i;
     while (events[i].type === 'chunk' && j + 1 < events.length && events[j + 1].type === 'chunk' && events[j + 1].seq === events[j].seq + 1) j++;
-    const json = (e: StoredRunEvent) => e.json ?? JSON.stringify(e.data);
-    if (j === i) out.push({ seq: events[i].seq, lastSeq: null, type: events[i].type, json: json(events[i]) });
-    else out.push({ seq: events[i].seq, lastSeq: events[j].seq, type: 'chunks', json: `[${events.slice(i, j + 1).map(json).join(',')}]` });
+    if (j === i) out.push({ seq: events[i].seq, lastSeq: null, type: events[i].type, json: jsonOf(events[i]) });
+    else out.push({ seq: events[i].seq, lastSeq: events[j].seq, type: 'chunks', json: `[${events.slice(i, j + 1).map(jsonOf).join(',')}]` });
     i = j + 1;
   }
   return out;
 }
 
+function jsonOf(e: StoredRunEvent): string {
+  return e.json ?? JSON.stringify(e.data);
+}
+
+/** A run_events row as read back. */
+interface StoredRow {
+  seq: number;
+  last_seq: number | null;
+  type: string;
+  data: Record<string, unknown> | Array<Record<string, unknown>>;
+}
+
 /** The events a stored row holds, in seq order. */
-function unpack(row: { seq: number; lastSeq: number | null; type: string; data: Record<string, unknown> | Array<Record<string, unknown>> }): StoredRunEvent[] {
-  if (row.lastSeq === null) return [{ seq: row.seq, type: row.type, data: row.data as Record<string, unknown> }];
+function unpack(row: StoredRow): StoredRunEvent[] {
+  if (row.last_seq === null) return [{ seq: row.seq, type: row.type, data: row.data as Record<string, unknown> }];
   return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, type: 'chunk', data }));
 }
 
@@ -194,7 +205,7 @@ export class RunEventRepository {
   async listAfter(requestId: string, afterSeq: number, limit = 5000): Promise<StoredRunEvent[]> {
     // the rows from the one holding afterSeq on (a row of several chunks may hold it), found
     // through the (request_id, seq) index: a filter on last_seq alone read the whole run each time
-    const rows: Array<{ seq: number; last_seq: number | null; type: string; data: Record<string, unknown> | Array<Record<string, unknown>> }> = await this.events.query(
+    const rows: StoredRow[] = await this.events.query(
       `SELECT seq, last_seq, type, data FROM run_events
         WHERE request_id = $1
           AND seq >= COALESCE((SELECT seq FROM run_events WHERE request_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1), 0)
@@ -204,7 +215,7 @@ export class RunEventRepository {
     );
     const out: StoredRunEvent[] = [];
     for (const r of rows) {
-      for (const e of unpack({ seq: r.seq, lastSeq: r.last_seq, type: r.type, data: r.data })) {
+      for (const e of unpack(r)) {
         if (e.seq > afterSeq && out.length < limit) out.push(e);
       }
     }
