@@ -66,6 +66,14 @@ export class EnvironmentVariables {
   })
   DATABASE_URL?: string;
 
+  /**
+   * The statements every turn sends several times go as named prepared statements, parsed and
+   * planned once per connection. `false` sends them unnamed: for a pooler in transaction mode that
+   * does not track prepared statements (PgBouncer before 1.21).
+   */
+  @Transform(toBool) @IsBoolean()
+  DATABASE_PREPARED_STATEMENTS = true;
+
   @IsString()
   DATA_DIR = './data';
 

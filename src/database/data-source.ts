@@ -29,7 +29,7 @@ export interface DatabaseTarget {
 const TEMPLATE_ENV = 'ORION_PGLITE_TEMPLATE';
 
 /** Opens PGlite (embedded or in memory) or describes a PostgreSQL connection. */
-export async function openDatabase(databaseUrl: string | undefined, dataDir: string, opts: { profile?: 'small' | 'fast' } = {}): Promise<DatabaseTarget> {
+export async function openDatabase(databaseUrl: string | undefined, dataDir: string, opts: { profile?: 'small' | 'fast'; preparedStatements?: boolean } = {}): Promise<DatabaseTarget> {
   const common = {
     type: 'postgres' as const,
     migrations: MIGRATIONS,
@@ -45,7 +45,7 @@ export async function openDatabase(databaseUrl: string | undefined, dataDir: str
     return {
       kind: 'postgres',
       description: `postgres://${new URL(databaseUrl).host}${new URL(databaseUrl).pathname}`,
-      options: { ...common, url: databaseUrl, poolSize: 10 } as unknown as DataSourceOptions,
+      options: { ...common, url: databaseUrl, poolSize: 10, extra: { preparedStatements: opts.preparedStatements !== false } } as unknown as DataSourceOptions,
     };
   }
   const inMemory = databaseUrl === 'memory://';
@@ -77,7 +77,7 @@ export async function openDatabase(databaseUrl: string | undefined, dataDir: str
     description: inMemory ? 'pglite (in memory)' : `pglite (${resolve(dataDir, 'pglite')})`,
     pglite,
     // PGlite is one connection: pool size 1 (queries queue; never query the DataSource inside a transaction).
-    options: { ...common, poolSize: 1, extra: { ...createPgConfig(pglite), pglite } } as unknown as DataSourceOptions,
+    options: { ...common, poolSize: 1, extra: { ...createPgConfig(pglite), pglite, preparedStatements: opts.preparedStatements !== false } } as unknown as DataSourceOptions,
   };
 }
 

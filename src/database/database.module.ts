@@ -19,7 +19,7 @@ import { DbNotifierService } from './db-notifier.service';
       imports: [DatabaseInfoModule],
       inject: [AppConfigService, DatabaseInfo],
       useFactory: async (config: AppConfigService, info: DatabaseInfo) => {
-        const target = await openDatabase(config.get('DATABASE_URL'), config.get('DATA_DIR'), { profile: config.get('PGLITE_PROFILE') });
+        const target = await openDatabase(config.get('DATABASE_URL'), config.get('DATA_DIR'), { profile: config.get('PGLITE_PROFILE'), preparedStatements: config.get('DATABASE_PREPARED_STATEMENTS') });
         info.set(target);
         return target.options;
       },

@@ -3,6 +3,8 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo } from './database-info';
+import { jsonRows } from './json-rows';
+import { preparedQuery } from './prepared-query';
 import { TickBatcher } from '../common/util/tick-batcher';
 
 type Handler = (payload: string) => void;
@@ -67,18 +69,16 @@ export class DbNotifierService implements OnApplicationShutdown {
   }
 
   private async send(batch: Notification[]): Promise<void> {
-    const params: string[] = [];
     const seen = new Set<string>();
-    const tuples: string[] = [];
+    const rows: string[][] = [];
     for (const n of batch) {
       const key = `${n.channel}\u0000${n.payload}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      params.push(n.channel, n.payload);
-      tuples.push(`($${params.length - 1}::text, $${params.length}::text)`);
+      rows.push([n.channel, n.payload]);
     }
     try {
-      await this.ds.query(`SELECT pg_notify(v.channel, v.payload) FROM (VALUES ${tuples.join(', ')}) AS v(channel, payload)`, params);
+      await preparedQuery(this.ds, 'SELECT pg_notify(e->>0, e->>1) FROM jsonb_array_elements($1::jsonb) AS e', [jsonRows(rows)]);
     } catch (err) {
       this.logger.warn(`NOTIFY ${[...new Set(batch.map((n) => n.channel))].join(', ')} failed: ${(err as Error).message}`);
     } finally {

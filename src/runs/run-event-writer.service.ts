@@ -21,7 +21,7 @@ interface Pending extends FencedAppend {
  */
 @Injectable()
 export class RunEventWriter {
-  /** PostgreSQL takes at most 65,535 parameters per statement; 6 per stored row, at most one row per event */
+  /** events per grouped statement, at most: one statement's parameter (jsonRows) stays a few hundred KB */
   static readonly MAX_ROWS = 2000;
   private readonly logger = new Logger('RunEventWriter');
   /** statements written and events they carried, since start (for the load benchmark and tests) */

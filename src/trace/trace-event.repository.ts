@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
+import { jsonRows, RawJson } from '../database/json-rows';
+import { preparedQuery } from '../database/prepared-query';
 import { TraceEventEntity } from './trace-event.entity';
 import type { TraceRecord } from './trace-sink.port';
 
@@ -12,19 +14,18 @@ export interface TraceQuery {
   afterId?: number;
 }
 
+/** in the order given (ids, which the trace is read by, follow it) */
+const INSERT_MANY = `INSERT INTO trace_events (request_id, project_id, type, details)
+  SELECT e->>0, e->>1, e->>2, e->3 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`;
+
 @Injectable()
 export class TraceEventRepository {
   constructor(@InjectRepository(TraceEventEntity) private readonly repo: Repository<TraceEventEntity>) {}
 
   async insertMany(rows: TraceRecord[]): Promise<void> {
     if (rows.length === 0) return;
-    const params: unknown[] = [];
-    const tuples = rows.map((r) => {
-      params.push(r.requestId ?? null, r.projectId ?? null, r.type, JSON.stringify(r.details ?? {}));
-      const i = params.length;
-      return `($${i - 3}, $${i - 2}, $${i - 1}, $${i}::jsonb)`;
-    });
-    await this.repo.query(`INSERT INTO trace_events (request_id, project_id, type, details) VALUES ${tuples.join(', ')}`, params);
+    const param = jsonRows(rows.map((r) => [r.requestId ?? null, r.projectId ?? null, r.type, new RawJson(JSON.stringify(r.details ?? {}))]));
+    await preparedQuery(this.repo.manager.connection, INSERT_MANY, [param]);
   }
 
   /** Oldest first (insertion order). */

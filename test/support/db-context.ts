@@ -17,11 +17,11 @@ export interface DatabaseContext {
  * The database layer alone (configuration, data source, migrations) on a fresh test database,
  * with the given entities' repositories and providers: what a medium test of raw SQL needs.
  */
-export async function startDatabaseContext(entities: Array<Function | EntitySchema>, providers: Provider[]): Promise<DatabaseContext> {
+export async function startDatabaseContext(entities: Array<Function | EntitySchema>, providers: Provider[], env: Record<string, string> = {}): Promise<DatabaseContext> {
   const db = await createTestDatabase();
   const moduleRef = await Test.createTestingModule({
     imports: [
-      AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error' }),
+      AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error', ...env }),
       DatabaseModule,
       TypeOrmModule.forFeature(entities),
     ],

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
+import { type JsonCell, jsonRows, RawJson } from '../../database/json-rows';
+import { preparedQuery } from '../../database/prepared-query';
 import { queryResult } from '../../database/query-result';
 import { RunEventEntity } from '../entities/run-event.entity';
 
@@ -79,6 +81,16 @@ export function packRows(events: readonly StoredRunEvent[]): PackedRow[] {
   return out;
 }
 
+/** A packed row's cells for jsonRows: seq, last_seq, type, data. */
+function cellsOf(r: PackedRow): JsonCell[] {
+  return [r.seq, r.lastSeq, r.type, new RawJson(r.json)];
+}
+
+/** A run's events as one jsonRows parameter of packed rows. */
+function packedRows(events: readonly StoredRunEvent[]): string {
+  return jsonRows(packRows(events).map(cellsOf));
+}
+
 function jsonOf(e: StoredRunEvent): string {
   return e.json ?? JSON.stringify(e.data);
 }
@@ -100,6 +112,17 @@ function unpack(row: StoredRow): StoredRunEvent[] {
 /** Events a row holds, in SQL (for counts). */
 export const EVENTS_IN_ROW = 'COALESCE(last_seq, seq) - seq + 1';
 
+/** appendFencedMany's statement: a fixed text (prepared), the rows in one jsonRows parameter. */
+const APPEND_MANY = `WITH v AS (SELECT (e->>0)::uuid AS request_id, e->>1 AS owner, (e->>2)::int AS seq, (e->>3)::int AS last_seq, e->>4 AS type, e->5 AS data
+                    FROM jsonb_array_elements($1::jsonb) AS e),
+       lease AS (SELECT r.request_id, r.lease_owner FROM runs r
+                  WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
+                  ORDER BY r.request_id FOR NO KEY UPDATE OF r),
+       ${PROGRESS_CTE}
+       INSERT INTO run_events (request_id, seq, last_seq, type, data)
+       SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
+       RETURNING request_id, ${EVENTS_IN_ROW} AS events`;
+
 /** The events of each run's stream, for replay on reconnect. */
 @Injectable()
 export class RunEventRepository {
@@ -108,13 +131,11 @@ export class RunEventRepository {
   /** One multi-row INSERT; (request_id, seq) is unique, so a double write fails loudly. */
   async insertMany(requestId: string, rows: StoredRunEvent[]): Promise<void> {
     if (rows.length === 0) return;
-    const params: unknown[] = [requestId];
-    const tuples = packRows(rows).map((r) => {
-      params.push(r.seq, r.lastSeq, r.type, r.json);
-      const i = params.length;
-      return `($1, $${i - 3}::int, $${i - 2}::int, $${i - 1}, $${i}::jsonb)`;
-    });
-    await this.events.query(`INSERT INTO run_events (request_id, seq, last_seq, type, data) VALUES ${tuples.join(', ')}`, params);
+    await this.events.query(
+      `INSERT INTO run_events (request_id, seq, last_seq, type, data)
+       SELECT $1::uuid, (e->>0)::int, (e->>1)::int, e->>2, e->3 FROM jsonb_array_elements($2::jsonb) AS e`,
+      [requestId, packedRows(rows)],
+    );
   }
 
   /**
@@ -128,13 +149,8 @@ export class RunEventRepository {
    */
   async appendFenced(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
     if (rows.length === 0) return;
-    const params: unknown[] = [requestId, owner];
     const packed = packRows(rows);
-    const tuples = packed.map((r) => {
-      params.push(r.seq, r.lastSeq, r.type, r.json);
-      const i = params.length;
-      return `($${i - 3}::int, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`;
-    });
+    const params: unknown[] = [requestId, owner, jsonRows(packed.map(cellsOf))];
     // the run's progress (a row cannot be updated twice in one statement, so the closing
     // update carries the last phase's indices itself)
     const lastPhase = rows.filter((r) => r.type === 'phase').pop();
@@ -156,7 +172,7 @@ export class RunEventRepository {
     const res: unknown = await this.events.query(
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
        INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT lease.request_id, v.seq, v.last_seq, v.type, v.data FROM lease, (VALUES ${tuples.join(', ')}) AS v(seq, last_seq, type, data)
+       SELECT lease.request_id, (e->>0)::int, (e->>1)::int, e->>2, e->3 FROM lease, jsonb_array_elements($3::jsonb) AS e
        RETURNING seq`,
       params,
     );
@@ -171,29 +187,14 @@ export class RunEventRepository {
    * per run; a fenced run stores none.
    */
   async appendFencedMany(appends: FencedAppend[]): Promise<Map<string, number>> {
-    const params: unknown[] = [];
-    const tuples: string[] = [];
+    const rows: JsonCell[][] = [];
     for (const a of appends) {
-      for (const r of packRows(a.rows)) {
-        params.push(a.requestId, a.owner, r.seq, r.lastSeq, r.type, r.json);
-        const i = params.length;
-        tuples.push(`($${i - 5}::uuid, $${i - 4}::text, $${i - 3}::int, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
-      }
+      for (const r of packRows(a.rows)) rows.push([a.requestId, a.owner, r.seq, r.lastSeq, r.type, new RawJson(r.json)]);
     }
     const stored = new Map<string, number>();
-    if (tuples.length === 0) return stored;
-    const res: unknown = await this.events.query(
-      `WITH v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')}),
-       lease AS (SELECT r.request_id, r.lease_owner FROM runs r
-                  WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
-                  ORDER BY r.request_id FOR NO KEY UPDATE OF r),
-       ${PROGRESS_CTE}
-       INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
-       RETURNING request_id, ${EVENTS_IN_ROW} AS events`,
-      params,
-    );
-    for (const row of queryResult(res).rows) {
+    if (rows.length === 0) return stored;
+    const res = await preparedQuery(this.events.manager.connection, APPEND_MANY, [jsonRows(rows)]);
+    for (const row of res.rows) {
       const r = row as { request_id: unknown; events: unknown };
       const id = String(r.request_id);
       stored.set(id, (stored.get(id) ?? 0) + Number(r.events));
