@@ -6,6 +6,7 @@ import { ChatMessageEntity, type ChatMessageStatus } from '../entities/chat-mess
 import { ConversationEntity, type ConversationSettings } from '../entities/conversation.entity';
 import type { AnswerMetadata } from '../../runs/answer-store.port';
 import { storageSafe, stripNul } from '../../common/util/text-safety.util';
+import { preparedQuery } from '../../database/prepared-query';
 import type { StatementPrelude } from '../../database/statement-prelude';
 
 /** Conversations and their messages. */
@@ -87,14 +88,17 @@ export class ConversationRepository {
   ): Promise<{ message: { id: string }; created: boolean }> {
     // the conversation's updated_at moves with its answer, in the same statement (the list is
     // ordered by the last turn); the stored row is read back only when it was there already
-    const inserted: Array<{ id: string }> = await this.messages.query(
-      `WITH touched AS (UPDATE conversations SET updated_at = now() WHERE id = $1)
-       INSERT INTO chat_messages (conversation_id, role, content, status, request_id, metadata)
-       VALUES ($1, 'assistant', $2, $3, $4, $5::jsonb)
-       ON CONFLICT (request_id) WHERE role = 'assistant' DO NOTHING
-       RETURNING id`,
-      [conversationId, stripNul(content), status, requestId, JSON.stringify(storageSafe(metadata))],
-    );
+    const inserted = (
+      await preparedQuery(
+        this.messages.manager.connection,
+        `WITH touched AS (UPDATE conversations SET updated_at = now() WHERE id = $1)
+         INSERT INTO chat_messages (conversation_id, role, content, status, request_id, metadata)
+         VALUES ($1, 'assistant', $2, $3, $4, $5::jsonb)
+         ON CONFLICT (request_id) WHERE role = 'assistant' DO NOTHING
+         RETURNING id`,
+        [conversationId, stripNul(content), status, requestId, JSON.stringify(storageSafe(metadata))],
+      )
+    ).rows as Array<{ id: string }>;
     if (inserted.length > 0) return { message: { id: String(inserted[0].id) }, created: true };
     const message = await this.messages.findOneOrFail({ where: { requestId, role: 'assistant' }, select: { id: true } });
     return { message: { id: message.id }, created: false };

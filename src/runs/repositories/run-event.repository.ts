@@ -3,7 +3,6 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { type JsonCell, jsonRows, RawJson } from '../../database/json-rows';
 import { preparedQuery } from '../../database/prepared-query';
-import { queryResult } from '../../database/query-result';
 import { RunEventEntity } from '../entities/run-event.entity';
 
 /** How a run ends together with its terminal event (`done` or `paused`). */
@@ -169,14 +168,16 @@ export class RunEventRepository {
         UPDATE runs SET ${indicesOf(lastPhase, params)} last_seq = GREATEST(runs.last_seq, $${n}::int), updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id)`;
     }
-    const res: unknown = await this.events.query(
+    // prepared: one of four texts (closing or not, with a phase row or not)
+    const res = await preparedQuery(
+      this.events.manager.connection,
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
        INSERT INTO run_events (request_id, seq, last_seq, type, data)
        SELECT lease.request_id, (e->>0)::int, (e->>1)::int, e->>2, e->3 FROM lease, jsonb_array_elements($3::jsonb) AS e
        RETURNING seq`,
       params,
     );
-    if (queryResult(res).count !== packed.length) throw new LeaseLostError(requestId);
+    if (res.rowCount !== packed.length) throw new LeaseLostError(requestId);
   }
 
   /**
