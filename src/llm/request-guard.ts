@@ -22,9 +22,11 @@ export class RequestGuard {
   private readonly controller = new AbortController();
   private readonly overallTimer: NodeJS.Timeout;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** between armIdle and disarmIdle: the idle timer firing then is a stall */
+  private waiting = false;
   private firedCause: GuardCause | undefined;
   private readonly onCallerAbort = () => this.fire('aborted');
-  /** Rejects when the guard fires; race reads against it where a read might not observe the signal. */
+  /** Rejects when the guard fires (with the signal's reason). */
   readonly fired: Promise<never>;
 
   constructor(private readonly options: RequestGuardOptions) {
@@ -55,17 +57,21 @@ export class RequestGuard {
   armIdle(): void {
     const ms = this.options.idleTimeoutMs;
     if (!ms || this.firedCause) return;
+    this.waiting = true;
+    // one timer per request, restarted per wait: a new timer per chunk was an allocation and a
+    // timer-list insertion for every chunk of every stream
     if (this.idleTimer) this.idleTimer.refresh();
     else {
-      this.idleTimer = setTimeout(() => this.fire('idle_timeout'), ms);
+      this.idleTimer = setTimeout(() => {
+        if (this.waiting) this.fire('idle_timeout');
+      }, ms);
       this.idleTimer.unref?.();
     }
   }
 
-  /** A chunk arrived: stop the idle timer until the next wait. */
+  /** A chunk arrived: the idle timer no longer counts until the next wait (armIdle restarts it). */
   disarmIdle(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = undefined;
+    this.waiting = false;
   }
 
   /** The error to report for the cause that fired (undefined while nothing fired). */
