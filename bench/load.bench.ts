@@ -4,7 +4,7 @@
  * Orion under load on one process (issue 17): the built service (`node dist/main.js`), a fake
  * OpenAI-compatible model in its own process (bench/load/fake-model.ts: ~100 deltas 20 ms apart,
  * one list_files call per turn), N concurrent turns per chat route, on embedded PGlite and on
- * PostgreSQL (DATABASE_URL; skipped without it), and in the same run the floor: a minimal relay
+ * PostgreSQL (a new database per run on DATABASE_URL's server; skipped without it), and in the same run the floor: a minimal relay
  * of the same turn (bench/load/floor-relay.ts). Every run starts a fresh process. N values run
  * in ascending order, so the largest runs come last. Columns are explained in bench/README.md.
  */
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { pct, runLoad, type LoadResult } from './load/client';
 import { metricsLagP99, statementsSent } from './load/orion-metrics';
 import { PgStats } from './load/pg-stats';
+import { scratchDatabase } from './load/scratch-db';
 import { cpuMs, io, rssBytes, rssPeak } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
 
@@ -103,7 +104,6 @@ async function main() {
   if (dbs.length < DBS.length) console.log('DATABASE_URL is not set: the PostgreSQL runs are skipped.');
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
   const workspace = makeWorkspace();
-  const pg = url && dbs.includes('postgres') ? await PgStats.connect(url) : undefined;
   // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
   const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; run timeout ${TIMEOUT_MS / 1000} s`);
@@ -124,16 +124,23 @@ async function main() {
       }
       for (const db of dbs)
         for (const route of ROUTES) {
-          const orion = await startOrion(DIST, { ...orionEnv, ...(db === 'postgres' ? { DATABASE_URL: url! } : {}) });
+          // each PostgreSQL run on a database of its own (bench/load/scratch-db.ts)
+          const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
+          const pg = scratch ? await PgStats.connect(scratch.url) : undefined;
           try {
-            print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), db === 'postgres' ? pg : undefined, () => statementsSent(orion.port)), floor);
+            const orion = await startOrion(DIST, { ...orionEnv, ...(scratch ? { DATABASE_URL: scratch.url } : {}) });
+            try {
+              print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor);
+            } finally {
+              await orion.stop();
+            }
           } finally {
-            await orion.stop();
+            await pg?.close();
+            await scratch?.drop();
           }
         }
     }
   } finally {
-    await pg?.close();
     await model.stop();
   }
 }

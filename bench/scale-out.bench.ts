@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { pct, runLoad } from './load/client';
 import { PgStats } from './load/pg-stats';
+import { scratchDatabase } from './load/scratch-db';
 import { statementsSent } from './load/orion-metrics';
 import { cpuMs } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
@@ -149,9 +150,8 @@ async function main() {
   }
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
   const workspace = makeWorkspace();
-  const pg = await PgStats.connect(url);
   // no per-instance turn cap: the bench compares capacity, not the protective limit
-  const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, DATABASE_URL: url, MAX_CONCURRENT_TURNS: '100000' };
+  const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
   console.log(`scale-out: ${INSTANCES.join(', ')} instance(s) on one PostgreSQL behind a round-robin proxy; N = ${N} concurrent ${ROUTE} turns started over ${RAMP_MS} ms; run timeout ${TIMEOUT_MS / 1000} s`);
   const rows: string[] = [];
   const probes: string[] = [];
@@ -160,14 +160,17 @@ async function main() {
     for (const k of INSTANCES) {
       const orions: Proc[] = [];
       let proxy: Proc | undefined;
+      // each instance count on a new database of its own (bench/load/scratch-db.ts)
+      const scratch = await scratchDatabase(url);
+      const pg = await PgStats.connect(scratch.url);
       try {
-        for (let i = 0; i < k; i++) orions.push(await startOrion(DIST, env));
+        for (let i = 0; i < k; i++) orions.push(await startOrion(DIST, { ...env, DATABASE_URL: scratch.url }));
         proxy = await forkHelper(join(__dirname, 'load', 'round-robin-proxy.ts'), { PROXY_BACKENDS: orions.map((o) => o.port).join(',') });
         await runLoad({ port: proxy.port, path: PATHS[ROUTE], n: 2 * k, rampMs: 0, timeoutMs: 30_000 });
         await sleep(1000);
         const cpu0 = orions.map((o) => cpuMs(o.pid));
         const proxyCpu0 = cpuMs(proxy.pid);
-        const [pg0, db0, st0] = [await pg.snapshot(), await dbWork(url), await Promise.all(orions.map((o) => statementsSent(o.port)))];
+        const [pg0, db0, st0] = [await pg.snapshot(), await dbWork(scratch.url), await Promise.all(orions.map((o) => statementsSent(o.port)))];
         const loading = runLoad({ port: proxy.port, path: PATHS[ROUTE], n: N, rampMs: RAMP_MS, timeoutMs: TIMEOUT_MS });
         // run control across instances while the load runs (one instance: on itself)
         await sleep(RAMP_MS / 2);
@@ -179,7 +182,7 @@ async function main() {
         const proxyCpu = cpuMs(proxy.pid) - proxyCpu0;
         const statements = (await Promise.all(orions.map((o) => statementsSent(o.port)))).reduce((sum, n, i) => sum + n - st0[i], 0);
         await sleep(1500); // table statistics are flushed at most once a second
-        const db1 = await dbWork(url);
+        const db1 = await dbWork(scratch.url);
         const turns = Math.max(1, load.completed + load.errors);
         const rate = (load.completed * 1000) / load.wallMs;
         if (k === 1) oneInstanceRate = rate;
@@ -191,10 +194,11 @@ async function main() {
       } finally {
         await proxy?.stop();
         for (const o of orions) await o.stop();
+        await pg.close();
+        await scratch.drop();
       }
     }
   } finally {
-    await pg.close();
     await model.stop();
   }
   console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |');
