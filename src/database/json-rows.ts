@@ -1,11 +1,10 @@
 /**
  * Many rows passed to PostgreSQL as ONE jsonb parameter (a JSON array of row arrays) and read
  * back with `jsonb_array_elements($1::jsonb)`, instead of a VALUES list with a placeholder per
- * cell. The statement's text then stays the same whatever the number of rows: PostgreSQL parses
- * and plans a VALUES list cell by cell, and for the grouped event writes that was most of the
- * statement's cost (200 rows of six cells: about 15 ms of server CPU as VALUES, about 5 ms as
- * one jsonb parameter; bench/README.md, "Rows as one parameter"). It also lifts the 65,535
- * parameter cap of the protocol.
+ * cell. The statement's text then stays the same whatever the number of rows, so it can be a
+ * prepared statement (preparedQuery), parsed and planned once per connection; a VALUES list is a
+ * new text for every row count. It also lifts the protocol's cap of 65,535 parameters.
+ * `npm run bench:statements` compares the shapes (bench/README.md, "Statement shapes").
  *
  * Read a row's cells with `e->>i` (text; a JSON null reads as SQL NULL) and `e->i` (jsonb).
  */
