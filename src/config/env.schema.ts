@@ -68,8 +68,8 @@ export class EnvironmentVariables {
 
   /**
    * The statements every turn sends several times go as named prepared statements, parsed and
-   * planned once per connection. `false` sends them unnamed: for a pooler in transaction mode that
-   * does not track prepared statements (PgBouncer before 1.21).
+   * planned once per connection. `false` sends them unnamed: for a proxy in front of PostgreSQL
+   * that does not support named prepared statements.
    */
   @Transform(toBool) @IsBoolean()
   DATABASE_PREPARED_STATEMENTS = true;

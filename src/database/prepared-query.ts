@@ -34,8 +34,8 @@ export function usesPreparedStatements(ds: DataSource): boolean {
  *
  * `text` must be a fixed text (values go in `params`): its hash names the statement, and every
  * connection keeps each prepared text until it closes. With DATABASE_PREPARED_STATEMENTS=false
- * (a pooler in transaction mode that does not track prepared statements, such as PgBouncer
- * before 1.21) the statement is sent unnamed, as every other statement is. Counted in
+ * (a proxy in front of PostgreSQL that does not support named prepared statements) the statement
+ * is sent unnamed, as every other statement is. Counted in
  * orion_db_statements_total like any query of the data source; errors are TypeORM's
  * QueryFailedError, as from `DataSource.query`.
  */
