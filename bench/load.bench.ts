@@ -126,8 +126,9 @@ async function main() {
         for (const route of ROUTES) {
           // each PostgreSQL run on a database of its own (bench/load/scratch-db.ts)
           const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
-          const pg = scratch ? await PgStats.connect(scratch.url) : undefined;
+          let pg: PgStats | undefined;
           try {
+            pg = scratch ? await PgStats.connect(scratch.url) : undefined;
             const orion = await startOrion(DIST, { ...orionEnv, ...(scratch ? { DATABASE_URL: scratch.url } : {}) });
             try {
               print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor);

@@ -162,8 +162,9 @@ async function main() {
       let proxy: Proc | undefined;
       // each instance count on a new database of its own (bench/load/scratch-db.ts)
       const scratch = await scratchDatabase(url);
-      const pg = await PgStats.connect(scratch.url);
+      let pg: PgStats | undefined;
       try {
+        pg = await PgStats.connect(scratch.url);
         for (let i = 0; i < k; i++) orions.push(await startOrion(DIST, { ...env, DATABASE_URL: scratch.url }));
         proxy = await forkHelper(join(__dirname, 'load', 'round-robin-proxy.ts'), { PROXY_BACKENDS: orions.map((o) => o.port).join(',') });
         await runLoad({ port: proxy.port, path: PATHS[ROUTE], n: 2 * k, rampMs: 0, timeoutMs: 30_000 });
@@ -194,7 +195,7 @@ async function main() {
       } finally {
         await proxy?.stop();
         for (const o of orions) await o.stop();
-        await pg.close();
+        await pg?.close();
         await scratch.drop();
       }
     }

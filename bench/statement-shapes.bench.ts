@@ -10,9 +10,10 @@
  *   - jsonb, prepared: the same, as a named prepared statement (the default; Orion's own code);
  *   - floor: the least SQL doing the same insert: the same rows from one jsonb parameter, no
  *     lease check and no progress update, unnamed.
+ * PostgreSQL runs on a scratch database (bench/load/scratch-db.ts), skipped without CREATEDB.
  * Each shape writes rows of ~500 bytes (two chunk envelopes, as a loaded turn's writes carry),
  * spread over 300 running runs, the shapes interleaved round by round. Printed per statement:
- * the database's CPU (PostgreSQL: the connection's backend, from /proc; PGlite runs inside this
+ * the database's CPU (PostgreSQL: the connection's backend, /proc/<pid>/schedstat; PGlite runs inside this
  * process, so the statement's wall time, client work included) and this process's CPU.
  */
 import { randomUUID } from 'node:crypto';
@@ -21,8 +22,8 @@ import { DataSource } from 'typeorm';
 import { jsonRows, RawJson } from '../src/database/json-rows';
 import { openDatabase } from '../src/database/data-source';
 import { RunEventEntity } from '../src/runs/entities/run-event.entity';
-import { RunEventRepository, type FencedAppend } from '../src/runs/repositories/run-event.repository';
-import { cpuMs } from './load/proc';
+import { EVENTS_IN_ROW, PROGRESS_CTE, RunEventRepository, type FencedAppend } from '../src/runs/repositories/run-event.repository';
+import { readFileSync } from 'node:fs';
 import { scratchDatabase } from './load/scratch-db';
 
 const arg = (name: string, dflt: string) => {
@@ -34,12 +35,17 @@ const ROUNDS = Number(arg('rounds', '200'));
 const RUNS = 300;
 const OWNER = 'bench-instance';
 
+/** CPU time of a process in ms from /proc/<pid>/schedstat (nanoseconds; /proc/<pid>/stat counts 10 ms ticks) */
+function cpuNs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+}
+
 interface Shape {
   name: string;
   write(appends: FencedAppend[]): Promise<unknown>;
 }
 
-/** The VALUES shape as it was before (six placeholders a row). */
+/** The VALUES shape as it was before (six placeholders a row; the same lease, progress and RETURNING). */
 async function valuesShape(ds: DataSource, appends: FencedAppend[]): Promise<unknown> {
   const params: unknown[] = [];
   const tuples: string[] = [];
@@ -53,10 +59,11 @@ async function valuesShape(ds: DataSource, appends: FencedAppend[]): Promise<unk
     `WITH v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')}),
      lease AS (SELECT r.request_id, r.lease_owner FROM runs r
                 WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
-                ORDER BY r.request_id FOR NO KEY UPDATE OF r)
+                ORDER BY r.request_id FOR NO KEY UPDATE OF r),
+     ${PROGRESS_CTE}
      INSERT INTO run_events (request_id, seq, last_seq, type, data)
      SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
-     RETURNING request_id`,
+     RETURNING request_id, ${EVENTS_IN_ROW} AS events`,
     params,
   );
 }
@@ -136,11 +143,11 @@ async function measure(kind: 'pglite' | 'postgres', url: string | undefined): Pr
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of shapes) {
         const appends = batch(rows);
-        const [c0, b0, t0] = [process.cpuUsage(), pid ? cpuMs(pid) : 0, performance.now()];
+        const [c0, b0, t0] = [process.cpuUsage(), pid ? cpuNs(pid) : 0, performance.now()];
         await s.write(appends);
         const wall = performance.now() - t0;
         const c = process.cpuUsage(c0);
-        const dbMs = pid ? cpuMs(pid) - b0 : wall;
+        const dbMs = pid ? cpuNs(pid) - b0 : wall;
         db.set(s.name, (db.get(s.name) ?? 0) + dbMs);
         own.set(s.name, (own.get(s.name) ?? 0) + (c.user + c.system) / 1000);
       }
@@ -161,7 +168,9 @@ async function main(): Promise<void> {
     console.log('\nDATABASE_URL is not set: the PostgreSQL rows are skipped.');
     return;
   }
-  const scratch = await scratchDatabase(url);
+  // never in place: the bench leaves 300 leased runs and their events behind
+  const scratch = await scratchDatabase(url, { inPlace: false });
+  if (!scratch) return;
   try {
     await measure('postgres', scratch.url);
   } finally {

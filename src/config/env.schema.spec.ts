@@ -27,13 +27,14 @@ describe('validateEnv', () => {
   it('lists every bad value with NAME=value and what is allowed, and never shows a key', () => {
     let message = '';
     try {
-      validateEnv({ PORT: 'abc', LLM_PROVIDER: 'bogus', TWO_STAGE_ENABLED: 'maybe', MAX_ITERATIONS: '0', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', API_KEYS: ',' });
+      validateEnv({ PORT: 'abc', LLM_PROVIDER: 'bogus', TWO_STAGE_ENABLED: 'maybe', MAX_ITERATIONS: '0', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', API_KEYS: ',', DATABASE_PREPARED_STATEMENTS: 'sometimes' });
     } catch (e) {
       message = (e as Error).message;
     }
     expect(message).toContain('PORT="abc": PORT must be an integer number');
     expect(message).toMatch(/LLM_PROVIDER="bogus":.*allowed: openai \| ollama \| replay/);
     expect(message).toMatch(/TWO_STAGE_ENABLED="maybe":.*allowed: true \| false/);
+    expect(message).toMatch(/DATABASE_PREPARED_STATEMENTS="sometimes":.*allowed: true \| false/);
     expect(message).toMatch(/MAX_ITERATIONS="0": MAX_ITERATIONS must not be less than 1/);
     expect(message).toMatch(/DATABASE_URL="mysql:\/\/x": must be a postgres/);
     expect(message).toMatch(/LOG_LEVEL="loud"/);

@@ -276,6 +276,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   MCP_AUTO_APPROVE: 'true | false',
   LOG_FORMAT: 'json | pretty',
   OTEL_CAPTURE_CONTENT: 'true | false',
+  DATABASE_PREPARED_STATEMENTS: 'true | false',
 };
 
 /** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */

@@ -9,7 +9,13 @@
  * Read a row's cells with `e->>i` (text; a JSON null reads as SQL NULL) and `e->i` (jsonb).
  */
 
-/** A cell that is already JSON text (an event's serialized envelope): embedded as it is. */
+import { stripNul } from '../common/util/text-safety.util';
+
+/**
+ * A cell that is already JSON text (an event's serialized envelope): embedded as it is, so it
+ * must be JSON.stringify's output of a value made storage-safe (a malformed text would break the
+ * whole parameter, not only its own row).
+ */
 export class RawJson {
   constructor(readonly text: string) {}
 }
@@ -26,7 +32,9 @@ export function jsonRows(rows: ReadonlyArray<ReadonlyArray<JsonCell>>): string {
     for (let j = 0; j < row.length; j++) {
       if (j > 0) out += ',';
       const cell = row[j];
-      out += cell instanceof RawJson ? cell.text : JSON.stringify(cell);
+      // a text cell as node-postgres would have sent it as a parameter of its own: NUL and lone
+      // surrogates, which jsonb refuses as JSON escapes, become U+FFFD
+      out += cell instanceof RawJson ? cell.text : JSON.stringify(typeof cell === 'string' ? stripNul(cell) : cell);
     }
     out += ']';
   }

@@ -28,9 +28,9 @@ export function usesPreparedStatements(ds: DataSource): boolean {
  * Runs one of the statements every turn sends several times (the grouped event writes, the
  * trace writes, the notifications, a turn's closing write and its answer) as a named prepared
  * statement: each pooled connection parses and plans it once, then only binds and executes it.
- * Those statements are CTEs whose parse and plan are a good part of their cost: the grouped
- * event write costs the database 10–25 % less prepared than sent unnamed (`npm run
- * bench:statements`; bench/README.md, "Statement shapes").
+ * Their parse and plan are a good part of their cost (the event writes are CTEs that lock,
+ * update and insert): `npm run bench:statements` compares the grouped event write prepared and
+ * unnamed (bench/README.md, "Statement shapes").
  *
  * `text` must be a fixed text (values go in `params`): its hash names the statement, and every
  * connection keeps each prepared text until it closes. With DATABASE_PREPARED_STATEMENTS=false

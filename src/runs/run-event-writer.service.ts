@@ -21,7 +21,11 @@ interface Pending extends FencedAppend {
  */
 @Injectable()
 export class RunEventWriter {
-  /** events per grouped statement, at most: one statement's parameter (jsonRows) stays a few hundred KB */
+  /**
+   * Events per grouped statement, at most (fewer when several are packed into one row). The rows
+   * travel as one jsonb value (jsonRows): about 1 MB for 2,000 chunks; large tool results make it
+   * larger, and a statement that fails is retried run by run.
+   */
   static readonly MAX_ROWS = 2000;
   private readonly logger = new Logger('RunEventWriter');
   /** statements written and events they carried, since start (for the load benchmark and tests) */

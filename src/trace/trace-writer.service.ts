@@ -20,7 +20,7 @@ export type TraceObserver = (record: TraceRecord, atMs: number) => void;
  */
 @Injectable()
 export class TraceWriterService implements TraceSink, BeforeApplicationShutdown, OnApplicationShutdown {
-  /** one INSERT of up to 200 rows stays well under PostgreSQL's 65535 bind parameters (4 per row) */
+  /** rows per INSERT (one jsonb parameter); a failed batch is retried row by row, so it stays small */
   static readonly BATCH_SIZE = 200;
   /** short enough that GET /api/trace shows a turn moments after it ends */
   static readonly FLUSH_INTERVAL_MS = 100;

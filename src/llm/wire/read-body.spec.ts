@@ -40,12 +40,10 @@ describe('readBody', () => {
 
   it('ends a stalled body at the idle timeout even though the stream ignores the abort', async () => {
     const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 80 });
-    const started = Date.now();
     const got = await collect(body(['a'], 'silence'), guard);
     expect(text(got.chunks)).toBe('a');
     expect(guard.cause).toBe('idle_timeout');
     expect(got.error?.name).toBe('AbortError');
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it("stops at the caller's abort between chunks and cancels the stream", async () => {

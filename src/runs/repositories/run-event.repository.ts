@@ -39,7 +39,7 @@ export interface FencedAppend {
  * the statement that stores its `phase` events, from those events: a separate UPDATE per phase
  * was a third of a loaded turn's commits. In a grouped append, each fenced run's last phase row.
  */
-const PROGRESS_CTE = `progress AS (
+export const PROGRESS_CTE = `progress AS (
          UPDATE runs r SET phase_index = (p.data->>'phaseIndex')::int, cycle_index = (p.data->>'cycleIndex')::int,
                 last_seq = GREATEST(r.last_seq, p.seq), updated_at = now()
            FROM (SELECT DISTINCT ON (v.request_id) v.request_id, v.owner, v.seq, v.data FROM v WHERE v.type = 'phase'
