@@ -22,7 +22,7 @@ import { DataSource } from 'typeorm';
 import { jsonRows, RawJson } from '../src/database/json-rows';
 import { openDatabase } from '../src/database/data-source';
 import { RunEventEntity } from '../src/runs/entities/run-event.entity';
-import { EVENTS_IN_ROW, PROGRESS_CTE, RunEventRepository, type FencedAppend } from '../src/runs/repositories/run-event.repository';
+import { appendManyStatement, RunEventRepository, type FencedAppend } from '../src/runs/repositories/run-event.repository';
 import { readFileSync } from 'node:fs';
 import { scratchDatabase } from './load/scratch-db';
 
@@ -55,17 +55,7 @@ async function valuesShape(ds: DataSource, appends: FencedAppend[]): Promise<unk
       const i = params.length;
       tuples.push(`($${i - 5}::uuid, $${i - 4}::text, $${i - 3}::int, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
     }
-  return ds.query(
-    `WITH v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')}),
-     lease AS (SELECT r.request_id, r.lease_owner FROM runs r
-                WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
-                ORDER BY r.request_id FOR NO KEY UPDATE OF r),
-     ${PROGRESS_CTE}
-     INSERT INTO run_events (request_id, seq, last_seq, type, data)
-     SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
-     RETURNING request_id, ${EVENTS_IN_ROW} AS events`,
-    params,
-  );
+  return ds.query(appendManyStatement(`v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')})`), params);
 }
 
 /** The floor: the same rows inserted from one parameter, nothing checked. */

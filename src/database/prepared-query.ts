@@ -20,7 +20,7 @@ function nameOf(text: string): string {
 }
 
 /** Whether this data source sends named prepared statements (DATABASE_PREPARED_STATEMENTS). */
-export function usesPreparedStatements(ds: DataSource): boolean {
+function usesPreparedStatements(ds: DataSource): boolean {
   return (ds.options as { extra?: { preparedStatements?: boolean } }).extra?.preparedStatements !== false;
 }
 

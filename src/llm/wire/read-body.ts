@@ -38,7 +38,6 @@ export async function* readBody(body: ReadableStream<Uint8Array> | null, guard: 
     }
   } finally {
     signal.removeEventListener('abort', stop);
-    guard.disarmIdle();
     if (!done) reader.cancel().catch(() => undefined);
     else reader.releaseLock();
   }

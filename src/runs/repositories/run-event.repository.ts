@@ -39,7 +39,7 @@ export interface FencedAppend {
  * the statement that stores its `phase` events, from those events: a separate UPDATE per phase
  * was a third of a loaded turn's commits. In a grouped append, each fenced run's last phase row.
  */
-export const PROGRESS_CTE = `progress AS (
+const PROGRESS_CTE = `progress AS (
          UPDATE runs r SET phase_index = (p.data->>'phaseIndex')::int, cycle_index = (p.data->>'cycleIndex')::int,
                 last_seq = GREATEST(r.last_seq, p.seq), updated_at = now()
            FROM (SELECT DISTINCT ON (v.request_id) v.request_id, v.owner, v.seq, v.data FROM v WHERE v.type = 'phase'
@@ -80,10 +80,13 @@ export function packRows(events: readonly StoredRunEvent[]): PackedRow[] {
   return out;
 }
 
-/** A packed row's cells for jsonRows: seq, last_seq, type, data. */
+/** A packed row's cells for jsonRows: seq, last_seq, type, data (read back by PACKED_CELLS). */
 function cellsOf(r: PackedRow): JsonCell[] {
   return [r.seq, r.lastSeq, r.type, new RawJson(r.json)];
 }
+
+/** cellsOf's cells of a jsonRows element `e`, as run_events' seq, last_seq, type, data. */
+const PACKED_CELLS = `(e->>0)::int, (e->>1)::int, e->>2, e->3`;
 
 /** A run's events as one jsonRows parameter of packed rows. */
 function packedRows(events: readonly StoredRunEvent[]): string {
@@ -111,9 +114,14 @@ function unpack(row: StoredRow): StoredRunEvent[] {
 /** Events a row holds, in SQL (for counts). */
 export const EVENTS_IN_ROW = 'COALESCE(last_seq, seq) - seq + 1';
 
-/** appendFencedMany's statement: a fixed text (prepared), the rows in one jsonRows parameter. */
-const APPEND_MANY = `WITH v AS (SELECT (e->>0)::uuid AS request_id, e->>1 AS owner, (e->>2)::int AS seq, (e->>3)::int AS last_seq, e->>4 AS type, e->5 AS data
-                    FROM jsonb_array_elements($1::jsonb) AS e),
+/**
+ * The grouped, fenced append (appendFencedMany) around `source`, a CTE `v` of the rows to store
+ * (request_id, owner, seq, last_seq, type, data): each run's rows are inserted only while its
+ * owner holds its lease, and its progress is updated from its phase rows. One text for every
+ * source, so bench:statements measures the same statement around the shapes it compares.
+ */
+export function appendManyStatement(source: string): string {
+  return `WITH ${source},
        lease AS (SELECT r.request_id, r.lease_owner FROM runs r
                   WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
                   ORDER BY r.request_id FOR NO KEY UPDATE OF r),
@@ -121,6 +129,13 @@ const APPEND_MANY = `WITH v AS (SELECT (e->>0)::uuid AS request_id, e->>1 AS own
        INSERT INTO run_events (request_id, seq, last_seq, type, data)
        SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
        RETURNING request_id, ${EVENTS_IN_ROW} AS events`;
+}
+
+/** appendFencedMany's statement: a fixed text (prepared), the rows in one jsonRows parameter. */
+const APPEND_MANY = appendManyStatement(
+  `v AS (SELECT (e->>0)::uuid AS request_id, e->>1 AS owner, (e->>2)::int AS seq, (e->>3)::int AS last_seq, e->>4 AS type, e->5 AS data
+           FROM jsonb_array_elements($1::jsonb) AS e)`,
+);
 
 /** The events of each run's stream, for replay on reconnect. */
 @Injectable()
@@ -132,7 +147,7 @@ export class RunEventRepository {
     if (rows.length === 0) return;
     await this.events.query(
       `INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT $1::uuid, (e->>0)::int, (e->>1)::int, e->>2, e->3 FROM jsonb_array_elements($2::jsonb) AS e`,
+       SELECT $1::uuid, ${PACKED_CELLS} FROM jsonb_array_elements($2::jsonb) AS e`,
       [requestId, packedRows(rows)],
     );
   }
@@ -173,7 +188,7 @@ export class RunEventRepository {
       this.events.manager.connection,
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
        INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT lease.request_id, (e->>0)::int, (e->>1)::int, e->>2, e->3 FROM lease, jsonb_array_elements($3::jsonb) AS e
+       SELECT lease.request_id, ${PACKED_CELLS} FROM lease, jsonb_array_elements($3::jsonb) AS e
        RETURNING seq`,
       params,
     );
