@@ -97,6 +97,8 @@ export async function resolveWorkspacePath(workspaceRoot: string, projectId: str
   }
   const rootStat = await fs.stat(root).catch(() => null);
   if (!rootStat?.isDirectory()) throw unresolvable(requested);
+  // the folder itself ("." or a path that climbs back to it): its realpath was just taken
+  if (segments.length === 0) return { root, rootExists: true, absolute: root, relative, exists: true };
 
   try {
     const real = await fs.realpath(lexical);

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { promises as fs } from 'node:fs';
+import { promises as fs, type Dirent, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { AppConfigService } from '../../config/app-config.service';
 import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
@@ -70,8 +70,9 @@ export class ListFilesTool implements ToolDefinition {
       return { output };
     }
     if (!target.exists) asToolFailure(notFound(target.relative));
-    const st = await fs.stat(target.absolute);
-    if (!st.isDirectory()) throw new ToolFailure('validation_error', `"${target.relative}" is a file, not a folder; use read_file to read it`);
+    // the project folder itself was checked to be a folder by resolveWorkspacePath
+    const isFolder = target.absolute === target.root || (await fs.stat(target.absolute)).isDirectory();
+    if (!isFolder) throw new ToolFailure('validation_error', `"${target.relative}" is a file, not a folder; use read_file to read it`);
     return { output: await listTree(target.root, target.absolute, target.relative, recursive, ctx.signal) };
   }
 }
@@ -91,15 +92,17 @@ async function listTree(root: string, start: string, startRelative: string, recu
       const real = await fs.realpath(dir.abs).catch(() => null);
       if (!real || !isInside(root, real) || real !== dir.abs) continue;
     }
-    let names: string[];
+    let dirents: Dirent[];
     try {
-      names = (await fs.readdir(dir.abs)).sort();
+      // the entry types come with the names (no lstat per entry); files are still lstat'ed for their size
+      dirents = (await fs.readdir(dir.abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch {
       notes.push(`"${dir.rel}" could not be read`);
       continue;
     }
     const children: Array<{ abs: string; rel: string; depth: number }> = [];
-    for (const name of names) {
+    for (const dirent of dirents) {
+      const name = dirent.name;
       if (entries.length >= LIST_MAX_ENTRIES) {
         truncated = capped = true;
         notes.push(`stopped at ${LIST_MAX_ENTRIES} entries; list a sub-folder to see more`);
@@ -107,10 +110,15 @@ async function listTree(root: string, start: string, startRelative: string, recu
       }
       const abs = path.join(dir.abs, name);
       const rel = dir.rel === '.' ? name : `${dir.rel}/${name}`;
-      const st = await fs.lstat(abs).catch(() => null);
-      if (!st) continue; // vanished meanwhile
-      const type: ListedEntryType = st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'other';
-      entries.push(type === 'file' ? { path: rel, type, size: st.size } : { path: rel, type });
+      let type = entryType(dirent);
+      let size: number | undefined;
+      if (type === 'file') {
+        const st = await fs.lstat(abs).catch(() => null);
+        if (!st) continue; // vanished meanwhile
+        type = entryType(st); // replaced meanwhile: listed as what it is now
+        if (type === 'file') size = st.size;
+      }
+      entries.push(size === undefined ? { path: rel, type } : { path: rel, type, size });
       if (!recursive || type !== 'directory' || LIST_NOT_DESCENDED.has(name)) continue;
       if (dir.depth + 1 >= LIST_MAX_DEPTH) {
         notes.push(`folders deeper than ${LIST_MAX_DEPTH} levels are not listed; list a sub-folder to see them`);
@@ -128,6 +136,11 @@ async function listTree(root: string, start: string, startRelative: string, recu
   if (notes.length > 0) output.note = [...new Set(notes)].join('; ');
   else if (entries.length === 0) output.note = 'The folder is empty.';
   return output;
+}
+
+/** A directory entry's type, from readdir's entry or lstat (symlinks are never followed). */
+function entryType(e: Dirent | Stats): ListedEntryType {
+  return e.isSymbolicLink() ? 'symlink' : e.isDirectory() ? 'directory' : e.isFile() ? 'file' : 'other';
 }
 
 /** Orders paths segment by segment, so "a/b" comes right after "a" and before "a-b". */
