@@ -15,6 +15,7 @@ import { normalizeFinishReason } from '../finish-reason';
 import { redactInfo, toLlmErrorInfo } from '../llm-error.util';
 import { RequestGuard } from '../request-guard';
 import { classifyNetworkError, classifyStatus, DEFAULT_RETRY_POLICY, withRetry, type AttemptFailure, type RetryPolicy } from '../retry-policy';
+import { bodyOf, modelFetch } from '../wire/model-fetch';
 import { readBody } from '../wire/read-body';
 import { SseDecoder } from '../wire/sse-decoder';
 import type { HttpAdapterOptions } from './http-adapter.options';
@@ -54,6 +55,8 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
       maxRetries: 0,
       // Our RequestGuard owns the timeout; the SDK's only has to never fire first.
       timeout: options.timeoutMs + 5_000,
+      // undici's request API under the SDK instead of the global fetch (see modelFetch)
+      fetch: modelFetch(),
     });
   }
 
@@ -85,7 +88,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
       const sse = new SseDecoder(this.options.maxLineLength);
       const mapper = new OpenAiChunkMapper();
       try {
-        for await (const bytes of readBody(response.body as ReadableStream<Uint8Array> | null, guard)) {
+        for await (const bytes of readBody(bodyOf(response), guard)) {
           for (const msg of sse.push(bytes)) {
             // One network chunk can hold many messages: stop between them once aborted.
             if (guard.cause) throw guard.signal.reason;

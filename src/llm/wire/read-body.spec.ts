@@ -1,11 +1,12 @@
 import { RequestGuard } from '../request-guard';
+import { Readable } from 'node:stream';
 import { readBody } from './read-body';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (chunks: Uint8Array[]) => chunks.map((c) => new TextDecoder().decode(c)).join('');
 
 /** A body that sends `parts` and then either ends or goes silent, ignoring cancellation when `deaf`. */
-function body(parts: string[], then: 'end' | 'silence', onCancel?: () => void): ReadableStream<Uint8Array> {
+function webBody(parts: string[], then: 'end' | 'silence', onCancel?: () => void): ReadableStream<Uint8Array> {
   let i = 0;
   return new ReadableStream<Uint8Array>({
     pull(controller) {
@@ -19,7 +20,25 @@ function body(parts: string[], then: 'end' | 'silence', onCancel?: () => void): 
   });
 }
 
-async function collect(b: ReadableStream<Uint8Array>, guard: RequestGuard): Promise<{ chunks: Uint8Array[]; error?: Error }> {
+/** The same as a Node stream (what undici's request API gives, see modelFetch). */
+function nodeBody(parts: string[], then: 'end' | 'silence', onCancel?: () => void): Readable {
+  let i = 0;
+  return new Readable({
+    read() {
+      if (i < parts.length) this.push(Buffer.from(parts[i++]));
+      else if (then === 'end') this.push(null);
+      // silence: never pushes again
+    },
+    destroy(err, cb) {
+      onCancel?.();
+      cb(err);
+    },
+  });
+}
+
+type Body = ReadableStream<Uint8Array> | Readable;
+
+async function collect(b: Body, guard: RequestGuard): Promise<{ chunks: Uint8Array[]; error?: Error }> {
   const chunks: Uint8Array[] = [];
   try {
     for await (const c of readBody(b, guard)) chunks.push(c);
@@ -31,7 +50,10 @@ async function collect(b: ReadableStream<Uint8Array>, guard: RequestGuard): Prom
   }
 }
 
-describe('readBody', () => {
+describe.each([
+  ['a web stream', webBody],
+  ['a Node stream', nodeBody],
+] as const)('readBody of %s', (_kind, body: (parts: string[], then: 'end' | 'silence', onCancel?: () => void) => Body) => {
   it('yields the body chunk by chunk, in order, to its end', async () => {
     const got = await collect(body(['a', 'bc', 'd'], 'end'), new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 1000 }));
     expect(got.error).toBeUndefined();
