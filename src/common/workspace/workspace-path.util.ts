@@ -1,4 +1,4 @@
-import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
+import { constants as fsConstants, lstatSync, promises as fs, realpathSync, statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { PROJECT_ID_PATTERN } from './project-id';
 
@@ -81,7 +81,15 @@ export function lexicalSegments(requested: unknown): string[] {
   return segments;
 }
 
-/** Resolves a tool's `path` argument inside the project folder (both steps above). */
+/**
+ * Resolves a tool's `path` argument inside the project folder (both steps above).
+ *
+ * The path checks are synchronous calls: each is one metadata system call on the local project
+ * folder (a few µs), where the promise form hands every call to libuv's thread pool and back, at
+ * 50–60 µs of CPU per call on a 2-core VM (several per tool call, on every turn that touches a
+ * file). A project folder on a network mount would block the event loop while it answers: see
+ * the README's WORKSPACE_ROOT. File contents are still read asynchronously.
+ */
 export async function resolveWorkspacePath(workspaceRoot: string, projectId: string, requested: unknown): Promise<WorkspaceTarget> {
   const folder = projectFolder(workspaceRoot, projectId);
   const segments = lexicalSegments(requested);
@@ -90,18 +98,18 @@ export async function resolveWorkspacePath(workspaceRoot: string, projectId: str
 
   let root: string;
   try {
-    root = await fs.realpath(folder);
+    root = realpathSync.native(folder);
   } catch (err) {
     if (code(err) === 'ENOENT') return { root: folder, rootExists: false, absolute: lexical, relative, exists: false };
     throw unresolvable(requested);
   }
-  const rootStat = await fs.stat(root).catch(() => null);
+  const rootStat = statOrNull(root);
   if (!rootStat?.isDirectory()) throw unresolvable(requested);
   // the folder itself ("." or a path that climbs back to it): its realpath was just taken
   if (segments.length === 0) return { root, rootExists: true, absolute: root, relative, exists: true };
 
   try {
-    const real = await fs.realpath(lexical);
+    const real = realpathSync.native(lexical);
     if (!isInside(root, real)) throw escapeFailure(requested as string);
     return { root, rootExists: true, absolute: real, relative, exists: true };
   } catch (err) {
@@ -113,14 +121,14 @@ export async function resolveWorkspacePath(workspaceRoot: string, projectId: str
     const parent = path.join(folder, ...segments.slice(0, i));
     let realParent: string;
     try {
-      realParent = await fs.realpath(parent);
+      realParent = realpathSync.native(parent);
     } catch (err) {
       if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') continue;
       throw unresolvable(requested);
     }
     if (!isInside(root, realParent)) throw escapeFailure(requested as string);
     // the next component exists but does not resolve: a dangling symlink (it may point anywhere); fail closed
-    if (await fs.lstat(path.join(realParent, segments[i])).then(() => true, () => false)) throw unresolvable(requested);
+    if (exists(path.join(realParent, segments[i]))) throw unresolvable(requested);
     return { root, rootExists: true, absolute: path.join(realParent, ...segments.slice(i)), relative, exists: false };
   }
   return { root, rootExists: true, absolute: lexical, relative, exists: false };
@@ -180,6 +188,23 @@ function unresolvable(requested: unknown): WorkspacePathError {
 
 function changedFailure(relative: string): WorkspacePathError {
   return new WorkspacePathError(`"${relative}" changed while it was being opened; refusing to read it`);
+}
+
+/** Whether anything (a dangling symlink included) is at `p`; an error answers no, as for a missing entry. */
+function exists(p: string): boolean {
+  try {
+    return lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+function statOrNull(p: string): Stats | null {
+  try {
+    return statSync(p, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 function code(err: unknown): string | undefined {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { promises as fs, type Dirent, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { AppConfigService } from '../../config/app-config.service';
 import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
 import { isInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
@@ -30,6 +31,8 @@ export interface ListFilesOutput {
  */
 export const LIST_MAX_ENTRIES = 1000;
 export const LIST_MAX_DEPTH = 8;
+/** Entries listed between two turns of the event loop (see listTree). */
+const LIST_YIELD_EVERY = 100;
 /** Folders listed but never descended into: large, generated, and no use to a model. */
 export const LIST_NOT_DESCENDED: ReadonlySet<string> = new Set(['.git', 'node_modules']);
 
@@ -71,31 +74,41 @@ export class ListFilesTool implements ToolDefinition {
     }
     if (!target.exists) asToolFailure(notFound(target.relative));
     // the project folder itself was checked to be a folder by resolveWorkspacePath
-    const isFolder = target.absolute === target.root || (await fs.stat(target.absolute)).isDirectory();
+    const isFolder = target.absolute === target.root || statSync(target.absolute).isDirectory();
     if (!isFolder) throw new ToolFailure('validation_error', `"${target.relative}" is a file, not a folder; use read_file to read it`);
     return { output: await listTree(target.root, target.absolute, target.relative, recursive, ctx.signal) };
   }
 }
 
+/**
+ * The listing uses synchronous metadata calls, like resolveWorkspacePath (why: there), and lets
+ * the event loop run every LIST_YIELD_EVERY entries, so a listing of LIST_MAX_ENTRIES holds it
+ * a few milliseconds at a time at most, and a cancelled run stops it between folders.
+ */
 async function listTree(root: string, start: string, startRelative: string, recursive: boolean, signal: AbortSignal): Promise<ListFilesOutput> {
   const entries: ListedEntry[] = [];
+  let yieldedAt = 0;
   const notes: string[] = [];
   let truncated = false;
   let capped = false;
   // depth-first, names sorted: a stack of folders still to read, nearest last
   const stack: Array<{ abs: string; rel: string; depth: number }> = [{ abs: start, rel: startRelative, depth: 0 }];
   while (stack.length > 0 && !capped) {
+    if (entries.length - yieldedAt >= LIST_YIELD_EVERY) {
+      yieldedAt = entries.length;
+      await yieldToLoop();
+    }
     signal.throwIfAborted();
     const dir = stack.pop()!;
     // a folder reached by descending was a real folder when listed; re-check in case it was swapped since
     if (dir.depth > 0) {
-      const real = await fs.realpath(dir.abs).catch(() => null);
+      const real = realpathOrNull(dir.abs);
       if (!real || !isInside(root, real) || real !== dir.abs) continue;
     }
     let dirents: Dirent[];
     try {
       // the entry types come with the names (no lstat per entry); files are still lstat'ed for their size
-      dirents = (await fs.readdir(dir.abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      dirents = readdirSync(dir.abs, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch {
       notes.push(`"${dir.rel}" could not be read`);
       continue;
@@ -113,7 +126,7 @@ async function listTree(root: string, start: string, startRelative: string, recu
       let type = entryType(dirent);
       let size: number | undefined;
       if (type === 'file') {
-        const st = await fs.lstat(abs).catch(() => null);
+        const st = lstatOrNull(abs);
         if (!st) continue; // vanished meanwhile
         type = entryType(st); // replaced meanwhile: listed as what it is now
         if (type === 'file') size = st.size;
@@ -136,6 +149,22 @@ async function listTree(root: string, start: string, startRelative: string, recu
   if (notes.length > 0) output.note = [...new Set(notes)].join('; ');
   else if (entries.length === 0) output.note = 'The folder is empty.';
   return output;
+}
+
+function realpathOrNull(p: string): string | null {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return null;
+  }
+}
+
+function lstatOrNull(p: string): Stats | null {
+  try {
+    return lstatSync(p, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** A directory entry's type, from readdir's entry or lstat (symlinks are never followed). */
