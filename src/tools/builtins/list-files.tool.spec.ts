@@ -95,6 +95,29 @@ describe('list_files', () => {
     }
   });
 
+  it('lets the event loop run during a long recursive listing, and stops there once cancelled', async () => {
+    const tree = path.join(root, 'tree');
+    for (let d = 0; d < 6; d++) {
+      await fs.mkdir(path.join(tree, `d${d}`), { recursive: true });
+      await Promise.all(Array.from({ length: 60 }, (_, i) => fs.writeFile(path.join(tree, `d${d}`, `f${i}`), '')));
+    }
+    try {
+      let finished = false;
+      let ranDuring = false;
+      setImmediate(() => (ranDuring = !finished));
+      const whole = (await tool.execute({ path: 'tree', recursive: true }, ctx())).output as ListFilesOutput;
+      finished = true;
+      expect(whole.entries).toHaveLength(6 + 6 * 60);
+      expect(ranDuring).toBe(true);
+
+      const cancel = new AbortController();
+      setImmediate(() => cancel.abort());
+      await expect(tool.execute({ path: 'tree', recursive: true }, { ...ctx(), signal: cancel.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    } finally {
+      await fs.rm(tree, { recursive: true });
+    }
+  });
+
   it(`does not descend more than ${LIST_MAX_DEPTH} levels`, async () => {
     const segs = Array.from({ length: LIST_MAX_DEPTH + 3 }, (_, i) => `d${i}`);
     await fs.mkdir(path.join(root, 'deep', ...segs), { recursive: true });

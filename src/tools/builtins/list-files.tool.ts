@@ -31,7 +31,7 @@ export interface ListFilesOutput {
  */
 export const LIST_MAX_ENTRIES = 1000;
 export const LIST_MAX_DEPTH = 8;
-/** Entries listed between two turns of the event loop (see listTree). */
+/** Entries listed, at least, between two turns of the event loop (see listTree). */
 const LIST_YIELD_EVERY = 100;
 /** Folders listed but never descended into: large, generated, and no use to a model. */
 export const LIST_NOT_DESCENDED: ReadonlySet<string> = new Set(['.git', 'node_modules']);
@@ -81,9 +81,10 @@ export class ListFilesTool implements ToolDefinition {
 }
 
 /**
- * The listing uses synchronous metadata calls, like resolveWorkspacePath (why: there), and lets
- * the event loop run every LIST_YIELD_EVERY entries, so a listing of LIST_MAX_ENTRIES holds it
- * a few milliseconds at a time at most, and a cancelled run stops it between folders.
+ * The listing uses synchronous metadata calls, like resolveWorkspacePath (why: there). Between
+ * two folders, once LIST_YIELD_EVERY entries were listed since it last did, it lets the event
+ * loop run, where a cancelled run stops it: one folder is listed in one go (a folder of
+ * LIST_MAX_ENTRIES files takes a few milliseconds on a local disk).
  */
 async function listTree(root: string, start: string, startRelative: string, recursive: boolean, signal: AbortSignal): Promise<ListFilesOutput> {
   const entries: ListedEntry[] = [];
