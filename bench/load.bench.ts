@@ -1,5 +1,5 @@
 /**
- * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --no-floor]
+ * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor]
  *
  * Orion under load on one process (issue 17): the built service (`node dist/main.js`), a fake
  * OpenAI-compatible model in its own process (bench/load/fake-model.ts: ~100 deltas 20 ms apart,
@@ -26,12 +26,14 @@ const ROUTES = arg('route', 'unified,two-stage').split(',');
 const TIMEOUT_MS = Number(arg('timeout', '180')) * 1000;
 const RAMP_MS = Number(arg('ramp', '1000'));
 const FLOOR = !process.argv.includes('--no-floor');
+/** text deltas of the turn's second model answer (the first has 10 and the tool call): fixed vs per-event cost */
+const DELTAS = Number(arg('deltas', '90'));
 const PATHS: Record<string, string> = { unified: '/api/chat/messages', 'two-stage': '/api/chat/messages_two_stage', floor: '/' };
 const DIST = join(__dirname, '..', 'dist', 'main.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-if (NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
-  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--no-floor]');
+if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
+  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor]');
   process.exit(2);
 }
 
@@ -93,7 +95,7 @@ function print(row: Row, floor?: Row): void {
   const cpuAll = row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
   const ratio = floor && row !== floor ? ` | ${f(cpuAll / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ';
   console.log(
-    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
+    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(pct(l.openMs, 0.5), 0)} / ${f(pct(l.openMs, 0.99), 0)} | ${f(pct(l.turnMs, 0.5) / 1000, 2)} / ${f(pct(l.turnMs, 0.99) / 1000, 2)} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
   );
   for (const e of l.errorSamples) console.log(`|   error sample: ${e.replace(/\|/g, '/')} |`);
 }
@@ -102,13 +104,13 @@ async function main() {
   const url = process.env.DATABASE_URL;
   const dbs = DBS.filter((d) => d !== 'postgres' || url);
   if (dbs.length < DBS.length) console.log('DATABASE_URL is not set: the PostgreSQL runs are skipped.');
-  const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
+  const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), { FAKE_MODEL_FINAL_DELTAS: String(DELTAS) });
   const workspace = makeWorkspace();
   // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
   const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
-  console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; run timeout ${TIMEOUT_MS / 1000} s`);
-  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
+  console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; ${10 + DELTAS} text deltas per turn; run timeout ${TIMEOUT_MS / 1000} s`);
+  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
   try {
     for (const n of NS) {
       let floor: Row | undefined;

@@ -188,7 +188,7 @@ async function main() {
         const rate = (load.completed * 1000) / load.wallMs;
         if (k === 1) oneInstanceRate = rate;
         rows.push(
-          `| ${k} | ${load.completed} | ${load.errors} | ${f(rate)} | ${f(rate / k)} | ${k === 1 || Number.isNaN(oneInstanceRate) ? '1.0' : f(rate / oneInstanceRate, 2)}× | ${f(pct(load.latenciesMs, 0.5))} | ${f(pct(load.latenciesMs, 0.99))} | ${f(cpu / turns)} | ${f(proxyCpu / turns)} | ${f(PgStats.backendCpuDelta(pg0, pgCpu1) / turns)} | ${f((db1.commits - db0.commits) / turns, 0)} | ${f(statements / turns, 1)} | ${f((db1.rows - db0.rows) / turns, 0)} | ${f((db1.scans - db0.scans) / turns, 0)} |`,
+          `| ${k} | ${load.completed} | ${load.errors} | ${f(rate)} | ${f(rate / k)} | ${k === 1 || Number.isNaN(oneInstanceRate) ? '1.0' : f(rate / oneInstanceRate, 2)}× | ${f(pct(load.latenciesMs, 0.5))} | ${f(pct(load.latenciesMs, 0.99))} | ${f(pct(load.openMs, 0.5), 0)} / ${f(pct(load.openMs, 0.99), 0)} | ${f(cpu / turns)} | ${f(proxyCpu / turns)} | ${f(PgStats.backendCpuDelta(pg0, pgCpu1) / turns)} | ${f((db1.commits - db0.commits) / turns, 0)} | ${f(statements / turns, 1)} | ${f((db1.rows - db0.rows) / turns, 0)} | ${f((db1.scans - db0.scans) / turns, 0)} |`,
         );
         for (const e of load.errorSamples) rows.push(`|   error sample: ${e.replace(/\|/g, '/')} |`);
         for (const p of tried) probes.push(`| ${k} | ${p.name} | ${p.ok ? 'yes' : '**no**'} | ${f(p.ms, 0)} | ${p.detail} |`);
@@ -202,8 +202,8 @@ async function main() {
   } finally {
     await model.stop();
   }
-  console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |');
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) console.log(r);
   console.log('\nrun control across instances, during the load:\n');
   console.log('| instances | what | worked | ms | detail |');

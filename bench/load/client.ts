@@ -16,6 +16,10 @@ export interface LoadResult {
   toolCalls: number;
   maxInFlight: number;
   wallMs: number;
+  /** per completed turn: request sent → response headers (the turn accepted and its stream opened), sorted */
+  openMs: Float64Array;
+  /** per completed turn: request sent → `done`, sorted */
+  turnMs: Float64Array;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -24,7 +28,9 @@ const STAMP = /(\d{13}\.\d{3}) /g;
 export async function runLoad(opts: { port: number; path: string; n: number; rampMs: number; timeoutMs: number }): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
   const lat: number[] = [];
-  const r: LoadResult = { completed: 0, errors: 0, errorSamples: [], latenciesMs: new Float64Array(), dataEvents: 0, sseBytes: 0, toolCalls: 0, maxInFlight: 0, wallMs: 0 };
+  const r: LoadResult = { completed: 0, errors: 0, errorSamples: [], latenciesMs: new Float64Array(), dataEvents: 0, sseBytes: 0, toolCalls: 0, maxInFlight: 0, wallMs: 0, openMs: new Float64Array(), turnMs: new Float64Array() };
+  const opened: number[] = [];
+  const turns: number[] = [];
   let inFlight = 0;
   const fail = (why: string) => {
     r.errors++;
@@ -35,15 +41,22 @@ export async function runLoad(opts: { port: number; path: string; n: number; ram
       inFlight++;
       r.maxInFlight = Math.max(r.maxInFlight, inFlight);
       let settled = false;
+      const sent = now();
+      let openedAt = 0;
       const finish = (err?: string) => {
         if (settled) return;
         settled = true;
         inFlight--;
         if (err) fail(err);
-        else r.completed++;
+        else {
+          r.completed++;
+          opened.push(openedAt - sent);
+          turns.push(now() - sent);
+        }
         resolve();
       };
       const req = request({ host: '127.0.0.1', port: opts.port, path: opts.path, method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } }, (res) => {
+        openedAt = now();
         if (res.statusCode !== 200) {
           let body = '';
           res.setEncoding('utf8');
@@ -95,6 +108,8 @@ export async function runLoad(opts: { port: number; path: string; n: number; ram
   await Promise.all(all);
   r.wallMs = Date.now() - t0;
   r.latenciesMs = Float64Array.from(lat).sort();
+  r.openMs = Float64Array.from(opened).sort();
+  r.turnMs = Float64Array.from(turns).sort();
   agent.destroy();
   return r;
 }

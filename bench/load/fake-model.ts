@@ -4,7 +4,8 @@
  *   - a request with no tool result in it: 10 text deltas, then one `list_files` tool call in 3
  *     argument fragments, 20 ms apart, `finish_reason: tool_calls`;
  *   - a request that carries the tool's result (a `tool` message, or two-stage's system message
- *     headed "[Tool result #"): 90 text deltas, 20 ms apart, `finish_reason: stop`.
+ *     headed "[Tool result #"): 90 text deltas (FAKE_MODEL_FINAL_DELTAS), 20 ms apart,
+ *     `finish_reason: stop`.
  * Each text delta's content is its emit time (`performance.timeOrigin + performance.now()`, ms,
  * a wall clock every process on the machine shares) followed by a space, so a client can read
  * the per-chunk added latency back from what it receives.
@@ -14,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 
 const GAP_MS = Number(process.env.FAKE_MODEL_GAP_MS ?? 20);
 const FIRST_TEXT = 10;
-const FINAL_TEXT = 90;
+const FINAL_TEXT = Number(process.env.FAKE_MODEL_FINAL_DELTAS ?? 90);
 const now = () => performance.timeOrigin + performance.now();
 
 type Msg = { role: string; content?: unknown };
