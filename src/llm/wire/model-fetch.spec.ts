@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { RequestGuard } from '../request-guard';
 import { bodyOf, modelFetch, StreamedResponse } from './model-fetch';
 import { readBody } from './read-body';
@@ -45,6 +46,21 @@ describe('modelFetch', () => {
     for await (const chunk of readBody(body, guard)) text += Buffer.from(chunk).toString('utf8');
     guard.dispose();
     expect(text).toBe('data: 1\n\ndata: [DONE]\n\n');
+  });
+
+  it('decodes a compressed answer as fetch does: a gzip stream and a gzip error message', async () => {
+    // a proxy may compress though no Accept-Encoding was sent
+    handler = (req, _body, res) => {
+      const ok = req.url === '/ok';
+      res.writeHead(ok ? 200 : 400, { 'content-type': ok ? 'text/event-stream' : 'application/json', 'content-encoding': 'gzip' });
+      res.end(gzipSync(ok ? 'data: {"x":1}\n\ndata: [DONE]\n\n' : '{"error":{"message":"bad thing"}}'));
+    };
+    const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 1000 });
+    let text = '';
+    for await (const chunk of readBody(bodyOf(await f(`${base}/ok`, {})), guard)) text += Buffer.from(chunk).toString('utf8');
+    guard.dispose();
+    expect(text).toBe('data: {"x":1}\n\ndata: [DONE]\n\n');
+    expect(await (await f(`${base}/err`, {})).json()).toEqual({ error: { message: 'bad thing' } });
   });
 
   it('still reads whole through the Response methods when a caller wants the stream in one piece', async () => {

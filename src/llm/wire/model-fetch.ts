@@ -1,4 +1,5 @@
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, interceptors, request, type Dispatcher } from 'undici';
 
 /**
@@ -32,9 +33,10 @@ export function modelFetch(dispatcher: Dispatcher = defaultDispatcher()): typeof
       else if (value !== undefined) headers.append(name, value);
     }
     const responseInit = { status: res.statusCode, statusText: res.statusText ?? '', headers };
+    const answer = decoded(res.body, headers.get('content-encoding'));
     // a success is left unread, whatever its type says: some servers stream under another one
-    if (res.statusCode >= 200 && res.statusCode < 300 && !NULL_BODY_STATUS.has(res.statusCode)) return new StreamedResponse(res.body, responseInit);
-    const bytes = Buffer.from(await res.body.arrayBuffer());
+    if (res.statusCode >= 200 && res.statusCode < 300 && !NULL_BODY_STATUS.has(res.statusCode)) return new StreamedResponse(answer, responseInit);
+    const bytes = Buffer.concat(await answer.toArray());
     return new Response(NULL_BODY_STATUS.has(res.statusCode) || bytes.byteLength === 0 ? null : bytes, responseInit);
   };
 }
@@ -73,6 +75,20 @@ export class StreamedResponse extends Response {
   override async json(): Promise<unknown> {
     return JSON.parse(await this.text());
   }
+}
+
+/**
+ * The body decoded as `fetch` decodes it (gzip, deflate, br). `request` sends no Accept-Encoding,
+ * but a proxy in front of a model server may compress anyway: undecoded, a stream would end as
+ * "no finish_reason" and an error's message would be binary. Destroying the decoded stream
+ * destroys undici's body (and its connection) too.
+ */
+function decoded(body: Readable, encoding: string | null): Readable {
+  const codings = (encoding ?? '').toLowerCase().split(',').map((c) => c.trim()).filter((c) => c && c !== 'identity');
+  if (codings.length === 0) return body;
+  const decoders = codings.reverse().map((c) => (c === 'gzip' || c === 'x-gzip' ? createGunzip() : c === 'deflate' ? createInflate() : c === 'br' ? createBrotliDecompress() : null));
+  if (decoders.some((d) => d === null)) return body; // an unknown coding is passed on as it is, as fetch does
+  return pipeline([body, ...decoders] as unknown as [Readable, ...NodeJS.WritableStream[]], () => undefined) as unknown as Readable;
 }
 
 /** Statuses whose Response must have no body (the constructor refuses one). */
