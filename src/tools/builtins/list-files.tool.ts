@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { lstatSync, readdirSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
+import { lstatSync, promises as fs, realpathSync, statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { AppConfigService } from '../../config/app-config.service';
 import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
 import { isInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
@@ -31,8 +30,6 @@ export interface ListFilesOutput {
  */
 export const LIST_MAX_ENTRIES = 1000;
 export const LIST_MAX_DEPTH = 8;
-/** Entries listed, at least, between two turns of the event loop (see listTree). */
-const LIST_YIELD_EVERY = 100;
 /** Folders listed but never descended into: large, generated, and no use to a model. */
 export const LIST_NOT_DESCENDED: ReadonlySet<string> = new Set(['.git', 'node_modules']);
 
@@ -81,24 +78,19 @@ export class ListFilesTool implements ToolDefinition {
 }
 
 /**
- * The listing uses synchronous metadata calls, like resolveWorkspacePath (why: there). Between
- * two folders, once LIST_YIELD_EVERY entries were listed since it last did, it lets the event
- * loop run, where a cancelled run stops it: one folder is listed in one go (a folder of
- * LIST_MAX_ENTRIES files takes a few milliseconds on a local disk).
+ * A folder's names are read asynchronously: that is the one call whose cost grows with the folder
+ * (a folder can hold far more than LIST_MAX_ENTRIES), and the await between folders is where a
+ * cancelled run stops. What is asked of each listed entry (lstat, realpath) is a synchronous call,
+ * like resolveWorkspacePath's (why: there): at most LIST_MAX_ENTRIES of them per listing.
  */
 async function listTree(root: string, start: string, startRelative: string, recursive: boolean, signal: AbortSignal): Promise<ListFilesOutput> {
   const entries: ListedEntry[] = [];
-  let yieldedAt = 0;
   const notes: string[] = [];
   let truncated = false;
   let capped = false;
   // depth-first, names sorted: a stack of folders still to read, nearest last
   const stack: Array<{ abs: string; rel: string; depth: number }> = [{ abs: start, rel: startRelative, depth: 0 }];
   while (stack.length > 0 && !capped) {
-    if (entries.length - yieldedAt >= LIST_YIELD_EVERY) {
-      yieldedAt = entries.length;
-      await yieldToLoop();
-    }
     signal.throwIfAborted();
     const dir = stack.pop()!;
     // a folder reached by descending was a real folder when listed; re-check in case it was swapped since
@@ -106,17 +98,16 @@ async function listTree(root: string, start: string, startRelative: string, recu
       const real = realpathOrNull(dir.abs);
       if (!real || !isInside(root, real) || real !== dir.abs) continue;
     }
-    let dirents: Dirent[];
+    let names: string[];
     try {
-      // the entry types come with the names (no lstat per entry); files are still lstat'ed for their size
-      dirents = readdirSync(dir.abs, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      names = (await fs.readdir(dir.abs)).sort();
     } catch {
       notes.push(`"${dir.rel}" could not be read`);
       continue;
     }
+    signal.throwIfAborted();
     const children: Array<{ abs: string; rel: string; depth: number }> = [];
-    for (const dirent of dirents) {
-      const name = dirent.name;
+    for (const name of names) {
       if (entries.length >= LIST_MAX_ENTRIES) {
         truncated = capped = true;
         notes.push(`stopped at ${LIST_MAX_ENTRIES} entries; list a sub-folder to see more`);
@@ -124,14 +115,10 @@ async function listTree(root: string, start: string, startRelative: string, recu
       }
       const abs = path.join(dir.abs, name);
       const rel = dir.rel === '.' ? name : `${dir.rel}/${name}`;
-      let type = entryType(dirent);
-      let size: number | undefined;
-      if (type === 'file') {
-        const st = lstatOrNull(abs);
-        if (!st) continue; // vanished meanwhile
-        type = entryType(st); // replaced meanwhile: listed as what it is now
-        if (type === 'file') size = st.size;
-      }
+      const st = lstatOrNull(abs);
+      if (!st) continue; // vanished meanwhile
+      const type = entryType(st);
+      const size = type === 'file' ? st.size : undefined;
       entries.push(size === undefined ? { path: rel, type } : { path: rel, type, size });
       if (!recursive || type !== 'directory' || LIST_NOT_DESCENDED.has(name)) continue;
       if (dir.depth + 1 >= LIST_MAX_DEPTH) {
@@ -168,8 +155,8 @@ function lstatOrNull(p: string): Stats | null {
   }
 }
 
-/** A directory entry's type, from readdir's entry or lstat (symlinks are never followed). */
-function entryType(e: Dirent | Stats): ListedEntryType {
+/** An entry's type from its lstat (symlinks are never followed). */
+function entryType(e: Stats): ListedEntryType {
   return e.isSymbolicLink() ? 'symlink' : e.isDirectory() ? 'directory' : e.isFile() ? 'file' : 'other';
 }
 

@@ -1,7 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import * as fsSync from 'node:fs';
-// the module object itself (a namespace import is a copy): what the tools' named imports call
-import fsModule from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -93,15 +91,15 @@ beforeEach(() => {
   opened = [];
   listed = [];
   const realOpen = fs.open.bind(fs);
-  const realReaddir = fsModule.readdirSync.bind(fsModule);
+  const realReaddir = fs.readdir.bind(fs);
   jest.spyOn(fs, 'open').mockImplementation(((p: fsSync.PathLike, ...rest: unknown[]) => {
     opened.push(String(p));
     return (realOpen as (...a: unknown[]) => unknown)(p, ...rest);
   }) as typeof fs.open);
-  jest.spyOn(fsModule, 'readdirSync').mockImplementation(((p: fsSync.PathLike, ...rest: unknown[]) => {
+  jest.spyOn(fs, 'readdir').mockImplementation(((p: fsSync.PathLike, ...rest: unknown[]) => {
     listed.push(String(p));
     return (realReaddir as (...a: unknown[]) => unknown)(p, ...rest);
-  }) as typeof fsSync.readdirSync);
+  }) as typeof fs.readdir);
 });
 
 afterEach(() => {
