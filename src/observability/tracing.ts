@@ -7,8 +7,8 @@ import type { IncomingMessage } from 'node:http';
  * OpenTelemetry for the process, configured by the standard OTEL_* variables (endpoint,
  * headers, protocol, service name, sampler, resource attributes): the SDK reads them itself.
  * Started only when an OTLP endpoint is set, before Nest and Express load (main.ts), so the
- * HTTP instrumentation sees every incoming request (model calls go through undici, its request
- * API or fetch, which it does not see: no client spans for them).
+ * HTTP instrumentation sees every incoming request (model calls go through undici's request API,
+ * which it does not see: no client spans for them).
  */
 let sdk: NodeSDK | undefined;
 let instrumentations: HttpInstrumentation[] = [];

@@ -147,6 +147,14 @@ describe('OllamaAdapter', () => {
       expect(missing.errors).toEqual([expect.objectContaining({ code: 'bad_request', status: 404, message: expect.stringContaining('not found') })]);
     });
 
+    it('reports a refused connection as network after its retries', async () => {
+      const dead = await ReplayServer.start();
+      const url = dead.ollamaBaseUrl;
+      await dead.close();
+      const got = await collectStream(adapter({ baseUrl: url }).stream(ASK));
+      expect(got.errors).toEqual([expect.objectContaining({ code: 'network', retryable: true })]);
+    });
+
     it('reports an error line mid-stream as provider_error', async () => {
       server.enqueue(respond.ndjson([{ model: 'm', message: { role: 'assistant', content: 'Hi' }, done: false }, { error: 'model runner crashed' }]));
       const got = await collectStream(adapter().stream(ASK));

@@ -7,6 +7,7 @@ import { RequestGuard } from '../request-guard';
 import { classifyNetworkError, classifyStatus, DEFAULT_RETRY_POLICY, withRetry, type AttemptFailure, type RetryPolicy } from '../retry-policy';
 import { HttpStatusError, postJson } from '../wire/http-json';
 import { LineDecoder } from '../wire/line-decoder';
+import { bodyOf } from '../wire/model-fetch';
 import { readBody } from '../wire/read-body';
 import type { HttpAdapterOptions } from './http-adapter.options';
 import { OllamaChunkMapper } from './ollama-chunk.mapper';
@@ -79,7 +80,7 @@ export class OllamaAdapter implements LlmAdapter {
       const lines = new LineDecoder(this.options.maxLineLength);
       const mapper = new OllamaChunkMapper();
       try {
-        for await (const bytes of readBody(response.body as ReadableStream<Uint8Array> | null, guard)) {
+        for await (const bytes of readBody(bodyOf(response), guard)) {
           for (const event of this.mapLines(lines.push(bytes), mapper)) {
             // One network chunk can hold many lines: stop between them once aborted.
             if (guard.cause) throw guard.signal.reason;

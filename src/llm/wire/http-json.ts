@@ -1,3 +1,5 @@
+import { modelFetch } from './model-fetch';
+
 /**
  * A non-2xx HTTP answer, with the server's own error message (`{"error":"…"}` from Ollama,
  * `{"error":{"message":"…"}}` from OpenAI-style servers, else the text) and its headers
@@ -14,13 +16,16 @@ export class HttpStatusError extends Error {
   }
 }
 
+const send = modelFetch();
+
 /**
- * POSTs JSON with fetch (undici) and resolves with the Response once its status is 2xx; the
- * body is left unread so the caller can stream it. Non-2xx answers are drained and thrown as
- * {@link HttpStatusError}; connection failures surface as fetch's own errors.
+ * POSTs JSON (undici's request API, see modelFetch) and resolves with the Response once its
+ * status is 2xx; the body is left unread so the caller can stream it (readBody(bodyOf(response))).
+ * Non-2xx answers are drained and thrown as {@link HttpStatusError}; connection failures surface
+ * as undici's own errors.
  */
 export async function postJson(url: string, body: unknown, init: { signal: AbortSignal; headers?: Record<string, string> }): Promise<Response> {
-  const response = await fetch(url, {
+  const response = await send(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, application/x-ndjson', ...init.headers },
     body: JSON.stringify(body),
