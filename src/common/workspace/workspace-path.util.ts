@@ -192,16 +192,30 @@ function changedFailure(relative: string): WorkspacePathError {
 
 /** Whether anything (a dangling symlink included) is at `p`; an error answers no, as for a missing entry. */
 function exists(p: string): boolean {
+  return lstatOrNull(p) !== null;
+}
+
+/** lstat of `p` (the link itself), or null when it is missing or cannot be read; synchronous (see resolveWorkspacePath). */
+export function lstatOrNull(p: string): Stats | null {
   try {
-    return lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+    return lstatSync(p, { throwIfNoEntry: false }) ?? null;
   } catch {
-    return false;
+    return null;
   }
 }
 
 function statOrNull(p: string): Stats | null {
   try {
     return statSync(p, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** realpath of `p`, or null when it does not resolve; synchronous (see resolveWorkspacePath). */
+export function realpathOrNull(p: string): string | null {
+  try {
+    return realpathSync.native(p);
   } catch {
     return null;
   }

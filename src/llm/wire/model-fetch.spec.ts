@@ -8,6 +8,21 @@ import { readBody } from './read-body';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
+/** A body read to its end through readBody, as the adapters read it; `onChunk` runs after each chunk. */
+async function readText(body: ReturnType<typeof bodyOf>, onChunk: () => void = () => undefined): Promise<string> {
+  const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 2000 });
+  let text = '';
+  try {
+    for await (const chunk of readBody(body, guard)) {
+      text += Buffer.from(chunk).toString('utf8');
+      onChunk();
+    }
+  } finally {
+    guard.dispose();
+  }
+  return text;
+}
+
 describe('modelFetch', () => {
   let server: Server;
   let base: string;
@@ -41,11 +56,7 @@ describe('modelFetch', () => {
     expect(res.headers.get('x-request-id')).toBe('r1');
     const body = bodyOf(res);
     expect(body).toBeInstanceOf(Readable);
-    const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 1000 });
-    let text = '';
-    for await (const chunk of readBody(body, guard)) text += Buffer.from(chunk).toString('utf8');
-    guard.dispose();
-    expect(text).toBe('data: 1\n\ndata: [DONE]\n\n');
+    expect(await readText(body)).toBe('data: 1\n\ndata: [DONE]\n\n');
   });
 
   it('decodes a compressed answer as fetch does: a gzip stream and a gzip error message', async () => {
@@ -55,11 +66,7 @@ describe('modelFetch', () => {
       res.writeHead(ok ? 200 : 400, { 'content-type': ok ? 'text/event-stream' : 'application/json', 'content-encoding': 'gzip' });
       res.end(gzipSync(ok ? 'data: {"x":1}\n\ndata: [DONE]\n\n' : '{"error":{"message":"bad thing"}}'));
     };
-    const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 1000 });
-    let text = '';
-    for await (const chunk of readBody(bodyOf(await f(`${base}/ok`, {})), guard)) text += Buffer.from(chunk).toString('utf8');
-    guard.dispose();
-    expect(text).toBe('data: {"x":1}\n\ndata: [DONE]\n\n');
+    expect(await readText(bodyOf(await f(`${base}/ok`, {})))).toBe('data: {"x":1}\n\ndata: [DONE]\n\n');
     expect(await (await f(`${base}/err`, {})).json()).toEqual({ error: { message: 'bad thing' } });
   });
 
@@ -100,14 +107,7 @@ describe('modelFetch', () => {
       void released.then(() => res.end('rest'));
     };
     const res = await f(`${base}/p`, { method: 'POST', body: '{}' });
-    const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 2000 });
-    let text = '';
-    for await (const chunk of readBody(bodyOf(res), guard)) {
-      text += Buffer.from(chunk).toString('utf8');
-      release();
-    }
-    guard.dispose();
-    expect(text).toBe('first rest');
+    expect(await readText(bodyOf(res), release)).toBe('first rest');
   });
 
   it('follows a 307/308 redirect with the same method and body, as fetch does', async () => {

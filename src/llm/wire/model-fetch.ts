@@ -62,9 +62,7 @@ export class StreamedResponse extends Response {
   }
 
   override async arrayBuffer(): Promise<ArrayBuffer> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of this.stream) chunks.push(chunk as Buffer);
-    const all = Buffer.concat(chunks);
+    const all = Buffer.concat(await this.stream.toArray());
     return all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength) as ArrayBuffer;
   }
 

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { lstatSync, promises as fs, realpathSync, statSync, type Stats } from 'node:fs';
+import { promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { AppConfigService } from '../../config/app-config.service';
 import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
-import { isInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
+import { isInside, lstatOrNull, notFound, realpathOrNull, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
 
 export type ListedEntryType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -117,9 +117,8 @@ async function listTree(root: string, start: string, startRelative: string, recu
       const rel = dir.rel === '.' ? name : `${dir.rel}/${name}`;
       const st = lstatOrNull(abs);
       if (!st) continue; // vanished meanwhile
-      const type = entryType(st);
-      const size = type === 'file' ? st.size : undefined;
-      entries.push(size === undefined ? { path: rel, type } : { path: rel, type, size });
+      const type: ListedEntryType = st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'other';
+      entries.push(type === 'file' ? { path: rel, type, size: st.size } : { path: rel, type });
       if (!recursive || type !== 'directory' || LIST_NOT_DESCENDED.has(name)) continue;
       if (dir.depth + 1 >= LIST_MAX_DEPTH) {
         notes.push(`folders deeper than ${LIST_MAX_DEPTH} levels are not listed; list a sub-folder to see them`);
@@ -137,27 +136,6 @@ async function listTree(root: string, start: string, startRelative: string, recu
   if (notes.length > 0) output.note = [...new Set(notes)].join('; ');
   else if (entries.length === 0) output.note = 'The folder is empty.';
   return output;
-}
-
-function realpathOrNull(p: string): string | null {
-  try {
-    return realpathSync.native(p);
-  } catch {
-    return null;
-  }
-}
-
-function lstatOrNull(p: string): Stats | null {
-  try {
-    return lstatSync(p, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** An entry's type from its lstat (symlinks are never followed). */
-function entryType(e: Stats): ListedEntryType {
-  return e.isSymbolicLink() ? 'symlink' : e.isDirectory() ? 'directory' : e.isFile() ? 'file' : 'other';
 }
 
 /** Orders paths segment by segment, so "a/b" comes right after "a" and before "a-b". */
