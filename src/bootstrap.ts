@@ -32,6 +32,9 @@ export function inspectBody(value: unknown, limit: number): { tooDeep: boolean; 
   return { tooDeep: false, hasNul: false };
 }
 
+/** The signals that close the service gracefully (finish the open turns' bookkeeping, then exit). */
+export const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+
 export function configureApp(app: INestApplication): void {
   // 32,000 characters of content, up to 4 bytes each, plus the rest of the body
   // security headers; no CSP from helmet: the page and debug panel send their own
@@ -47,6 +50,9 @@ export function configureApp(app: INestApplication): void {
     if (forbidden) return next(new BadRequestException(`The request body must not have a key named __proto__, constructor or prototype (found at ${forbidden})`));
     next();
   });
-  app.enableShutdownHooks();
+  // Nest's default list includes SIGUSR2 (nodemon's restart signal), which would stop the service
+  // when an operator asks Node for a heap snapshot (--heapsnapshot-signal=SIGUSR2), and the fault
+  // signals (SIGSEGV, SIGABRT…), after which a graceful close is not what should run.
+  app.enableShutdownHooks(SHUTDOWN_SIGNALS);
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
 }

@@ -1,23 +1,29 @@
 /**
  * Runs the Dockerfile's commands outside Docker (no engine needed): stages the build context its
  * COPY lines name (refusing anything .dockerignore leaves out), runs the build stage's RUN steps,
- * starts the final stage's CMD with its ENV, and runs its HEALTHCHECK until it passes.
+ * starts the final stage's CMD with its ENV, runs its HEALTHCHECK until it passes, takes a heap
+ * snapshot with SIGUSR2 (the service keeps serving) and stops it with SIGTERM.
  *
  *   npm run check:image [-- path/to/Dockerfile]
  *
  * Two steps are not run as written: `npm install` is replaced by a link to this checkout's
  * node_modules (no registry needed, and the same lockfile), and `npm prune` is skipped (it would
  * prune that shared node_modules). Absolute paths in ENV (/data, /workspace) move into the
- * temporary folder. Exit code 0 when the health check passed.
+ * temporary folder. Exit code 0 when all of that passed.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { dockerignore, readDockerfile, ROOT } from './deploy-files';
 
 const HEALTH_TIMEOUT_MS = 120_000;
+
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -75,32 +81,66 @@ async function main(): Promise<number> {
     if (env.DATA_DIR) mkdirSync(env.DATA_DIR, { recursive: true });
     if (env.WORKSPACE_ROOT) mkdirSync(env.WORKSPACE_ROOT, { recursive: true });
     env.PORT = String(await freePort());
+    // how an operator takes a heap snapshot of a running container (snapshotAndStop)
+    env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2`.trim();
     const [cmd, ...args] = argv(steps.filter((s) => s.stage === final && s.keyword === 'CMD').pop()!.args);
     log(`CMD ${cmd} ${args.join(' ')} (PORT=${env.PORT})`);
     server = spawn(cmd, args, { cwd: app, env, stdio: ['ignore', 'inherit', 'inherit'] });
-    const exited = new Promise<number>((resolve) => server!.once('exit', (code) => resolve(code ?? 1)));
+    const exited = new Promise<Ended>((resolve) => server!.once('exit', (code, signal) => resolve({ code, signal })));
     const health = steps.find((s) => s.stage === final && s.keyword === 'HEALTHCHECK');
     if (!health) throw new Error('the final stage has no HEALTHCHECK');
     const [hcmd, ...hargs] = argv(health.args.slice(health.args.indexOf('CMD') + 3));
     const deadline = Date.now() + HEALTH_TIMEOUT_MS;
     let attempts = 0;
+    const healthy = () => spawnSync(hcmd, hargs, { cwd: app, env, stdio: 'ignore', timeout: 5_000 }).status === 0;
     while (Date.now() < deadline) {
       attempts++;
-      if (spawnSync(hcmd, hargs, { cwd: app, env, stdio: 'ignore', timeout: 5_000 }).status === 0) {
+      if (healthy()) {
         log(`HEALTHCHECK passed (attempt ${attempts})`);
+        await snapshotAndStop(server, exited, app, healthy, log);
         return 0;
       }
       const gone = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 1_000))]);
-      if (gone !== undefined) throw new Error(`the server exited with code ${gone} before it was healthy`);
+      if (gone !== undefined) throw new Error(`the server exited with ${gone.signal ?? `code ${gone.code}`} before it was healthy`);
     }
     throw new Error(`HEALTHCHECK did not pass within ${HEALTH_TIMEOUT_MS / 1000} s (${attempts} attempts)`);
   } finally {
-    if (server && server.exitCode === null) {
+    if (server && server.exitCode === null && server.signalCode === null) {
       server.kill('SIGTERM');
       await new Promise((r) => server!.once('exit', r));
     }
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The operator's diagnostics and the orchestrator's stop: SIGUSR2 (with Node's
+ * --heapsnapshot-signal) writes a heap snapshot and the service keeps serving; SIGTERM then stops
+ * it within 30 s.
+ */
+async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise<Ended>, cwd: string, healthy: () => boolean, log: (msg: string) => void): Promise<void> {
+  server.kill('SIGUSR2');
+  const deadline = Date.now() + 60_000;
+  let snapshot: string | undefined;
+  while (!snapshot && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+    snapshot = readdirSync(cwd).find((f) => f.endsWith('.heapsnapshot'));
+  }
+  if (!snapshot) throw new Error('SIGUSR2 (--heapsnapshot-signal) wrote no heap snapshot within 60 s');
+  // the snapshot is written while the process is blocked; the health check answers once it is done
+  let up = false;
+  for (let i = 0; i < 30 && server.exitCode === null && server.signalCode === null; i++) {
+    if ((up = healthy())) break;
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+  if (!up) throw new Error(server.exitCode !== null || server.signalCode !== null ? `SIGUSR2 stopped the service (${server.signalCode ?? `exit code ${server.exitCode}`})` : 'the service did not answer its health check after a heap snapshot');
+  log(`SIGUSR2 wrote ${snapshot} (${(statSync(join(cwd, snapshot)).size / 1048576).toFixed(0)} MB); HEALTHCHECK still passes`);
+  server.kill('SIGTERM');
+  const end = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000))]);
+  if (end === 'timeout') throw new Error('SIGTERM did not stop the service within 30 s');
+  // Nest closes the application, then raises the signal again with its own listener removed
+  if (end.code !== 0 && end.signal !== 'SIGTERM') throw new Error(`SIGTERM stopped the service with ${end.signal ?? `exit code ${end.code}`}`);
+  log(`SIGTERM stopped the service (${end.signal ?? `exit code ${end.code}`})`);
 }
 
 main().then(
