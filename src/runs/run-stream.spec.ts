@@ -89,29 +89,45 @@ describe('RunStream', () => {
     );
   });
 
-  it('asks a chunk\'s producer to wait only while an earlier batch is still being stored or sent', async () => {
-    let release!: () => void;
+  it('stores one batch at a time: the chunks that arrive meanwhile go together once it is done, and the producer waits only behind a full batch', async () => {
+    const releases: Array<() => void> = [];
+    const inserted: string[][] = [];
     const sent: SentEvent[] = [];
-    const repo = { insertMany: () => new Promise<void>((r) => (release = r)) } as unknown as RunEventRepository;
+    const repo = {
+      insertMany: (_id: string, rows: StoredRunEvent[]) => {
+        inserted.push(rows.map((r) => (r.data as { content: string }).content));
+        return new Promise<void>((r) => releases.push(r));
+      },
+    } as unknown as RunEventRepository;
     const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
-    expect(stream.chunk('a')).toBeNull(); // nothing in flight: nothing to wait for
-    const first = stream.flush(); // its batch is being stored
-    const wait = stream.chunk('b');
+    expect(stream.chunk('a')).toBeNull();
+    const first = stream.flush(); // [a] is being stored
+    // the model's stream goes on while [a] is stored: no chunk below a full batch makes it wait
+    expect(stream.chunk('b')).toBeNull();
+    expect(stream.chunk('c')).toBeNull();
+    await new Promise((r) => setTimeout(r, RunStream.CHUNK_BATCH_MS * 2));
+    expect(inserted).toEqual([['a']]); // their batch time passed, but [a] is still in flight
+    releases[0]();
+    await first;
+    expect(sent.map((e) => e.data.content)).toEqual(['a']);
+    // [b, c] went as one batch as soon as [a] was done
+    await new Promise((r) => setImmediate(r));
+    expect(inserted).toEqual([['a'], ['b', 'c']]);
+    // behind the batch in flight, the producer is held once a full batch is pending
+    const more = Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => stream.chunk(`d${i}`));
+    expect(more.slice(0, -1).every((w) => w === null)).toBe(true);
+    const wait = more.at(-1)!;
     expect(wait).not.toBeNull();
     let waited = false;
-    void wait!.then(() => (waited = true));
+    void wait.then(() => (waited = true));
     await new Promise((r) => setImmediate(r));
     expect(waited).toBe(false);
-    expect(sent).toEqual([]);
-    release();
-    await first;
-    await wait;
-    expect(sent.map((e) => e.data.content)).toEqual(['a']);
-    expect(stream.chunk('c')).toBeNull();
-    const last = stream.flush();
+    releases[1]();
     await new Promise((r) => setImmediate(r));
-    release();
-    await last;
-    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c']);
+    expect(waited).toBe(false); // the full batch is still being stored
+    releases[2]();
+    await wait;
+    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c', ...Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => `d${i}`)]);
+    expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: sent.length }, (_, i) => i + 1));
   });
 });

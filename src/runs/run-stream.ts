@@ -31,9 +31,13 @@ export interface EnvelopeState {
  * (the SSE writer, the in-process bus).
  *
  * Chunks are batched: they wait up to CHUNK_BATCH_MS or CHUNK_BATCH_SIZE events and are
- * stored with one INSERT; any other event flushes at once. Each event keeps its own seq, so a
- * replay gives back exactly what was sent. `emit` resolves when its batch reached the sinks,
- * which carries a slow client's backpressure back to the protocol (and the model stream).
+ * stored with one INSERT; any other event flushes at once. One batch of chunks is stored at a
+ * time: the chunks that arrive while it is being stored and sent form the next batch, which goes
+ * as soon as it is done (if its own CHUNK_BATCH_MS has passed). Each event keeps its own seq, so
+ * a replay gives back exactly what was sent. `emit` resolves when its batch reached the sinks;
+ * a chunk's producer waits only once CHUNK_BATCH_SIZE chunks are pending behind the batch in
+ * flight, which carries a slow database's or client's backpressure back to the protocol (and
+ * the model stream) without holding the model's stream to one chunk per stored batch.
  */
 export class RunStream {
   /** one INSERT per ~30 ms of streaming instead of one per token */
@@ -44,6 +48,8 @@ export class RunStream {
   private state: EnvelopeState;
   private pending: SentEvent[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** CHUNK_BATCH_MS passed while a batch was in flight: flush once it is done */
+  private due = false;
   private chain: Promise<void> = Promise.resolve();
   /** batches on `chain` not yet stored and sent; 0 (and no sink failed): `chain` is settled */
   private inFlight = 0;
@@ -86,11 +92,12 @@ export class RunStream {
 
   /**
    * Numbers and queues one chunk of answer text (already made safe). Returns what the producer
-   * must wait for: the earlier batches still being stored or sent, or null when there are none
-   * (then awaiting `chain` would only cost a promise and a turn of the microtask queue, on the
-   * event nearly every event of a turn is). A chunk resolves when a batch carrying it is
-   * flushed, but the producer need not wait for the timer: it waits only for earlier batches,
-   * which keeps backpressure bounded.
+   * must wait for, or null when it need not wait (then awaiting would only cost a promise and a
+   * turn of the microtask queue, on the event nearly every event of a turn is): the batches in
+   * flight once CHUNK_BATCH_SIZE chunks are pending (the full batch then queues behind them), or
+   * the failed chain after a sink failed. Below that size the producer goes on while a batch is
+   * stored: waiting for each stored batch would let the model's stream advance by one chunk per
+   * statement, and under a slow database every stream would fall behind its model.
    */
   chunk(content: string): Promise<void> | null {
     const seq = ++this.seq;
@@ -99,9 +106,17 @@ export class RunStream {
     const data = { requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId, seq, phase, phaseIndex, cycleIndex, content };
     this.pending.push({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
     if (this.pending.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
-    if (!this.timer) this.timer = setTimeout(() => void this.flush(), RunStream.CHUNK_BATCH_MS);
-    return this.inFlight > 0 || this.sinkFailed ? this.chain : null;
+    if (!this.timer && !this.due) this.timer = setTimeout(this.onBatchTime, RunStream.CHUNK_BATCH_MS);
+    return this.sinkFailed ? this.chain : null;
   }
+
+  /** CHUNK_BATCH_MS after a batch's first chunk: flush it, or once the batch in flight is done. */
+  private readonly onBatchTime = (): void => {
+    this.timer = null;
+    if (this.inFlight > 0) this.due = true;
+    // after a failed sink the chain stays rejected: a flush could not deliver, only reject unheard
+    else if (!this.sinkFailed) void this.flush();
+  };
 
   private enqueue(event: Exclude<WireEvent, { type: 'chunk' }>): void {
     if (event.type === 'phase' && event.status === 'start') {
@@ -155,6 +170,7 @@ export class RunStream {
       clearTimeout(this.timer);
       this.timer = null;
     }
+    this.due = false;
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return this.chain;
@@ -181,6 +197,8 @@ export class RunStream {
       }
     } finally {
       this.inFlight--;
+      // the chunks that waited for this batch go now: the chain settles before they are stored
+      if (this.inFlight === 0 && this.due && !this.sinkFailed) void this.flush();
     }
   }
 }
