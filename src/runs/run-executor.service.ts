@@ -135,7 +135,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         }
         if (ev.type === 'chunk') {
           // nearly every event of a turn: handled here, with no event copied and no await
-          // unless an earlier batch is still being stored or sent (backpressure)
+          // unless a full batch is pending behind the one being stored or sent (backpressure)
           const safe = split.push(ev.content);
           if (!safe) continue;
           const wait = this.chunk(stream, safe, leg);
@@ -281,13 +281,14 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const stopReason: StopReason = signal.aborted ? 'cancelled' : 'error';
     if (stream.error) {
       // the event store is down: the client still hears why, the message is stored if possible
-      const seq = stream.lastSeq + 1;
+      // numbered after what was stored and sent: the chunks queued past it never will be
+      const seq = stream.lastSentSeq + 1;
       await p.client?.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true } }]);
       let messageId: string | null = null;
       try {
         leg.steps.apply('error', { code, message });
         messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, model: p.turn.model, steps: leg.steps.steps(), ...forkOf(p) })).message.id;
-        await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSeq);
+        await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSentSeq);
       } catch (e) {
         this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
       }

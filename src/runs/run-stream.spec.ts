@@ -49,6 +49,20 @@ describe('RunStream', () => {
     expect(stream.error?.message).toBe('db down');
   });
 
+  it('knows the last seq stored and sent when storing fails behind queued chunks', async () => {
+    let calls = 0;
+    const repo = { insertMany: async () => (++calls === 1 ? undefined : Promise.reject(new Error('db down'))) } as unknown as RunEventRepository;
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 4 });
+    await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
+    for (const c of ['a', 'b', 'c']) stream.chunk(c);
+    await stream.flush();
+    expect(stream.error?.message).toBe('db down');
+    expect(sent.map((e) => e.seq)).toEqual([5]);
+    expect(stream.lastSeq).toBe(8); // numbered, never stored or sent
+    expect(stream.lastSentSeq).toBe(5); // what the client's next event follows
+  });
+
   it('continues numbering after the last stored seq (resume) and carries the envelope', async () => {
     const { repo } = slowRepo(0);
     const sent: SentEvent[] = [];

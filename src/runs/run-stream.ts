@@ -45,6 +45,8 @@ export class RunStream {
   static readonly CHUNK_BATCH_SIZE = 32;
 
   private seq: number;
+  /** the seq of the last event handed to the sinks (stored before) */
+  private sentSeq: number;
   private state: EnvelopeState;
   private pending: SentEvent[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -67,11 +69,21 @@ export class RunStream {
     start: { lastSeq: number; state?: EnvelopeState },
   ) {
     this.seq = start.lastSeq;
+    this.sentSeq = start.lastSeq;
     this.state = start.state ?? { phase: 'action_phase', phaseIndex: 0, cycleIndex: 0 };
   }
 
+  /** The last seq numbered (queued events included). */
   get lastSeq(): number {
     return this.seq;
+  }
+
+  /**
+   * The last seq stored and sent. After a storage failure the events numbered past it were
+   * neither: what the client is told next continues from here, with no gap.
+   */
+  get lastSentSeq(): number {
+    return this.sentSeq;
   }
 
   get envelope(): EnvelopeState {
@@ -83,7 +95,10 @@ export class RunStream {
     return this.failure;
   }
 
-  /** Numbers and queues one event; resolves once it has been stored and sent. */
+  /**
+   * Numbers and queues one event; resolves once it has been stored and sent (a chunk: once the
+   * batches before its own have been, see `chunk`).
+   */
   emit(event: WireEvent): Promise<void> {
     if (event.type === 'chunk') return this.chunk(event.content) ?? this.chain;
     this.enqueue(event);
@@ -114,8 +129,7 @@ export class RunStream {
   private readonly onBatchTime = (): void => {
     this.timer = null;
     if (this.inFlight > 0) this.due = true;
-    // after a failed sink the chain stays rejected: a flush could not deliver, only reject unheard
-    else if (!this.sinkFailed) void this.flush();
+    else this.flushInBackground();
   };
 
   private enqueue(event: Exclude<WireEvent, { type: 'chunk' }>): void {
@@ -179,6 +193,15 @@ export class RunStream {
     return this.chain;
   }
 
+  /**
+   * A flush nobody awaits (the batch timer, the batch that waited for the one in flight). Its
+   * failure is not lost: the chain stays rejected, and the producer hears of it at its next wait.
+   * After a failed sink nothing could be delivered, so nothing is flushed.
+   */
+  private flushInBackground(): void {
+    if (!this.sinkFailed) this.flush().catch(() => undefined);
+  }
+
   private async deliver(batch: SentEvent[], closing: RunClosing | undefined): Promise<void> {
     try {
       if (this.failure) return;
@@ -190,6 +213,7 @@ export class RunStream {
       }
       try {
         for (const sink of this.sinks) await sink(batch);
+        this.sentSeq = batch[batch.length - 1].seq;
       } catch (err) {
         // the chain stays rejected: every later producer that waits on it hears of it
         this.sinkFailed = true;
@@ -198,7 +222,7 @@ export class RunStream {
     } finally {
       this.inFlight--;
       // the chunks that waited for this batch go now: the chain settles before they are stored
-      if (this.inFlight === 0 && this.due && !this.sinkFailed) void this.flush();
+      if (this.inFlight === 0 && this.due) this.flushInBackground();
     }
   }
 }

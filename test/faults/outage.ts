@@ -93,6 +93,8 @@ async function main() {
     const completed = answered(last);
     const errored = last?.event === 'done' && last.data.stopReason === 'error' && turn.events.some((e) => e.event === 'error');
     ok(completed || errored, `a turn streaming when the database stops ends with error + done (or completes): ${last?.event} ${String(last?.data.stopReason ?? '')} ${String(turn.events.find((e) => e.event === 'error')?.data.code ?? '')}`);
+    const ids = turn.events.map((e) => e.id);
+    ok(ids.every((id, i) => id === i + 1), `…and its events' ids run 1, 2, 3… with no gap (the error is numbered after the last event sent): ${ids.length} events, last ${String(ids.at(-1))}`);
 
     // 2. while it is down
     const refused = await fetch(`${A.url}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'hello' }) });
