@@ -2,7 +2,8 @@
  * Runs the Dockerfile's commands outside Docker (no engine needed): stages the build context its
  * COPY lines name (refusing anything .dockerignore leaves out), runs the build stage's RUN steps,
  * starts the final stage's CMD with its ENV, runs its HEALTHCHECK until it passes, takes a heap
- * snapshot with SIGUSR2 (the service keeps serving) and stops it with SIGTERM.
+ * snapshot with SIGUSR2 (the service keeps serving) and stops it with SIGTERM during a turn
+ * (the turn ends cancelled, its answer stored).
  *
  *   npm run check:image [-- path/to/Dockerfile]
  *
@@ -81,8 +82,10 @@ async function main(): Promise<number> {
     if (env.DATA_DIR) mkdirSync(env.DATA_DIR, { recursive: true });
     if (env.WORKSPACE_ROOT) mkdirSync(env.WORKSPACE_ROOT, { recursive: true });
     env.PORT = String(await freePort());
-    // how an operator takes a heap snapshot of a running container (snapshotAndStop)
-    env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2`.trim();
+    // how the README says to take a heap snapshot of a running container (snapshotAndStop): the
+    // image's working directory is not writable by its user, so snapshots go to the data volume
+    if (!env.DATA_DIR) throw new Error('the final stage sets no DATA_DIR');
+    env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${env.DATA_DIR}`.trim();
     const [cmd, ...args] = argv(steps.filter((s) => s.stage === final && s.keyword === 'CMD').pop()!.args);
     log(`CMD ${cmd} ${args.join(' ')} (PORT=${env.PORT})`);
     server = spawn(cmd, args, { cwd: app, env, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -97,7 +100,7 @@ async function main(): Promise<number> {
       attempts++;
       if (healthy()) {
         log(`HEALTHCHECK passed (attempt ${attempts})`);
-        await snapshotAndStop(server, exited, app, healthy, log);
+        await snapshotAndStop(server, exited, env.DATA_DIR, `http://127.0.0.1:${env.PORT}`, healthy, log);
         return 0;
       }
       const gone = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 1_000))]);
@@ -106,8 +109,13 @@ async function main(): Promise<number> {
     throw new Error(`HEALTHCHECK did not pass within ${HEALTH_TIMEOUT_MS / 1000} s (${attempts} attempts)`);
   } finally {
     if (server && server.exitCode === null && server.signalCode === null) {
+      const gone = new Promise((r) => server!.once('exit', r));
       server.kill('SIGTERM');
-      await new Promise((r) => server!.once('exit', r));
+      // a server that ignores SIGTERM is what a failed check may be about: it must not hang here
+      if ((await Promise.race([gone, new Promise((r) => setTimeout(() => r('timeout'), 10_000))])) === 'timeout') {
+        server.kill('SIGKILL');
+        await gone;
+      }
     }
     rmSync(dir, { recursive: true, force: true });
   }
@@ -115,18 +123,19 @@ async function main(): Promise<number> {
 
 /**
  * The operator's diagnostics and the orchestrator's stop: SIGUSR2 (with Node's
- * --heapsnapshot-signal) writes a heap snapshot and the service keeps serving; SIGTERM then stops
- * it within 30 s.
+ * --heapsnapshot-signal) writes a heap snapshot into the diagnostic directory and the service
+ * keeps serving; SIGTERM during a turn cancels it gracefully (the stream ends with
+ * done{cancelled} and the stored answer's messageId) and the process ends within 30 s.
  */
-async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise<Ended>, cwd: string, healthy: () => boolean, log: (msg: string) => void): Promise<void> {
+async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise<Ended>, diagnosticDir: string, url: string, healthy: () => boolean, log: (msg: string) => void): Promise<void> {
   server.kill('SIGUSR2');
   const deadline = Date.now() + 60_000;
   let snapshot: string | undefined;
   while (!snapshot && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 500));
-    snapshot = readdirSync(cwd).find((f) => f.endsWith('.heapsnapshot'));
+    snapshot = readdirSync(diagnosticDir).find((f) => f.endsWith('.heapsnapshot'));
   }
-  if (!snapshot) throw new Error('SIGUSR2 (--heapsnapshot-signal) wrote no heap snapshot within 60 s');
+  if (!snapshot) throw new Error(`SIGUSR2 (--heapsnapshot-signal) wrote no heap snapshot into ${diagnosticDir} within 60 s`);
   // the snapshot is written while the process is blocked; the health check answers once it is done
   let up = false;
   for (let i = 0; i < 30 && server.exitCode === null && server.signalCode === null; i++) {
@@ -134,13 +143,48 @@ async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise
     await new Promise((r) => setTimeout(r, 1_000));
   }
   if (!up) throw new Error(server.exitCode !== null || server.signalCode !== null ? `SIGUSR2 stopped the service (${server.signalCode ?? `exit code ${server.exitCode}`})` : 'the service did not answer its health check after a heap snapshot');
-  log(`SIGUSR2 wrote ${snapshot} (${(statSync(join(cwd, snapshot)).size / 1048576).toFixed(0)} MB); HEALTHCHECK still passes`);
+  log(`SIGUSR2 wrote ${snapshot} (${(statSync(join(diagnosticDir, snapshot)).size / 1048576).toFixed(0)} MB); HEALTHCHECK still passes`);
+
+  const turn = await streamingTurn(url);
   server.kill('SIGTERM');
+  const done = await turn.done;
+  if (done?.stopReason !== 'cancelled' || typeof done.messageId !== 'string') throw new Error(`a turn streaming at SIGTERM should end with done{stopReason: cancelled, messageId}; it ended with ${JSON.stringify(done ?? 'no done event')}`);
   const end = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000))]);
   if (end === 'timeout') throw new Error('SIGTERM did not stop the service within 30 s');
   // Nest closes the application, then raises the signal again with its own listener removed
   if (end.code !== 0 && end.signal !== 'SIGTERM') throw new Error(`SIGTERM stopped the service with ${end.signal ?? `exit code ${end.code}`}`);
-  log(`SIGTERM stopped the service (${end.signal ?? `exit code ${end.code}`})`);
+  log(`SIGTERM: the streaming turn ended with done{cancelled} (message ${done.messageId}); the service stopped (${end.signal ?? `exit code ${end.code}`})`);
+}
+
+/** Starts a chat turn (the image's default replay model) and resolves once its first chunk arrived; `done` is its last event's data. */
+async function streamingTurn(url: string): Promise<{ done: Promise<Record<string, unknown> | undefined> }> {
+  const res = await fetch(`${url}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ content: 'Tell me about Orion at some length.' }) });
+  if (res.status !== 200 || !res.body) throw new Error(`a chat turn answered ${res.status}`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  let last: Record<string, unknown> | undefined;
+  let streaming!: () => void;
+  const started = new Promise<void>((r) => (streaming = r));
+  const done = (async () => {
+    for (;;) {
+      const { value, done: ended } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (ended) break;
+      buf += value;
+      let k: number;
+      while ((k = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, k);
+        buf = buf.slice(k + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event === 'chunk') streaming();
+        if (event === 'done' && data) last = JSON.parse(data) as Record<string, unknown>;
+      }
+    }
+    streaming();
+    return last;
+  })();
+  await started;
+  return { done };
 }
 
 main().then(
