@@ -17,6 +17,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkS
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { sse } from '../support/sse-client';
 import { dockerignore, readDockerfile, ROOT } from './deploy-files';
 
 const HEALTH_TIMEOUT_MS = 120_000;
@@ -145,46 +146,26 @@ async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise
   if (!up) throw new Error(server.exitCode !== null || server.signalCode !== null ? `SIGUSR2 stopped the service (${server.signalCode ?? `exit code ${server.exitCode}`})` : 'the service did not answer its health check after a heap snapshot');
   log(`SIGUSR2 wrote ${snapshot} (${(statSync(join(diagnosticDir, snapshot)).size / 1048576).toFixed(0)} MB); HEALTHCHECK still passes`);
 
-  const turn = await streamingTurn(url);
-  server.kill('SIGTERM');
-  const done = await turn.done;
+  // a chat turn on the image's default replay model, SIGTERM at its first chunk
+  let stopping = false;
+  const turn = await sse(`${url}/api/chat/messages`, {
+    body: { content: 'Tell me about Orion at some length.' },
+    timeoutMs: 30_000,
+    onEvent: (e) => {
+      if (e.event !== 'chunk' || stopping) return;
+      stopping = true;
+      server.kill('SIGTERM');
+    },
+  });
+  if (!stopping) throw new Error(`a chat turn streamed no chunk (HTTP ${turn.status}): ${turn.body.slice(0, 200)}`);
+  const last = turn.events.at(-1);
+  const done = last?.event === 'done' ? last.data : undefined;
   if (done?.stopReason !== 'cancelled' || typeof done.messageId !== 'string') throw new Error(`a turn streaming at SIGTERM should end with done{stopReason: cancelled, messageId}; it ended with ${JSON.stringify(done ?? 'no done event')}`);
   const end = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000))]);
   if (end === 'timeout') throw new Error('SIGTERM did not stop the service within 30 s');
   // Nest closes the application, then raises the signal again with its own listener removed
   if (end.code !== 0 && end.signal !== 'SIGTERM') throw new Error(`SIGTERM stopped the service with ${end.signal ?? `exit code ${end.code}`}`);
   log(`SIGTERM: the streaming turn ended with done{cancelled} (message ${done.messageId}); the service stopped (${end.signal ?? `exit code ${end.code}`})`);
-}
-
-/** Starts a chat turn (the image's default replay model) and resolves once its first chunk arrived; `done` is its last event's data. */
-async function streamingTurn(url: string): Promise<{ done: Promise<Record<string, unknown> | undefined> }> {
-  const res = await fetch(`${url}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ content: 'Tell me about Orion at some length.' }) });
-  if (res.status !== 200 || !res.body) throw new Error(`a chat turn answered ${res.status}`);
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  let last: Record<string, unknown> | undefined;
-  let streaming!: () => void;
-  const started = new Promise<void>((r) => (streaming = r));
-  const done = (async () => {
-    for (;;) {
-      const { value, done: ended } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (ended) break;
-      buf += value;
-      let k: number;
-      while ((k = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, k);
-        buf = buf.slice(k + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event === 'chunk') streaming();
-        if (event === 'done' && data) last = JSON.parse(data) as Record<string, unknown>;
-      }
-    }
-    streaming();
-    return last;
-  })();
-  await started;
-  return { done };
 }
 
 main().then(
