@@ -1,11 +1,13 @@
 /**
- * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor]
+ * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor --no-stack]
  *
  * Orion under load on one process (issue 17): the built service (`node dist/main.js`), a fake
  * OpenAI-compatible model in its own process (bench/load/fake-model.ts: ~100 deltas 20 ms apart,
  * one list_files call per turn), N concurrent turns per chat route, on embedded PGlite and on
  * PostgreSQL (a new database per run on DATABASE_URL's server; skipped without it), and in the same run the floor: a minimal relay
- * of the same turn (bench/load/floor-relay.ts). Every run starts a fresh process. N values run
+ * of the same turn (bench/load/floor-relay.ts), and the stack floor: the same turn in the least code
+ * on Orion's own stack, NestJS + the openai SDK, without and with its events stored in PostgreSQL
+ * (bench/load/stack-floor.ts). Every run starts a fresh process. N values run
  * in ascending order, so the largest runs come last. Columns are explained in bench/README.md.
  */
 import { join } from 'node:path';
@@ -26,6 +28,7 @@ const ROUTES = arg('route', 'unified,two-stage').split(',');
 const TIMEOUT_MS = Number(arg('timeout', '180')) * 1000;
 const RAMP_MS = Number(arg('ramp', '1000'));
 const FLOOR = !process.argv.includes('--no-floor');
+const STACK = !process.argv.includes('--no-stack');
 /** text deltas of the turn's second model answer (the first has 10 and the tool call): fixed vs per-event cost */
 const DELTAS = Number(arg('deltas', '90'));
 const PATHS: Record<string, string> = { unified: '/api/chat/messages', 'two-stage': '/api/chat/messages_two_stage', floor: '/' };
@@ -33,7 +36,7 @@ const DIST = join(__dirname, '..', 'dist', 'main.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
-  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor]');
+  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack]');
   process.exit(2);
 }
 
@@ -89,11 +92,15 @@ async function measure(system: string, route: string, n: number, p: Proc, lagP99
 
 const f = (x: number | undefined, d = 1) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
 
-function print(row: Row, floor?: Row): void {
+const cpuAll = (row: Row) => row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
+
+/** `floor`: the relay's row at the same N; `stack`: the stack floor's on the same kind of database (none for PGlite) */
+function print(row: Row, floor?: Row, stack?: Row): void {
   const l = row.load;
   const turns = Math.max(1, l.completed + l.errors);
-  const cpuAll = row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
-  const ratio = floor && row !== floor ? ` | ${f(cpuAll / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ';
+  const ratio =
+    (floor && row !== floor ? ` | ${f(cpuAll(row) / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ') +
+    (stack ? ` | ${f(cpuAll(row) / cpuAll(stack))}×` : ' | ');
   console.log(
     `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(pct(l.openMs, 0.5), 0)} / ${f(pct(l.openMs, 0.99), 0)} | ${f(pct(l.turnMs, 0.5) / 1000, 2)} / ${f(pct(l.turnMs, 0.99) / 1000, 2)} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
   );
@@ -109,8 +116,8 @@ async function main() {
   // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
   const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; ${10 + DELTAS} text deltas per turn; run timeout ${TIMEOUT_MS / 1000} s`);
-  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor |');
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
+  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor | CPU × stack floor |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
   try {
     for (const n of NS) {
       let floor: Row | undefined;
@@ -124,6 +131,29 @@ async function main() {
           await relay.stop();
         }
       }
+      const stacks: Record<string, Row | undefined> = {};
+      if (STACK)
+        for (const db of ['none', ...dbs.filter((d) => d === 'postgres')]) {
+          const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
+          let pg: PgStats | undefined;
+          try {
+            pg = scratch ? await PgStats.connect(scratch.url) : undefined;
+            const env: Record<string, string> = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
+            if (scratch) env.STACK_FLOOR_DATABASE_URL = scratch.url;
+            const stack = await forkHelper(join(__dirname, 'load', 'stack-floor.ts'), env);
+            try {
+              const lag = async () => ((await (await fetch(`http://127.0.0.1:${stack.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
+              const row = await measure(db === 'postgres' ? 'stack floor postgres' : 'stack floor', 'floor', n, stack, lag, pg);
+              stacks[db] = row;
+              print(row, floor);
+            } finally {
+              await stack.stop();
+            }
+          } finally {
+            await pg?.close();
+            await scratch?.drop();
+          }
+        }
       for (const db of dbs)
         for (const route of ROUTES) {
           // each PostgreSQL run on a database of its own (bench/load/scratch-db.ts)
@@ -133,7 +163,7 @@ async function main() {
             pg = scratch ? await PgStats.connect(scratch.url) : undefined;
             const orion = await startOrion(DIST, { ...orionEnv, ...(scratch ? { DATABASE_URL: scratch.url } : {}) });
             try {
-              print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor);
+              print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor, stacks[db === 'postgres' ? 'postgres' : 'none']);
             } finally {
               await orion.stop();
             }
