@@ -6,10 +6,12 @@
  * one list_files call per turn), N concurrent turns per chat route, on embedded PGlite and on
  * PostgreSQL (a new database per run on DATABASE_URL's server; skipped without it), and in the same run the floor: a minimal relay
  * of the same turn (bench/load/floor-relay.ts), and the stack floor: the same turn in the least code
- * on Orion's own stack, NestJS + the openai SDK, without and with its events stored in PostgreSQL
- * (bench/load/stack-floor.ts). Every run starts a fresh process. N values run
+ * on Orion's own stack, NestJS + the openai SDK, without a database and with its events stored in
+ * each database measured (bench/load/stack-floor.ts). Every run starts a fresh process. N values run
  * in ascending order, so the largest runs come last. Columns are explained in bench/README.md.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pct, runLoad, type LoadResult } from './load/client';
 import { metricsLagP99, statementsSent } from './load/orion-metrics';
@@ -94,7 +96,7 @@ const f = (x: number | undefined, d = 1) => (x === undefined || Number.isNaN(x) 
 
 const cpuAll = (row: Row) => row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
 
-/** `floor`: the relay's row at the same N; `stack`: the stack floor's on the same kind of database (none for PGlite) */
+/** `floor`: the relay's row at the same N; `stack`: the stack floor's on the same database */
 function print(row: Row, floor?: Row, stack?: Row): void {
   const l = row.load;
   const turns = Math.max(1, l.completed + l.errors);
@@ -133,21 +135,23 @@ async function main() {
       }
       const stacks: Record<string, Row | undefined> = {};
       if (STACK)
-        for (const db of ['none', ...dbs.filter((d) => d === 'postgres')]) {
+        for (const db of ['none', ...dbs]) {
           const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
           let pg: PgStats | undefined;
           try {
             pg = scratch ? await PgStats.connect(scratch.url) : undefined;
             const env: Record<string, string> = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
             if (scratch) env.STACK_FLOOR_DATABASE_URL = scratch.url;
+            if (db === 'pglite') env.STACK_FLOOR_PGLITE_DIR = mkdtempSync(join(tmpdir(), 'orion-stack-floor-'));
             const stack = await forkHelper(join(__dirname, 'load', 'stack-floor.ts'), env);
             try {
               const lag = async () => ((await (await fetch(`http://127.0.0.1:${stack.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
-              const row = await measure(db === 'postgres' ? 'stack floor postgres' : 'stack floor', 'floor', n, stack, lag, pg);
+              const row = await measure(db === 'none' ? 'stack floor' : `stack floor ${db}`, 'floor', n, stack, lag, pg);
               stacks[db] = row;
               print(row, floor);
             } finally {
               await stack.stop();
+              if (env.STACK_FLOOR_PGLITE_DIR) rmSync(env.STACK_FLOOR_PGLITE_DIR, { recursive: true, force: true });
             }
           } finally {
             await pg?.close();
@@ -163,7 +167,7 @@ async function main() {
             pg = scratch ? await PgStats.connect(scratch.url) : undefined;
             const orion = await startOrion(DIST, { ...orionEnv, ...(scratch ? { DATABASE_URL: scratch.url } : {}) });
             try {
-              print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor, stacks[db === 'postgres' ? 'postgres' : 'none']);
+              print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor, stacks[db]);
             } finally {
               await orion.stop();
             }

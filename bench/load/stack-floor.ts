@@ -6,7 +6,9 @@
  * promise Orion keeps, every event stored before it is sent, in the least code: `pg`'s Pool
  * (the driver under TypeORM), one row for the turn when it starts, the events of all streams
  * grouped into one multi-row INSERT per flush (one flush in flight; what arrives meanwhile goes
- * in the next), and one UPDATE when the turn ends.
+ * in the next), and one UPDATE when the turn ends. With STACK_FLOOR_PGLITE_DIR, the same
+ * statements go to an embedded PGlite in that folder (its defaults), on this process's thread
+ * as Orion's embedded default is.
  *
  * No validation, guards, logging, metrics, traces, leases, budgets, redaction or run control:
  * what this costs per turn against the relay is what the stack costs; what Orion costs above
@@ -19,6 +21,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Body, Controller, Get, HttpCode, type MessageEvent, Module, Post, Sse } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import OpenAI from 'openai';
+import { PGlite } from '@electric-sql/pglite';
 import { Pool } from 'pg';
 import { Observable } from 'rxjs';
 import { modelFetch } from '../../src/llm/wire/model-fetch';
@@ -26,10 +29,17 @@ import { modelFetch } from '../../src/llm/wire/model-fetch';
 const MODEL_URL = process.env.FLOOR_MODEL_URL ?? 'http://127.0.0.1:1/v1';
 const WORKSPACE = process.env.FLOOR_WORKSPACE ?? '.';
 const DATABASE_URL = process.env.STACK_FLOOR_DATABASE_URL;
+const PGLITE_DIR = process.env.STACK_FLOOR_PGLITE_DIR;
 const lag = monitorEventLoopDelay({ resolution: 10 });
 lag.enable();
 const openai = new OpenAI({ baseURL: MODEL_URL, apiKey: 'bench-key', maxRetries: 0, ...(process.env.STACK_FLOOR_FETCH === 'sdk' ? {} : { fetch: modelFetch() }) });
-const pool = DATABASE_URL ? new Pool({ connectionString: DATABASE_URL, max: 10 }) : undefined;
+
+/** What the turn needs of a database: pg's Pool and PGlite both answer this. */
+interface Db {
+  query<R>(text: string, params?: unknown[]): Promise<{ rows: R[] }>;
+  end(): Promise<void>;
+}
+let pool: Db | undefined;
 
 type Row = { turn: number; seq: number; type: string; data: string; stored: () => void; failed: (err: unknown) => void };
 
@@ -125,6 +135,11 @@ class TurnController {
 class StackFloorModule {}
 
 async function main(): Promise<void> {
+  if (DATABASE_URL) pool = new Pool({ connectionString: DATABASE_URL, max: 10 });
+  if (PGLITE_DIR) {
+    const db = await PGlite.create({ dataDir: PGLITE_DIR });
+    pool = { query: (text, params) => db.query(text, params), end: () => db.close() };
+  }
   if (pool) {
     await pool.query('CREATE TABLE IF NOT EXISTS turns (id serial PRIMARY KEY, status text NOT NULL)');
     await pool.query('CREATE TABLE IF NOT EXISTS events (turn_id int NOT NULL, seq int NOT NULL, type text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (turn_id, seq))');
