@@ -36,6 +36,12 @@ const DELTAS = Number(arg('deltas', '90'));
 const PATHS: Record<string, string> = { unified: '/api/chat/messages', 'two-stage': '/api/chat/messages_two_stage', floor: '/' };
 const DIST = join(__dirname, '..', 'dist', 'main.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * How long a backend may keep the table and database statistics of its last transactions: a busy
+ * one sends them at most once a second, an idle one after up to 10 s (PostgreSQL's
+ * PGSTAT_IDLE_INTERVAL). Read sooner, rows/turn and commits/turn miss the end of the load.
+ */
+const PG_STATS_WAIT_MS = 11_000;
 
 if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
   console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack]');
@@ -64,7 +70,8 @@ interface Row {
 /** One measured run against a started process: warm-up, idle readings, the load, the deltas. */
 async function measure(system: string, route: string, n: number, p: Proc, lagP99: () => Promise<number>, pg?: PgStats, statements?: () => Promise<number>): Promise<Row> {
   await runLoad({ port: p.port, path: PATHS[route], n: 2, rampMs: 0, timeoutMs: 30_000 });
-  await sleep(1000);
+  // PostgreSQL: the warm-up's table statistics must be in before the first reading (PG_STATS_WAIT_MS)
+  await sleep(pg ? PG_STATS_WAIT_MS : 1000);
   const idleRss = rssBytes(p.pid);
   const st0 = await statements?.();
   await lagP99(); // resets the delay histogram (any scrape of /metrics does)
@@ -81,7 +88,7 @@ async function measure(system: string, route: string, n: number, p: Proc, lagP99
   if (st0 !== undefined && st1 !== undefined) row.statementsPerTurn = (st1 - st0) / turns;
   if (system === 'Orion pglite') row.storageKbPerTurn = (io1.writeBytes - io0.writeBytes) / 1024 / turns;
   if (pg && pg0 && pgCpu1) {
-    await sleep(1500); // backends flush their table statistics at most once a second
+    await sleep(PG_STATS_WAIT_MS);
     const pg1 = await pg.snapshot();
     row.pgCpuPerTurn = PgStats.backendCpuDelta(pg0, pgCpu1) / turns;
     row.rowsPerTurn = (pg1.rows - pg0.rows) / turns;
@@ -143,14 +150,17 @@ async function main() {
             const env: Record<string, string> = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
             if (scratch) env.STACK_FLOOR_DATABASE_URL = scratch.url;
             if (db === 'pglite') env.STACK_FLOOR_PGLITE_DIR = mkdtempSync(join(tmpdir(), 'orion-stack-floor-'));
-            const stack = await forkHelper(join(__dirname, 'load', 'stack-floor.ts'), env);
             try {
-              const lag = async () => ((await (await fetch(`http://127.0.0.1:${stack.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
-              const row = await measure(db === 'none' ? 'stack floor' : `stack floor ${db}`, 'floor', n, stack, lag, pg);
-              stacks[db] = row;
-              print(row, floor);
+              const stack = await forkHelper(join(__dirname, 'load', 'stack-floor.ts'), env);
+              try {
+                const lag = async () => ((await (await fetch(`http://127.0.0.1:${stack.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
+                const row = await measure(db === 'none' ? 'stack floor' : `stack floor ${db}`, 'floor', n, stack, lag, pg);
+                stacks[db] = row;
+                print(row, floor);
+              } finally {
+                await stack.stop();
+              }
             } finally {
-              await stack.stop();
               if (env.STACK_FLOOR_PGLITE_DIR) rmSync(env.STACK_FLOOR_PGLITE_DIR, { recursive: true, force: true });
             }
           } finally {
@@ -179,6 +189,7 @@ async function main() {
     }
   } finally {
     await model.stop();
+    rmSync(workspace, { recursive: true, force: true });
   }
 }
 

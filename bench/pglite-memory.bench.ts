@@ -9,7 +9,7 @@
  * skipped without it).
  */
 import { fork } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rssBytes } from './load/proc';
@@ -74,7 +74,8 @@ async function main(): Promise<void> {
   }
   // the whole service, fresh and idle (a model server only so it starts as configured)
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
-  const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', WORKSPACE_ROOT: makeWorkspace() };
+  const workspace = makeWorkspace();
+  const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', WORKSPACE_ROOT: workspace };
   try {
     const services: Array<[string, Record<string, string> | undefined]> = [
       ['Orion, embedded PGlite, PGLITE_PROFILE=small (default)', { PGLITE_PROFILE: 'small' }],
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await model.stop();
+    rmSync(workspace, { recursive: true, force: true });
   }
 }
 

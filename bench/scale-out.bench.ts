@@ -11,6 +11,7 @@
  * instance than the one streaming, a pause and a resume there, a reconnect there with
  * Last-Event-ID — and each says whether it worked and how long it took.
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { pct, runLoad } from './load/client';
@@ -201,6 +202,7 @@ async function main() {
     }
   } finally {
     await model.stop();
+    rmSync(workspace, { recursive: true, force: true });
   }
   console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |');
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');

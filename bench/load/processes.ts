@@ -1,6 +1,6 @@
 /** Starting and stopping the benchmark's processes: the fake model, the floor, Orion. */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -47,6 +47,19 @@ export function makeWorkspace(): string {
   return root;
 }
 
+/**
+ * A stopped service's folder goes (an embedded database is ~45 MB a run); what else was written
+ * there, e.g. a heap snapshot asked for through ORION_NODE_ARGS, stays with its folder.
+ */
+function removeRunFolder(cwd: string): void {
+  rmSync(join(cwd, 'data'), { recursive: true, force: true });
+  try {
+    rmdirSync(cwd);
+  } catch {
+    /* not empty: kept */
+  }
+}
+
 /** `node dist/main.js` with a fresh data folder; resolves once /api/health answers. */
 export async function startOrion(dist: string, env: Record<string, string>): Promise<Proc & { startMs: number }> {
   const port = await freePort();
@@ -61,12 +74,13 @@ export async function startOrion(dist: string, env: Record<string, string>): Pro
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) break;
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/api/health`)).ok) return { child, pid: child.pid!, port, stop: stopper(child), startMs: Date.now() - t0 };
+      if ((await fetch(`http://127.0.0.1:${port}/api/health`)).ok) return { child, pid: child.pid!, port, stop: () => stopper(child)().then(() => removeRunFolder(cwd)), startMs: Date.now() - t0 };
     } catch {
       /* not up yet */
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   await stopper(child)();
+  removeRunFolder(cwd);
   throw new Error(`Orion did not start (${JSON.stringify(env.DATABASE_URL ? 'postgres' : 'pglite')})`);
 }

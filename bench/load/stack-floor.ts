@@ -1,18 +1,25 @@
 /**
  * The stack floor of the load benchmark: the same turn as floor-relay.ts, written in the least
  * code on the stack Orion is built on. A NestJS app (Express platform) with one `@Sse()` POST
- * route returning an Observable, the `openai` SDK as it comes (its own fetch) for the two model
- * calls, the `list_files` call as a readdir. With STACK_FLOOR_DATABASE_URL it also keeps the
- * promise Orion keeps, every event stored before it is sent, in the least code: `pg`'s Pool
- * (the driver under TypeORM), one row for the turn when it starts, the events of all streams
- * grouped into one multi-row INSERT per flush (one flush in flight; what arrives meanwhile goes
- * in the next), and one UPDATE when the turn ends. With STACK_FLOOR_PGLITE_DIR, the same
- * statements go to an embedded PGlite in that folder (its defaults), on this process's thread
- * as Orion's embedded default is.
+ * route returning an Observable; the `openai` SDK for the two model calls, on the transport
+ * Orion gives it (src/llm/wire/model-fetch.ts, undici's `request`; STACK_FLOOR_FETCH=sdk uses
+ * the SDK's own `fetch`), its stream read with the SDK's iterator; the `list_files` call as a
+ * readdir.
  *
- * No validation, guards, logging, metrics, traces, leases, budgets, redaction or run control:
- * what this costs per turn against the relay is what the stack costs; what Orion costs above
- * it is Orion's own work. `GET /stats`: event-loop delay p99 since the last call.
+ * With a database it also keeps the promise Orion keeps, every event stored before it is sent,
+ * in the least code: one row for the turn when it starts, the events of all streams grouped
+ * into one multi-row INSERT per flush (one flush in flight; what arrives meanwhile goes in the
+ * next), and one UPDATE when the turn ends. STACK_FLOOR_DATABASE_URL: PostgreSQL through `pg`'s
+ * Pool (the driver under TypeORM). STACK_FLOOR_PGLITE_DIR: an embedded PGlite in that folder,
+ * on this process's thread and with the settings Orion's embedded default uses
+ * (PGLITE_PROFILE=small, the database created in a child process), so the two compare.
+ *
+ * No validation, guards, logging, metrics, traces, leases, budgets, redaction or run control,
+ * and no more than a bench needs around failures: a failed turn sends an `error` it does not
+ * store, and a client that leaves does not stop its model calls (the bench's clients read every
+ * turn to its end). What this costs per turn against the relay is what the stack costs; what
+ * Orion costs above it is Orion's own work. `GET /stats`: event-loop delay p99 since the last
+ * call.
  */
 import 'reflect-metadata';
 import { readdir } from 'node:fs/promises';
@@ -24,6 +31,7 @@ import OpenAI from 'openai';
 import { PGlite } from '@electric-sql/pglite';
 import { Pool } from 'pg';
 import { Observable } from 'rxjs';
+import { initInChildProcess, pgliteTuning } from '../../src/database/data-source';
 import { modelFetch } from '../../src/llm/wire/model-fetch';
 
 const MODEL_URL = process.env.FLOOR_MODEL_URL ?? 'http://127.0.0.1:1/v1';
@@ -47,12 +55,20 @@ type Row = { turn: number; seq: number; type: string; data: string; stored: () =
 class EventStore {
   private pending: Row[] = [];
   private busy = false;
+  /** a flush is due on the next turn of the event loop, so every event of this turn joins it */
+  private scheduled = false;
 
   store(turn: number, seq: number, type: string, data: object): Promise<void> {
     if (!pool) return Promise.resolve();
     return new Promise((stored, failed) => {
       this.pending.push({ turn, seq, type, data: JSON.stringify(data), stored, failed });
-      if (!this.busy) setImmediate(() => this.flush());
+      if (!this.busy && !this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          this.flush();
+        });
+      }
     });
   }
 
@@ -135,9 +151,11 @@ class TurnController {
 class StackFloorModule {}
 
 async function main(): Promise<void> {
+  if (DATABASE_URL && PGLITE_DIR) throw new Error('set STACK_FLOOR_DATABASE_URL or STACK_FLOOR_PGLITE_DIR, not both');
   if (DATABASE_URL) pool = new Pool({ connectionString: DATABASE_URL, max: 10 });
   if (PGLITE_DIR) {
-    const db = await PGlite.create({ dataDir: PGLITE_DIR });
+    initInChildProcess(PGLITE_DIR);
+    const db = await PGlite.create({ dataDir: PGLITE_DIR, ...pgliteTuning('small') });
     pool = { query: (text, params) => db.query(text, params), end: () => db.close() };
   }
   if (pool) {
@@ -150,4 +168,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void app.close().finally(() => pool?.end().finally(() => process.exit(0))));
 }
 
-void main();
+main().catch((err: Error) => {
+  console.error(err.message);
+  process.exit(1);
+});

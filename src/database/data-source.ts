@@ -88,7 +88,7 @@ export async function openDatabase(databaseUrl: string | undefined, dataDir: str
  * RSS at idle for about 10 % more CPU on database work. The V8 flag is process-wide and applies
  * to WebAssembly compiled after it is set, so it is set before the first PGlite starts.
  */
-function pgliteTuning(profile: 'small' | 'fast'): { startParams?: string[] } {
+export function pgliteTuning(profile: 'small' | 'fast'): { startParams?: string[] } {
   if (profile === 'fast') return {};
   setFlagsFromString('--liftoff-only');
   return { startParams: [...(PGlite as unknown as { defaultStartParams: string[] }).defaultStartParams, '-c', 'shared_buffers=16MB'] };
@@ -100,7 +100,7 @@ function pgliteTuning(profile: 'small' | 'fast'): { startParams?: string[] } {
  * back; done here, the service starts on a ready data folder and idles as small as on any later
  * start (bench:pglite-memory). Costs one extra Node start, on the first start only.
  */
-function initInChildProcess(dir: string): void {
+export function initInChildProcess(dir: string): void {
   const code = `const { PGlite } = await import(${JSON.stringify(pathToFileURL(require.resolve('@electric-sql/pglite')).href)});
 const db = await PGlite.create({ dataDir: ${JSON.stringify(dir)} });
 await db.close();`;
