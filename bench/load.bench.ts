@@ -116,6 +116,25 @@ function print(row: Row, floor?: Row, stack?: Row): void {
   for (const e of l.errorSamples) console.log(`|   error sample: ${e.replace(/\|/g, '/')} |`);
 }
 
+/** The floors' event-loop delay p99 since the last reading (their `GET /stats`). */
+const floorLagP99 = (port: number) => async () => ((await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
+
+/**
+ * Runs `fn` on the database a row measures: on PostgreSQL a new database of its own on
+ * DATABASE_URL's server (bench/load/scratch-db.ts), with its statistics reader, both gone after.
+ */
+async function onDatabase<T>(db: string, url: string | undefined, fn: (scratchUrl: string | undefined, pg: PgStats | undefined) => Promise<T>): Promise<T> {
+  const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
+  let pg: PgStats | undefined;
+  try {
+    pg = scratch ? await PgStats.connect(scratch.url) : undefined;
+    return await fn(scratch?.url, pg);
+  } finally {
+    await pg?.close();
+    await scratch?.drop();
+  }
+}
+
 async function main() {
   const url = process.env.DATABASE_URL;
   const dbs = DBS.filter((d) => d !== 'postgres' || url);
@@ -124,6 +143,8 @@ async function main() {
   const workspace = makeWorkspace();
   // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
   const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
+  // the relay's and the stack floor's model and workspace
+  const floorEnv = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; ${10 + DELTAS} text deltas per turn; run timeout ${TIMEOUT_MS / 1000} s`);
   console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor | CPU × stack floor |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
@@ -131,10 +152,9 @@ async function main() {
     for (const n of NS) {
       let floor: Row | undefined;
       if (FLOOR) {
-        const relay = await forkHelper(join(__dirname, 'load', 'floor-relay.ts'), { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') });
+        const relay = await forkHelper(join(__dirname, 'load', 'floor-relay.ts'), floorEnv);
         try {
-          const lag = async () => ((await (await fetch(`http://127.0.0.1:${relay.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
-          floor = await measure('floor relay', 'floor', n, relay, lag);
+          floor = await measure('floor relay', 'floor', n, relay, floorLagP99(relay.port));
           print(floor);
         } finally {
           await relay.stop();
@@ -142,50 +162,35 @@ async function main() {
       }
       const stacks: Record<string, Row | undefined> = {};
       if (STACK)
-        for (const db of ['none', ...dbs]) {
-          const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
-          let pg: PgStats | undefined;
-          try {
-            pg = scratch ? await PgStats.connect(scratch.url) : undefined;
-            const env: Record<string, string> = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
-            if (scratch) env.STACK_FLOOR_DATABASE_URL = scratch.url;
-            if (db === 'pglite') env.STACK_FLOOR_PGLITE_DIR = mkdtempSync(join(tmpdir(), 'orion-stack-floor-'));
+        for (const db of ['none', ...dbs])
+          stacks[db] = await onDatabase(db, url, async (scratchUrl, pg) => {
+            const env: Record<string, string> = { ...floorEnv };
+            if (scratchUrl) env.STACK_FLOOR_DATABASE_URL = scratchUrl;
+            const pgliteDir = db === 'pglite' ? mkdtempSync(join(tmpdir(), 'orion-stack-floor-')) : undefined;
+            if (pgliteDir) env.STACK_FLOOR_PGLITE_DIR = pgliteDir;
             try {
               const stack = await forkHelper(join(__dirname, 'load', 'stack-floor.ts'), env);
               try {
-                const lag = async () => ((await (await fetch(`http://127.0.0.1:${stack.port}/stats`)).json()) as { eventLoopP99Ms: number }).eventLoopP99Ms;
-                const row = await measure(db === 'none' ? 'stack floor' : `stack floor ${db}`, 'floor', n, stack, lag, pg);
-                stacks[db] = row;
+                const row = await measure(db === 'none' ? 'stack floor' : `stack floor ${db}`, 'floor', n, stack, floorLagP99(stack.port), pg);
                 print(row, floor);
+                return row;
               } finally {
                 await stack.stop();
               }
             } finally {
-              if (env.STACK_FLOOR_PGLITE_DIR) rmSync(env.STACK_FLOOR_PGLITE_DIR, { recursive: true, force: true });
+              if (pgliteDir) rmSync(pgliteDir, { recursive: true, force: true });
             }
-          } finally {
-            await pg?.close();
-            await scratch?.drop();
-          }
-        }
+          });
       for (const db of dbs)
-        for (const route of ROUTES) {
-          // each PostgreSQL run on a database of its own (bench/load/scratch-db.ts)
-          const scratch = db === 'postgres' ? await scratchDatabase(url!) : undefined;
-          let pg: PgStats | undefined;
-          try {
-            pg = scratch ? await PgStats.connect(scratch.url) : undefined;
-            const orion = await startOrion(DIST, { ...orionEnv, ...(scratch ? { DATABASE_URL: scratch.url } : {}) });
+        for (const route of ROUTES)
+          await onDatabase(db, url, async (scratchUrl, pg) => {
+            const orion = await startOrion(DIST, { ...orionEnv, ...(scratchUrl ? { DATABASE_URL: scratchUrl } : {}) });
             try {
               print(await measure(`Orion ${db}`, route, n, orion, () => metricsLagP99(orion.port), pg, () => statementsSent(orion.port)), floor, stacks[db]);
             } finally {
               await orion.stop();
             }
-          } finally {
-            await pg?.close();
-            await scratch?.drop();
-          }
-        }
+          });
     }
   } finally {
     await model.stop();
