@@ -370,9 +370,9 @@ describe('UnifiedStrategy', () => {
       expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached']);
       expect(ofType(events, 'notice').at(-1)!.message).toBe('Maximum duplicate tool call attempts exceeded (3); the model is asked for its final answer without tools.');
       expect(phases(events).slice(-3)).toEqual(['end:tool_phase:8:4:success', 'start:action_phase:9:4', 'end:action_phase:9:4:duplicate_limit']);
-      expect(trace.ofType('duplicate_tool_call').map((r) => r.details.strikes)).toEqual([1, 2, 3]);
+      expect(trace.ofType('duplicate_tool_call').map((r) => r.details!.strikes)).toEqual([1, 2, 3]);
       expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3 }]);
-      expect(trace.ofType('llm_request').map((r) => r.details.forced ?? null)).toEqual([null, null, null, null, 'duplicate_limit']);
+      expect(trace.ofType('llm_request').map((r) => r.details!.forced ?? null)).toEqual([null, null, null, null, 'duplicate_limit']);
       // every refusal went back as that call's tool message; the file's text reached the model once
       expect(toolMessages(llm.requests[4].messages).map((m) => JSON.parse(m.content!).refused ?? 'result')).toEqual(['result', 'duplicate_call', 'duplicate_call', 'duplicate_call']);
       expect(JSON.stringify(llm.requests[4].messages).split('contents of a.md')).toHaveLength(2);
@@ -405,7 +405,7 @@ describe('UnifiedStrategy', () => {
       expect(llm.calls).toBe(3);
       expect(doneOf(events).stopReason).toBe('duplicate_limit');
       expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached', 'duplicate_tool_call']);
-      expect(trace.ofType('duplicate_tool_call').map((r) => [r.details.callId, r.details.strikes])).toEqual([['x1', 1], ['x2', 2], ['x3', 2]]);
+      expect(trace.ofType('duplicate_tool_call').map((r) => [r.details!.callId, r.details!.strikes])).toEqual([['x1', 1], ['x2', 2], ['x3', 2]]);
       expect(trace.ofType('orchestration_notice')).toHaveLength(1);
       expect(toolMessages(llm.requests[2].messages).map((m) => m.toolCallId)).toEqual(['call_0_read_file', 'x1', 'x2', 'x3', 'new']);
     });
@@ -422,7 +422,7 @@ describe('UnifiedStrategy', () => {
       expect(executions.map((e) => e.name)).toEqual(['job_status', 'job_status', 'read_file']);
       expect(llm.calls).toBe(5);
       expect(doneOf(events).stopReason).toBe('duplicate_limit');
-      expect(trace.ofType('duplicate_tool_call').map((r) => [r.details.policy, r.details.sameResult, r.details.strikes])).toEqual([
+      expect(trace.ofType('duplicate_tool_call').map((r) => [r.details!.policy, r.details!.sameResult, r.details!.strikes])).toEqual([
         ['rerun', true, 1],
         ['refuse', null, 2],
       ]);
