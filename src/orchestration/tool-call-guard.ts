@@ -22,10 +22,11 @@ export interface RepeatDecision {
 /**
  * The one tool-call guard both protocols use: signatures for duplicate detection, the repeat
  * policy of each tool, the refusal events and traces of duplicate and unusable calls, and
- * strikes against the turn's budget. A `refuse` tool's repeat is not run (two-stage refuses it,
- * unified answers it from the earlier result); a `rerun` tool's repeat runs again, and a result
- * identical to that signature's previous one is a strike — a loop is the same call giving the
- * same result, a changing result is progress.
+ * strikes against the turn's duplicate budget (`maxDuplicateAttempts`). A `refuse` tool's
+ * repeat is not run and is a strike, on both routes; a `rerun` tool's repeat runs again, and a
+ * result identical to that signature's previous one is a strike — a loop is the same call giving
+ * the same result, a changing result is progress. Once the budget is spent the protocol stops its
+ * loop and one final call without tools writes the answer.
  */
 export class ToolCallGuard {
   constructor(private readonly ctx: ProtocolExecutionContext) {}
@@ -81,10 +82,67 @@ export class ToolCallGuard {
   }
 
   /** Counts a strike; true once the turn's duplicate budget is spent. */
-  strike(state: { duplicateStrikes: number }): boolean {
+  strike(state: Strikes): boolean {
     state.duplicateStrikes += 1;
+    return this.spent(state);
+  }
+
+  /** Whether the turn's duplicate budget is spent: the loop stops, one tool-free call answers. */
+  spent(state: Strikes): boolean {
     return state.duplicateStrikes >= this.ctx.budgets.maxDuplicateAttempts;
   }
+
+  /**
+   * A repeat of a `refuse` tool (its signature already ran in `earlier.phaseIndex`): not run, a
+   * strike, traced; yields the `refused` progress, the notice and, when this strike spends the
+   * budget, the limit notice. The protocol tells the model (its own message format) and stops the
+   * loop once `spent`.
+   */
+  *refuseRepeat(state: Strikes, call: CompletedToolCall, digest: string, earlier: { phaseIndex: number }): Generator<ProtocolEvent, void, undefined> {
+    const reached = this.countStrike(state);
+    this.traceDuplicate(call, digest, { policy: 'refuse', sameResult: null }, { firstPhaseIndex: earlier.phaseIndex, strikes: state.duplicateStrikes, limit: this.ctx.budgets.maxDuplicateAttempts });
+    yield this.refused(call);
+    yield {
+      type: 'notice',
+      code: 'duplicate_tool_call',
+      message: `Duplicate tool call detected: ${call.name} with the same arguments already ran in phase ${earlier.phaseIndex}; it was not run again and its earlier result was pointed out to the model.`,
+    };
+    if (reached) yield this.limitReached(state);
+  }
+
+  /**
+   * A `rerun` tool ran again (its signature's previous run was in `previous.phaseIndex`, this one
+   * in `phaseIndex`): traced; the same result is a strike, with its notice and, when it spends
+   * the budget, the limit notice.
+   */
+  *rerunVerdict(state: Strikes, call: CompletedToolCall, digest: string, sameResult: boolean, at: { firstPhaseIndex: number; phaseIndex: number }): Generator<ProtocolEvent, void, undefined> {
+    const reached = sameResult && this.countStrike(state);
+    this.traceDuplicate(call, digest, { policy: 'rerun', sameResult }, { ...at, strikes: state.duplicateStrikes, limit: this.ctx.budgets.maxDuplicateAttempts });
+    if (!sameResult) return;
+    yield this.sameResultNotice(call.name, state.duplicateStrikes);
+    if (reached) yield this.limitReached(state);
+  }
+
+  /** The limit notice, traced as `orchestration_notice`: the model is asked for its final answer without tools. */
+  limitReached(state: Strikes): ProtocolEvent {
+    const limit = this.ctx.budgets.maxDuplicateAttempts;
+    this.ctx.trace.record({ requestId: this.ctx.requestId, projectId: this.ctx.projectId, type: 'orchestration_notice', details: { code: 'duplicate_limit_reached', strikes: state.duplicateStrikes, limit } });
+    return { type: 'notice', code: 'duplicate_limit_reached', message: `Maximum duplicate tool call attempts exceeded (${limit}); the model is asked for its final answer without tools.` };
+  }
+
+  /**
+   * Counts a strike unless the budget is already spent (unified refuses every repeat of a step,
+   * and the strikes after the limit would only repeat its notice); true when this strike spent it.
+   */
+  private countStrike(state: Strikes): boolean {
+    if (this.spent(state)) return false;
+    return this.strike(state);
+  }
+}
+
+/** The strike counter a protocol keeps in its turn state. */
+export interface Strikes {
+  duplicateStrikes: number;
 }
 
 export function invalidName(bad: InvalidToolCall): string {

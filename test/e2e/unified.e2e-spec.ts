@@ -115,15 +115,16 @@ describe('POST /api/chat/messages (unified agentic route)', () => {
   });
 
   it('ends a model that never stops calling tools after maxIterations model steps with one tool-free answer', async () => {
-    for (let i = 0; i < 10; i++) llm.enqueue(respond.turn([{ text: `step ${i}. ` }, { toolCall: { name: 'list_files', args: { path: `guides`, recursive: i % 2 === 0 } } }]));
-    llm.enqueue(respond.turn([{ text: 'The guides folder holds install.md and roadmap.md.' }]));
+    // a new call each step (a repeated one is a loop strike, see loop-rule.e2e-spec.ts), so only maxIterations stops it
+    for (let i = 0; i < 10; i++) llm.enqueue(respond.turn([{ text: `step ${i}. ` }, { toolCall: { name: 'read_file', args: { path: 'guides/install.md', maxBytes: 1000 + i } } }]));
+    llm.enqueue(respond.turn([{ text: 'The install guide says: npm install, then npm start.' }]));
     const res = await send('Keep exploring the files');
     const { trace } = await checkTurn(res.events, 'max_iterations');
     expect(llm.chatRequests).toHaveLength(11);
     expect(names(llm.chatRequests[10].body)).toEqual([]);
     expect(trace.filter((x) => x.type === 'llm_request')).toHaveLength(11);
     expect(textOf(res.events)).toContain('step 9.');
-    expect(textOf(res.events).endsWith('\n\nThe guides folder holds install.md and roadmap.md.')).toBe(true);
+    expect(textOf(res.events).endsWith('\n\nThe install guide says: npm install, then npm start.')).toBe(true);
   });
 
   it('with a smaller maxIterations option, stops sooner', async () => {

@@ -51,7 +51,8 @@ export interface StreamFaults {
  * - `json`: a status and a JSON body (errors: 429 with Retry-After, 500, 400, 401…);
  * - `reset`: destroy the connection without answering;
  * - `hang`: never answer (until the client gives up or the server closes);
- * - `handler`: anything else.
+ * - `handler`: anything else;
+ * - `byRequest`: one of the above, chosen from the request.
  */
 export type ScriptedResponse =
   | { kind: 'stream'; format: 'sse' | 'ndjson'; frames: WireFrame[]; faults?: StreamFaults; status?: number; headers?: Record<string, string> }
@@ -60,7 +61,8 @@ export type ScriptedResponse =
   | { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> }
   | { kind: 'reset' }
   | { kind: 'hang' }
-  | { kind: 'handler'; handle: (req: RecordedRequest, res: ServerResponse) => void | Promise<void> };
+  | { kind: 'handler'; handle: (req: RecordedRequest, res: ServerResponse) => void | Promise<void> }
+  | { kind: 'byRequest'; pick: (req: RecordedRequest) => ScriptedResponse };
 
 /** Builders of {@link ScriptedResponse}s. */
 export const respond = {
@@ -102,6 +104,8 @@ export const respond = {
   reset: (): ScriptedResponse => ({ kind: 'reset' }),
   hang: (): ScriptedResponse => ({ kind: 'hang' }),
   handler: (handle: (req: RecordedRequest, res: ServerResponse) => void | Promise<void>): ScriptedResponse => ({ kind: 'handler', handle }),
+  /** A response chosen from the request (a model whose answer depends on what it was sent, e.g. whether tools were offered). */
+  byRequest: (pick: (req: RecordedRequest) => ScriptedResponse): ScriptedResponse => ({ kind: 'byRequest', pick }),
 };
 
 /** `n` copies of a response: `server.enqueue(...times(2, respond.status(500)), respond.recording('x'))`. */
@@ -278,6 +282,8 @@ export class ReplayServer {
         return;
       case 'handler':
         return r.handle(req, res);
+      case 'byRequest':
+        return this.play(r.pick(req), req, res, ollamaRoute);
       case 'recording': {
         const rec = loadRecording(r.name);
         return writeStream(res, rec.format, recordingFrames(rec), r.faults);

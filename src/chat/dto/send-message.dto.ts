@@ -9,7 +9,7 @@ export class SendMessageOptionsDto {
   @IsOptional() @IsInt() @Min(1) @Max(20)
   maxPhaseCycles?: number;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 3, description: 'two-stage: refused duplicates before a forced final answer' })
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 3, description: 'both routes: loop strikes (refused repeats, repeated rerun results) before a forced final answer' })
   @IsOptional() @IsInt() @Min(1) @Max(20)
   maxDuplicateAttempts?: number;
 

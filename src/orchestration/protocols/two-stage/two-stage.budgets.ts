@@ -27,10 +27,8 @@ export function forcedFinal(c: TwoStageCounters, l: TwoStageLimits): ForcedReaso
   return null;
 }
 
+/** The two-stage protocol's own notices (the duplicate notices are the ToolCallGuard's, shared with unified). */
 export const NOTICES = {
-  duplicate: (name: string, phaseIndex: number) =>
-    `Duplicate tool call detected: ${name} with the same arguments already ran in phase ${phaseIndex}; it was not run again and its earlier result was pointed out to the model.`,
-  duplicateLimit: (n: number) => `Maximum duplicate tool call attempts exceeded (${n}); the model is asked for its final answer without tools.`,
   cycleBudget: (n: number) => `Maximum tool execution cycles (${n}) reached; the model is asked for its final answer without tools.`,
   invalidArguments: (name: string) => `Tool call to ${name} was not run: its arguments are not a valid JSON object. The model was told why.`,
 } as const;

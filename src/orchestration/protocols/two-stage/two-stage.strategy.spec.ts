@@ -212,7 +212,7 @@ describe('TwoStageStrategy', () => {
 
   it('forces a final answer without tools after maxDuplicateAttempts refusals', async () => {
     const loop = toolTurn('list_files', '{"path":"."}');
-    const { ctx, llm, executions } = setup([loop, loop, loop, loop, answer('Final, forced.')]);
+    const { ctx, llm, executions, trace } = setup([loop, loop, loop, loop, answer('Final, forced.')]);
     const events = await collect(strategy.execute(ctx));
     expect(executions).toHaveLength(1);
     expect(llm.calls).toBe(5);
@@ -222,6 +222,9 @@ describe('TwoStageStrategy', () => {
     const codes = ofType(events, 'notice').map((n) => n.code);
     expect(codes).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached']);
     expect(ofType(events, 'notice').at(-1)!.message).toContain('Maximum duplicate tool call attempts exceeded');
+    // the limit is traced as on the unified route (the ToolCallGuard's notice)
+    expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3 }]);
+    expect(trace.ofType('duplicate_tool_call').map((r) => r.details!.strikes)).toEqual([1, 2, 3]);
     const done = doneOf(events);
     expect(done.stopReason).toBe('duplicate_limit');
     expect(text(events)).toBe('Final, forced.');

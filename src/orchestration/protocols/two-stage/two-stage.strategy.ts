@@ -252,15 +252,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
     previous: ExecutedToolRecord,
     now: ExecutedToolRecord,
   ): Generator<ProtocolEvent, void, undefined> {
-    const guard = new ToolCallGuard(ctx);
     const sameResult = previous.resultDigest !== undefined && previous.resultDigest === now.resultDigest;
-    const spent = sameResult && guard.strike(s);
-    guard.traceDuplicate(call, now.signature, { policy: 'rerun', sameResult }, {
-      firstPhaseIndex: previous.phaseIndex, phaseIndex: now.phaseIndex, strikes: s.duplicateStrikes, limit: ctx.budgets.maxDuplicateAttempts,
-    });
-    if (!sameResult) return;
-    yield guard.sameResultNotice(call.name, s.duplicateStrikes);
-    if (spent) yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
+    yield* new ToolCallGuard(ctx).rerunVerdict(s, call, now.signature, sameResult, { firstPhaseIndex: previous.phaseIndex, phaseIndex: now.phaseIndex });
   }
 
   private async *refuseDuplicate(
@@ -269,15 +262,8 @@ export class TwoStageStrategy implements ProtocolStrategy {
     call: CompletedToolCall,
     earlier: ExecutedToolRecord,
   ): AsyncGenerator<ProtocolEvent, void, undefined> {
-    const guard = new ToolCallGuard(ctx);
-    const spent = guard.strike(s);
-    guard.traceDuplicate(call, earlier.signature, { policy: 'refuse', sameResult: null }, { firstPhaseIndex: earlier.phaseIndex, strikes: s.duplicateStrikes, limit: ctx.budgets.maxDuplicateAttempts });
-    yield guard.refused(call);
-    yield { type: 'notice', code: 'duplicate_tool_call', message: NOTICES.duplicate(call.name, earlier.phaseIndex) };
+    yield* new ToolCallGuard(ctx).refuseRepeat(s, call, earlier.signature, earlier);
     s.injected.push({ role: 'system', content: refusalMessage(call.name, shownArguments(ctx, call), earlier, s.executed.indexOf(earlier) + 1) });
-    if (spent) {
-      yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
-    }
   }
 
   /** Arguments that never became a JSON object: told once with the schema; a repeat is a strike. */
@@ -302,9 +288,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     }
     const spent = guard.strike(s);
     yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: another tool call (${name}) whose arguments are not a JSON object.` };
-    if (spent) {
-      yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
-    }
+    if (spent) yield guard.limitReached(s);
   }
 
   /** System prompt, then injected tool results and refusals, then the conversation. */

@@ -8,8 +8,10 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
  * so the flag travels in the content, where every provider passes it through:
  *
  * - a failed call: `{"is_error":true,"tool","outcome","hint","result":<outputText>}`;
- * - a repeated call: `{"duplicate_of":<callId>,"note","result":<earlier outputText>}` (plus
- *   `is_error` when the earlier call failed);
+ * - the same call twice in one response: `{"duplicate_of":<callId>,"note","result":<outputText>}`
+ *   (plus `is_error` when that call failed);
+ * - a refused repeat of an earlier step's call: `{"refused":"duplicate_call","tool","duplicate_of","note"}`,
+ *   without the result: the model already has it in that call's tool message;
  * - unusable arguments: `{"is_error":true,"tool","error":"invalid_arguments","message","parameters"}`.
  *
  * `outputText` is always valid JSON (ToolRunner guarantees it), so splicing it in keeps the
@@ -31,6 +33,20 @@ export function toolMessageContent(name: string, r: ToolRunResult, duplicateOf?:
   head.push(`"tool":${JSON.stringify(name)}`);
   if (failed) head.push(`"outcome":${JSON.stringify(r.outcome)}`, `"hint":${JSON.stringify(ERROR_HINT)}`);
   return `{${head.join(',')},"result":${r.outputText || 'null'}}`;
+}
+
+/**
+ * The tool message of a refused repeat (two-stage's refusal in unified's format): the call was
+ * not run and the earlier result is not sent again, so a looping model is not fed the same
+ * result as if it were new.
+ */
+export function refusedRepeatContent(name: string, earlierCallId: string): string {
+  return JSON.stringify({
+    refused: 'duplicate_call',
+    tool: name,
+    duplicate_of: earlierCallId,
+    note: `This exact call already ran in this turn (call ${earlierCallId}); it was NOT run again. Its result is the tool message of call ${earlierCallId} above. Use it, call a different tool, or answer the user now.`,
+  });
 }
 
 /** The tool message answering a call that was never run: no name, or arguments that are not a JSON object. */

@@ -6,7 +6,7 @@ import type { AppConfigService } from '../../../config/app-config.service';
 import type { KnowledgeModuleInfo, KnowledgeRetriever, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
 import { ReplayAdapter } from '../../../llm/adapters/replay.adapter';
 import type { LlmAdapter, LlmMessage, LlmStreamEvent } from '../../../llm/llm-adapter.port';
-import type { ToolDefinition, ToolExecuteResult, ToolExecutionContext } from '../../../tools/tool-definition';
+import type { RepeatPolicy, ToolDefinition, ToolExecuteResult, ToolExecutionContext } from '../../../tools/tool-definition';
 import { ToolRegistryService } from '../../../tools/tool-registry.service';
 import { ToolRunnerService } from '../../../tools/tool-runner.service';
 import { OrchestrationService } from '../../orchestration.service';
@@ -32,7 +32,7 @@ const RAG_SOURCES = [
 const RAG_METRICS = { method: 'fts', candidates: 12, returned: 3, latencyMs: 4, topScore: 0.9 };
 
 /** In-test tools (real registry and runner): files, a fake rag_query with progress, a web search, and helpers per test. */
-function makeTools(trace: MemoryTrace, extra: Record<string, { parameters?: Record<string, unknown>; exec: Exec }> = {}) {
+function makeTools(trace: MemoryTrace, extra: Record<string, { parameters?: Record<string, unknown>; exec: Exec; repeat?: RepeatPolicy }> = {}) {
   const executions: Array<{ name: string; args: Record<string, unknown> }> = [];
   const registry = new ToolRegistryService(fakeConfig, trace);
   const def = (name: string, parameters: Record<string, unknown>, exec: Exec): ToolDefinition => ({
@@ -75,7 +75,7 @@ function makeTools(trace: MemoryTrace, extra: Record<string, { parameters?: Reco
       return { output: { query: a.query, results: sources }, sources };
     }),
   );
-  for (const [name, t] of Object.entries(extra)) registry.register(def(name, t.parameters ?? obj({ n: { type: 'integer' } }), t.exec));
+  for (const [name, t] of Object.entries(extra)) registry.register({ ...def(name, t.parameters ?? obj({ n: { type: 'integer' } }), t.exec), ...(t.repeat ? { repeat: t.repeat } : {}) });
   return { runner: new ToolRunnerService(registry, fakeConfig, trace), executions };
 }
 
@@ -323,7 +323,7 @@ describe('UnifiedStrategy', () => {
       expect(trace.ofType('max_iterations_reached')[0].details).toMatchObject({ maxIterations: 3, unrunCalls: ['list_files'] });
     });
 
-    it('answers a repeated identical call (other key order) with the earlier result, runs it once and traces duplicate_tool_call', async () => {
+    it('refuses a call repeated from an earlier step (keys reordered, spacing changed) as two-stage does: not run, one strike, the refusal is its tool message', async () => {
       const { ctx, llm, executions, trace } = setup([
         toolTurn('read_file', '{"path":"a.md","maxBytes":100}'),
         [...callTool(0, 'read_file', '{ "maxBytes" : 100,\n "path": "a.md" }', 1_000_000, 'again'), finish('tool_calls')],
@@ -334,26 +334,113 @@ describe('UnifiedStrategy', () => {
       expect(doneOf(events).stopReason).toBe('final_answer');
       const dup = trace.ofType('duplicate_tool_call');
       expect(dup).toHaveLength(1);
-      expect(dup[0].details).toMatchObject({ name: 'read_file', callId: 'again', firstCallId: 'call_0_read_file', firstStep: 1, step: 2 });
+      // the details two-stage traces for a refused repeat; the first run was in tool phase 2
+      expect(dup[0].details).toMatchObject({ name: 'read_file', callId: 'again', policy: 'refuse', sameResult: null, firstPhaseIndex: 2, strikes: 1, limit: 3 });
       expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['duplicate_tool_call']);
-      expect(ofType(events, 'notice')[0].message).toContain('Duplicate tool call detected');
+      expect(ofType(events, 'notice')[0].message).toBe(
+        'Duplicate tool call detected: read_file with the same arguments already ran in phase 2; it was not run again and its earlier result was pointed out to the model.',
+      );
       expect(ofType(events, 'tool_progress').map((p) => `${p.callId}:${p.action}`)).toEqual(['call_0_read_file:calling', 'call_0_read_file:completed', 'again:refused']);
-      const answerMsg = toolMessages(llm.requests[2].messages)[1];
-      expect(answerMsg.toolCallId).toBe('again');
-      const parsed = JSON.parse(answerMsg.content!);
-      expect(parsed).toMatchObject({ duplicate_of: 'call_0_read_file', tool: 'read_file', result: { path: 'a.md', content: 'contents of a.md' } });
-      expect(parsed.is_error).toBeUndefined();
+      const [first, refusal] = toolMessages(llm.requests[2].messages);
+      expect(refusal.toolCallId).toBe('again');
+      const parsed = JSON.parse(refusal.content!);
+      expect(parsed).toMatchObject({ refused: 'duplicate_call', tool: 'read_file', duplicate_of: 'call_0_read_file' });
+      expect(parsed.note).toContain('NOT run again');
+      // the earlier result is not sent again as if it were new: the model has it once
+      expect(parsed.result).toBeUndefined();
+      expect(JSON.parse(first.content!)).toMatchObject({ path: 'a.md', content: 'contents of a.md' });
+      expect(JSON.stringify(llm.requests[2].messages).split('contents of a.md')).toHaveLength(2);
+      // a step of refusals is no tool error
+      expect(phases(events)).toContain('end:tool_phase:4:2:success');
     });
 
-    it('runs two identical calls of one response once, answering both', async () => {
+    it('stops a model that repeats one call at maxDuplicateAttempts strikes: one tool-free final call writes the answer, stopReason duplicate_limit', async () => {
+      const again = (id: string) => [...callTool(0, 'read_file', '{ "path" : "a.md" }', 1_000_000, id), finish('tool_calls')];
+      const { ctx, llm, executions, trace } = setup([toolTurn('read_file', '{"path":"a.md"}', 'Let me read it. '), again('r1'), again('r2'), again('r3'), answer('a.md says: contents of a.md.')]);
+      const events = await collect(strategy.execute(ctx));
+      expect(executions).toHaveLength(1);
+      // 1 run + 3 refusals + the final call (maxIterations, 10, is far away)
+      expect(llm.calls).toBe(5);
+      expect(llm.requests[4].tools ?? []).toEqual([]);
+      expect(llm.requests[4].toolChoice).toBe('none');
+      expect(systemOf(llm.requests[4].messages)).toContain('Tool calls were repeated too often. Do not call any tools.');
+      expect(doneOf(events).stopReason).toBe('duplicate_limit');
+      expect(ofType(events, 'done')).toHaveLength(1);
+      expect(text(events)).toBe('Let me read it. \n\na.md says: contents of a.md.');
+      expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached']);
+      expect(ofType(events, 'notice').at(-1)!.message).toBe('Maximum duplicate tool call attempts exceeded (3); the model is asked for its final answer without tools.');
+      expect(phases(events).slice(-3)).toEqual(['end:tool_phase:8:4:success', 'start:action_phase:9:4', 'end:action_phase:9:4:duplicate_limit']);
+      expect(trace.ofType('duplicate_tool_call').map((r) => r.details!.strikes)).toEqual([1, 2, 3]);
+      expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3 }]);
+      expect(trace.ofType('llm_request').map((r) => r.details!.forced ?? null)).toEqual([null, null, null, null, 'duplicate_limit']);
+      // every refusal went back as that call's tool message; the file's text reached the model once
+      expect(toolMessages(llm.requests[4].messages).map((m) => JSON.parse(m.content!).refused ?? 'result')).toEqual(['result', 'duplicate_call', 'duplicate_call', 'duplicate_call']);
+      expect(JSON.stringify(llm.requests[4].messages).split('contents of a.md')).toHaveLength(2);
+      expect(sourcesOf(events)).toBeDefined();
+    });
+
+    it('takes the duplicate limit from the turn budgets (the per-request option)', async () => {
+      const { ctx, llm } = setup([toolTurn('list_files', '{}'), toolTurn('list_files', '{"path":".","recursive":false}'), answer('Two entries.')], {
+        budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 1, maxIterations: 10 },
+      });
+      const events = await collect(strategy.execute(ctx));
+      expect(llm.calls).toBe(3);
+      expect(doneOf(events).stopReason).toBe('duplicate_limit');
+      expect(text(events)).toBe('Two entries.');
+    });
+
+    it('counts one strike per repeated call of a response, runs its new calls, and says the limit once', async () => {
+      const repeats = [
+        ...callTool(0, 'read_file', '{"path":"a.md"}', 1_000_000, 'x1'),
+        ...callTool(1, 'read_file', '{ "path":"a.md"}', 1_000_000, 'x2'),
+        ...callTool(2, 'read_file', '{"path" :"a.md" }', 1_000_000, 'x3'),
+        ...callTool(3, 'read_file', '{"path":"b.md"}', 1_000_000, 'new'),
+        finish('tool_calls'),
+      ];
+      const { ctx, llm, executions, trace } = setup([toolTurn('read_file', '{"path":"a.md"}'), repeats, answer('Read both.')], {
+        budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 2, maxIterations: 10 },
+      });
+      const events = await collect(strategy.execute(ctx));
+      expect(executions.map((e) => e.args.path)).toEqual(['a.md', 'b.md']);
+      expect(llm.calls).toBe(3);
+      expect(doneOf(events).stopReason).toBe('duplicate_limit');
+      expect(ofType(events, 'notice').map((n) => n.code)).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached', 'duplicate_tool_call']);
+      expect(trace.ofType('duplicate_tool_call').map((r) => [r.details!.callId, r.details!.strikes])).toEqual([['x1', 1], ['x2', 2], ['x3', 2]]);
+      expect(trace.ofType('orchestration_notice')).toHaveLength(1);
+      expect(toolMessages(llm.requests[2].messages).map((m) => m.toolCallId)).toEqual(['call_0_read_file', 'x1', 'x2', 'x3', 'new']);
+    });
+
+    it('counts refused repeats and a rerun tool\'s repeated results on the one strike counter', async () => {
+      const status: Exec = () => ({ output: { job: 'build-7', state: 'pending' } });
+      const { ctx, llm, executions, trace } = setup(
+        [toolTurn('job_status', '{"n":7}'), toolTurn('job_status', '{ "n": 7 }'), toolTurn('read_file', '{"path":"a.md"}'), toolTurn('read_file', '{"path": "a.md"}'), answer('Still pending.')],
+        { budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 2, maxIterations: 10 } },
+        { job_status: { exec: status, repeat: 'rerun' } },
+      );
+      const events = await collect(strategy.execute(ctx));
+      // the rerun tool ran twice (same result: strike 1), the refused repeat was strike 2
+      expect(executions.map((e) => e.name)).toEqual(['job_status', 'job_status', 'read_file']);
+      expect(llm.calls).toBe(5);
+      expect(doneOf(events).stopReason).toBe('duplicate_limit');
+      expect(trace.ofType('duplicate_tool_call').map((r) => [r.details!.policy, r.details!.sameResult, r.details!.strikes])).toEqual([
+        ['rerun', true, 1],
+        ['refuse', null, 2],
+      ]);
+      expect(trace.ofType('duplicate_tool_call')[0].details).toMatchObject({ firstPhaseIndex: 2, phaseIndex: 4, limit: 2 });
+    });
+
+    it('runs two identical calls of one response once, answering both, without a strike', async () => {
       const twice = [...callTool(0, 'read_file', '{"path":"a.md"}', 1_000_000, 'first'), ...callTool(1, 'read_file', '{"path":"a.md"}', 1_000_000, 'second'), finish('tool_calls')];
-      const { ctx, llm, executions, trace } = setup([twice, answer('ok')]);
-      await collect(strategy.execute(ctx));
+      const { ctx, llm, executions, trace } = setup([twice, answer('ok')], { budgets: { maxPhaseCycles: 3, maxDuplicateAttempts: 1, maxIterations: 10 } });
+      const events = await collect(strategy.execute(ctx));
       expect(executions).toHaveLength(1);
       expect(trace.ofType('duplicate_tool_call')).toHaveLength(1);
+      expect(trace.ofType('duplicate_tool_call')[0].details).toMatchObject({ callId: 'second', firstCallId: 'first', answeredFromEarlierResult: true });
       const tools = toolMessages(llm.requests[1].messages);
       expect(tools.map((m) => m.toolCallId)).toEqual(['first', 'second']);
       expect(JSON.parse(tools[1].content!)).toMatchObject({ duplicate_of: 'first', result: { content: 'contents of a.md' } });
+      // the model had not seen that result yet: not a loop, so even a limit of 1 is not reached
+      expect(doneOf(events).stopReason).toBe('final_answer');
     });
 
     it('passes tool errors back to the model as is_error tool messages, and the model answers', async () => {

@@ -11,14 +11,16 @@ import { SourcesCollector } from './unified.sources';
 import { runToolStep, stepMessages, type ExecutedCall } from './unified.tool-step';
 import { offeredTools, phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
-import { NOTICES } from '../two-stage/two-stage.budgets';
 import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
 
 /** The instruction of the final, tool-free model call, by why the loop stopped. */
 const FINAL_ANSWER_INSTRUCTION = {
   max_iterations: 'The tool-call budget of this turn is used up. Do not call any tools. Write your final answer to the user now, using the tool results above.',
-  duplicate_limit: 'Tool calls kept returning the same result. Do not call any tools. Write your final answer to the user now, using the tool results above.',
+  duplicate_limit: 'Tool calls were repeated too often. Do not call any tools. Write your final answer to the user now, using the tool results above.',
 } as const;
+
+/** Why the loop stopped before the model answered by itself. */
+type FinalReason = keyof typeof FINAL_ANSWER_INSTRUCTION;
 
 /** How long the system prompt waits for the project's knowledge modules before going without them. */
 export const MODULES_TIMEOUT_MS = 2_000;
@@ -39,7 +41,7 @@ interface TurnState {
   steps: StepMessages[];
   executed: Map<string, ExecutedCall>;
   sources: SourcesCollector;
-  /** rerun tools that returned the same result again (loop strikes) */
+  /** loop strikes (ToolCallGuard): refused repeats, and rerun tools that returned the same result again */
   duplicateStrikes: number;
   /** some answer text was streamed: the next step's text starts after a paragraph break */
   wrote: boolean;
@@ -67,12 +69,15 @@ interface TurnSetup {
  * **Agentic loop.** Each model step is an `action_phase` that streams the model with every
  * available tool (`toolChoice: auto`, `disableReasoning: true`). A response without calls is
  * the answer. A response with calls closes its action phase and opens a `tool_phase` that runs
- * all of them (see `runToolStep`: concurrently, bound 4, progress as it happens, duplicates
- * answered from the earlier result, invalid calls answered with the schema); the assistant
+ * all of them (see `runToolStep`: concurrently, bound 4, progress as it happens, repeats of
+ * earlier calls refused as on two-stage, invalid calls answered with the schema); the assistant
  * message and one `tool` message per call (with its `tool_call_id`, in call order) join the
  * conversation before the next model call. After `budgets.maxIterations` model calls, a
  * response that still calls tools is the last one: its calls are NOT run and get no tool
  * messages (nor a `tool_calls` event), the text it streamed stands, `stopReason: max_iterations`.
+ * The loop rule is two-stage's (the ToolCallGuard): each refused repeat, and each `rerun` result
+ * that repeats, is a strike; after the step whose strikes reach `budgets.maxDuplicateAttempts`
+ * one tool-free call writes the answer, `stopReason: duplicate_limit`.
  * `tool_calls` (arguments redacted) comes after an action phase's end edge, before its tool
  * phase opens, as in two-stage.
  *
@@ -144,11 +149,11 @@ export class UnifiedStrategy implements ProtocolStrategy {
    * tools, writes the answer from what the tools returned — as two-stage's forced final answer.
    * `stopReason` still says why the loop stopped.
    */
-  private async *finalAnswer(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why: 'max_iterations' | 'duplicate_limit'): AsyncGenerator<ProtocolEvent, void, undefined> {
+  private async *finalAnswer(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why: FinalReason): AsyncGenerator<ProtocolEvent, void, undefined> {
     if (ctx.signal.aborted) return yield* this.finish(ctx, s, 'cancelled');
     // the tool-free call keeps the last step's prompt, so it reads the tool results against the same guidance
     const system = `${t.systemFor(s.lastOffered ?? t.specs)}\n\n${FINAL_ANSWER_INSTRUCTION[why]}`;
-    const stream = yield* this.startStep(ctx, s, { ...t, systemFor: () => system, specs: [] }, true);
+    const stream = yield* this.startStep(ctx, s, { ...t, systemFor: () => system, specs: [] }, why);
     const res = yield* stream.step();
     addUsage(s.usage, res.usage);
     if (res.text.length > 0) s.wrote = true;
@@ -165,7 +170,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
   }
 
   /** Opens a model step: builds the request inside the context budget and starts the stream. */
-  private *startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, final = false): Generator<ProtocolEvent, ModelStream, undefined> {
+  private *startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason): Generator<ProtocolEvent, ModelStream, undefined> {
+    const final = why !== undefined;
     s.phaseIndex += 1;
     s.modelSteps += 1;
     yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
@@ -180,7 +186,8 @@ export class UnifiedStrategy implements ProtocolStrategy {
       messages: messages.length,
       tools: offered.map((x) => x.name),
       toolChoice: final ? 'none' : 'auto',
-      ...(final ? { forced: true } : {}),
+      // which budget forced it, as two-stage traces it (metrics and spans read it)
+      ...(final ? { forced: why } : {}),
       temperature: temperatureFor(ctx.mode),
       maxTokens: t.budget.maxResponseTokens,
       ...report,
@@ -255,27 +262,17 @@ export class UnifiedStrategy implements ProtocolStrategy {
     const phaseIndex = s.phaseIndex;
     yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
 
-    const outcomes = yield* runToolStep(ctx, s.cycleIndex, res.calls, res.invalid, s.executed, specs);
+    const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, s.executed, specs, s);
     for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
     if (ctx.signal.aborted) {
       yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
       return false;
     }
     s.steps.push(stepMessages(res.text, res.calls, res.invalid, outcomes));
-    const guard = new ToolCallGuard(ctx);
-    let spent = false;
-    for (const o of outcomes) {
-      if (o.sameResult !== true || spent) continue;
-      spent = guard.strike(s);
-      yield guard.sameResultNotice(o.name, s.duplicateStrikes);
-    }
-    if (spent) {
-      traceStep(ctx, 'orchestration_notice', { code: 'duplicate_limit_reached', strikes: s.duplicateStrikes });
-      yield { type: 'notice', code: 'duplicate_limit_reached', message: NOTICES.duplicateLimit(ctx.budgets.maxDuplicateAttempts) };
-    }
-    const allOk = outcomes.every((o) => o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError);
+    // a refused repeat is no tool error: the call was not run, and the model was told why
+    const allOk = outcomes.every((o) => o.kind === 'refused' || (o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError));
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
-    return spent;
+    return new ToolCallGuard(ctx).spent(s);
   }
 
   /** The direct path: retrieval, sources, one tool-free answer with the excerpts in the system prompt. */

@@ -5,10 +5,10 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
 import { toolErrorStage, toolFinishedEvent } from '../../protocol-steps.util';
-import { invalidName, ToolCallGuard } from '../../tool-call-guard';
+import { invalidName, ToolCallGuard, type Strikes } from '../../tool-call-guard';
 import { argumentPolicyOf } from '../../untrusted-output';
 import type { StepMessages } from './unified.budget';
-import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessageContent } from './unified.messages';
+import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
 /**
  * How many calls of one step run at the same time. A model rarely emits more than a handful
@@ -17,12 +17,14 @@ import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, toolMessag
  */
 export const TOOL_CONCURRENCY = 4;
 
-/** A call that ran in this turn: later identical calls are answered from it. */
+/** A call that ran in this turn: a later identical call is refused (or, a `rerun` tool's, compared with it). */
 export interface ExecutedCall {
   callId: string;
   name: string;
   /** the tool step (cycleIndex) it ran in */
   step: number;
+  /** the tool phase it ran in */
+  phaseIndex: number;
   /** settles once the call has run (never rejects) */
   result: Promise<ToolRunResult>;
 }
@@ -31,16 +33,22 @@ export interface ExecutedCall {
 export interface CallOutcome {
   callId: string;
   name: string;
-  kind: 'ran' | 'duplicate' | 'invalid';
+  /** `duplicate`: the same call twice in one response, answered from the one run; `refused`: a repeat of an earlier step's call */
+  kind: 'ran' | 'duplicate' | 'refused' | 'invalid';
   content: string;
   result?: ToolRunResult;
-  /** a `rerun` tool's repeat: whether it returned the same result as its signature's previous run (a loop strike) */
-  sameResult?: boolean;
+}
+
+/** Where a tool step is in the turn: its number (cycleIndex) and its tool phase. */
+export interface StepPosition {
+  step: number;
+  phaseIndex: number;
 }
 
 type Planned =
   | { kind: 'run'; index: number; call: CompletedToolCall; entry: ExecutedCall; settle: (r: ToolRunResult) => void; rerun?: { digest: string; previous: ExecutedCall } }
   | { kind: 'duplicate'; index: number; call: CompletedToolCall; digest: string; earlier: ExecutedCall }
+  | { kind: 'refused'; index: number; call: CompletedToolCall; digest: string; earlier: ExecutedCall }
   | { kind: 'invalid'; index: number; bad: InvalidToolCall };
 
 /**
@@ -48,31 +56,38 @@ type Planned =
  * - valid calls run through `ctx.tools.run`, at most {@link TOOL_CONCURRENCY} at a time; each
  *   yields `tool_progress` calling → (its own `tool_phase` stages) → completed|failed AS IT
  *   HAPPENS: concurrent tools push into one queue that this generator drains;
- * - a call whose canonical signature already ran in this turn (an earlier step, or earlier in
- *   this very response) is not run: it is answered with that call's result, traced as
- *   `duplicate_tool_call`, and shown as a `duplicate_tool_call` notice plus a `refused`
- *   progress event;
+ * - a call whose canonical signature already ran in an earlier step of this turn is refused by
+ *   the ToolCallGuard as on two-stage (unless its tool's repeat policy is `rerun`): not run, a
+ *   strike against `maxDuplicateAttempts`, traced as `duplicate_tool_call`, shown as a `refused`
+ *   progress event and a `duplicate_tool_call` notice; its tool message says so and points at
+ *   the earlier call, whose result the model already has (it is not sent again);
+ * - the same call twice in one response runs once: the second is answered from that run (the
+ *   model has not seen the result yet), traced and shown as a duplicate, not a strike;
+ * - a `rerun` tool's repeat runs again; the same result as before is a strike (the guard's verdict);
  * - a call without a name or with arguments that are not a JSON object is never run: its tool
  *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice).
  *
- * Returns one outcome per call in call order (index order), so tool messages follow the
- * order of the calls whatever order the tools finished in.
+ * Strikes are counted on `strikes` (the turn's state); the caller stops the loop once the guard
+ * says the budget is spent. Returns one outcome per call in call order (index order), so tool
+ * messages follow the order of the calls whatever order the tools finished in.
  */
 export async function* runToolStep(
   ctx: ProtocolExecutionContext,
-  step: number,
+  at: StepPosition,
   calls: CompletedToolCall[],
   invalid: InvalidToolCall[],
   executed: Map<string, ExecutedCall>,
   specs: LlmToolSpec[],
+  strikes: Strikes,
 ): AsyncGenerator<ProtocolEvent, CallOutcome[], undefined> {
   const queue = new AsyncEventQueue<ProtocolEvent>();
   const guard = new ToolCallGuard(ctx);
-  const planned = plan(guard, step, calls, invalid, executed);
+  const planned = plan(guard, at, calls, invalid, executed);
 
-  // refusals are known at once: shown before anything runs
+  // refusals are known at once: shown (and counted) before anything runs
   for (const p of planned) {
-    if (p.kind === 'duplicate') yield* refuseDuplicate(guard, p.call, p.digest, p.earlier, step);
+    if (p.kind === 'refused') yield* guard.refuseRepeat(strikes, p.call, p.digest, p.earlier);
+    if (p.kind === 'duplicate') yield* answerTwin(guard, p.call, p.digest, p.earlier);
     if (p.kind === 'invalid') yield* refuseInvalid(guard, p.bad);
   }
 
@@ -93,9 +108,11 @@ export async function* runToolStep(
     switch (p.kind) {
       case 'run': {
         const result = await p.entry.result;
-        const sameResult = p.rerun ? (await p.rerun.previous.result).outputText === result.outputText : undefined;
-        if (p.rerun) guard.traceDuplicate(p.call, p.rerun.digest, { policy: 'rerun', sameResult: sameResult! }, { firstCallId: p.rerun.previous.callId, firstStep: p.rerun.previous.step, step });
-        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result), ...(p.rerun ? { sameResult } : {}) });
+        if (p.rerun) {
+          const sameResult = (await p.rerun.previous.result).outputText === result.outputText;
+          yield* guard.rerunVerdict(strikes, p.call, p.rerun.digest, sameResult, { firstPhaseIndex: p.rerun.previous.phaseIndex, phaseIndex: at.phaseIndex });
+        }
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result) });
         break;
       }
       case 'duplicate': {
@@ -103,6 +120,9 @@ export async function* runToolStep(
         outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'duplicate', result, content: toolMessageContent(p.call.name, result, p.earlier.callId) });
         break;
       }
+      case 'refused':
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'refused', content: refusedRepeatContent(p.call.name, p.earlier.callId) });
+        break;
       case 'invalid': {
         const schema = specs.find((s) => s.name === p.bad.name)?.parameters;
         outcomes.push({
@@ -130,21 +150,24 @@ export function stepMessages(text: string, calls: CompletedToolCall[], invalid: 
   };
 }
 
-function plan(guard: ToolCallGuard, step: number, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
+function plan(guard: ToolCallGuard, at: StepPosition, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
   const out: Planned[] = [];
   for (const call of calls) {
     const sig = guard.signature(call);
-    const signature = sig?.canonical ?? null;
-    const earlier = signature === null ? undefined : executed.get(signature);
-    // a rerun tool runs again in a later step; the same call twice in one response is still one call
-    const rerun = earlier && earlier.step !== step && guard.policy(call.name) === 'rerun';
-    if (earlier && !rerun) {
+    const earlier = sig === null ? undefined : executed.get(sig.canonical);
+    if (earlier && earlier.step === at.step) {
+      // the same call twice in one response is still one call
       out.push({ kind: 'duplicate', index: call.index, call, digest: sig!.digest, earlier });
       continue;
     }
+    const rerun = earlier && guard.policy(call.name) === 'rerun';
+    if (earlier && !rerun) {
+      out.push({ kind: 'refused', index: call.index, call, digest: sig!.digest, earlier });
+      continue;
+    }
     let settle!: (r: ToolRunResult) => void;
-    const entry: ExecutedCall = { callId: call.id, name: call.name, step, result: new Promise<ToolRunResult>((resolve) => (settle = resolve)) };
-    if (signature !== null) executed.set(signature, entry);
+    const entry: ExecutedCall = { callId: call.id, name: call.name, step: at.step, phaseIndex: at.phaseIndex, result: new Promise<ToolRunResult>((resolve) => (settle = resolve)) };
+    if (sig !== null) executed.set(sig.canonical, entry);
     out.push({ kind: 'run', index: call.index, call, entry, settle, ...(rerun ? { rerun: { digest: sig!.digest, previous: earlier } } : {}) });
   }
   for (const bad of invalid) out.push({ kind: 'invalid', index: bad.index, bad });
@@ -178,14 +201,15 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
   return result;
 }
 
-function* refuseDuplicate(guard: ToolCallGuard, call: CompletedToolCall, digest: string, earlier: ExecutedCall, step: number): Generator<ProtocolEvent, void, undefined> {
-  guard.traceDuplicate(call, digest, { policy: 'refuse', sameResult: null }, { firstCallId: earlier.callId, firstStep: earlier.step, step, answeredFromEarlierResult: true });
+/** The second of two identical calls in one response: answered from the first one's run, not a strike. */
+function* answerTwin(guard: ToolCallGuard, call: CompletedToolCall, digest: string, twin: ExecutedCall): Generator<ProtocolEvent, void, undefined> {
+  guard.traceDuplicate(call, digest, { policy: 'refuse', sameResult: null }, { firstPhaseIndex: twin.phaseIndex, firstCallId: twin.callId, answeredFromEarlierResult: true });
+  yield guard.refused(call);
   yield {
     type: 'notice',
     code: 'duplicate_tool_call',
-    message: `Duplicate tool call detected: ${call.name} with the same arguments already ran in this turn (call ${earlier.callId}); its result was reused.`,
+    message: `Duplicate tool call detected: ${call.name} with the same arguments twice in one response (call ${twin.callId}); it ran once and both calls get its result.`,
   };
-  yield guard.refused(call);
 }
 
 function* refuseInvalid(guard: ToolCallGuard, bad: InvalidToolCall): Generator<ProtocolEvent, void, undefined> {
