@@ -16,6 +16,7 @@ import { LoggingModule } from './observability/logging';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { ApiKeyGuard } from './common/auth/api-key.guard';
 import { ProjectScopeGuard } from './common/auth/project-scope.guard';
+import { RequestBodyGuard } from './common/body/request-body.guard';
 import { AdminModule } from './admin/admin.module';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { KeyThrottlerGuard } from './common/limits/key-throttler.guard';
@@ -49,6 +50,9 @@ export class AppModule {
     },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
+    // after the key guard, so a caller without a valid key gets 401 whatever its body; before the
+    // guards that read the body (project scope, turn limits)
+    { provide: APP_GUARD, useClass: RequestBodyGuard },
     // after the key guard: it reads the principal the key guard sets
     { provide: APP_GUARD, useClass: ProjectScopeGuard },
     { provide: APP_GUARD, useClass: KeyThrottlerGuard },

@@ -10,6 +10,6 @@ import { ToolsModule } from '../tools/tools.module';
   imports: [ToolsModule],
   controllers: [ApiKeysController, McpToolsController],
   providers: [ApiKeysService, { provide: KEY_RESOLVER, useExisting: ApiKeysService }],
-  exports: [KEY_RESOLVER],
+  exports: [KEY_RESOLVER, ApiKeysService],
 })
 export class AdminModule {}

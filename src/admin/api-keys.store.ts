@@ -69,6 +69,11 @@ export class ApiKeysStore {
   async anyKeys(): Promise<boolean> {
     return ((await this.ds.query('SELECT 1 FROM api_keys LIMIT 1')) as unknown[]).length > 0;
   }
+
+  /** Whether any key would be accepted now (neither revoked nor expired). */
+  async anyValidKeys(): Promise<boolean> {
+    return ((await this.ds.query('SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) LIMIT 1')) as unknown[]).length > 0;
+  }
 }
 
 export function hashKey(key: string): string {

@@ -181,6 +181,13 @@ export class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @IsString()
   FETCH_ALLOW_HOSTS?: string;
 
+  /**
+   * Extension: largest request body in bytes (a 413 names this setting past it). The default holds
+   * 32,000 characters of content at up to 4 bytes each, plus the rest of the body.
+   */
+  @Transform(toInt) @IsInt() @Min(1024) @Max(67_108_864)
+  MAX_BODY_BYTES = 262_144;
+
   /** Extension: default per-tool timeout. */
   @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
   TOOL_TIMEOUT_MS = 30_000;

@@ -8,6 +8,7 @@ import { DatabaseInfo } from '../database/database-info';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
 import { LlmModels } from '../llm/llm-models';
 import { TraceWriterService } from '../trace/trace-writer.service';
+import { ApiKeysService } from '../admin/api-keys.service';
 
 export class HealthDto {
   @ApiProperty({ enum: ['ok', 'degraded'] }) status: 'ok' | 'degraded';
@@ -15,6 +16,12 @@ export class HealthDto {
   @ApiProperty({ example: { provider: 'replay', model: 'replay', replay: true } }) llm: { provider: string; model: string; replay: boolean };
   @ApiProperty({ example: { status: 'ok', queued: 0, dropped: 0 }, description: 'trace writer: `behind` past half its queue, `dropping` once an event could not be stored' })
   trace: { status: 'ok' | 'behind' | 'dropping'; queued: number; dropped: number };
+  @ApiProperty({
+    example: { status: 'keys' },
+    description:
+      'added (issue 30): `local` (no key configured: every request has full access), `keys` (keys required, at least one valid), `no_valid_key` (keys required but every database key is revoked or expired and API_KEYS is unset: every keyed route is 401; `message` says how to recover; makes `status` degraded), `unknown` (the database could not be asked)',
+  })
+  auth: { status: 'local' | 'keys' | 'no_valid_key' | 'unknown'; message?: string };
 }
 
 export class ModelInfoDto {
@@ -47,6 +54,7 @@ export class HealthController {
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
     private readonly traceWriter: TraceWriterService,
     private readonly models: LlmModels,
+    private readonly keys: ApiKeysService,
   ) {}
 
   @Get('health')
@@ -63,7 +71,9 @@ export class HealthController {
     }
     const llm = { provider: this.llm.provider, model: this.llm.model, replay: this.llm.provider === 'replay' };
     const trace = this.traceWriter.health;
-    return { status: db.status === 'up' && trace.status === 'ok' ? 'ok' : 'degraded', db, llm, trace };
+    const auth: HealthDto['auth'] = db.status === 'up' ? await this.keys.authStatus().catch(() => ({ status: 'unknown' as const })) : { status: 'unknown' };
+    const ok = db.status === 'up' && trace.status === 'ok' && auth.status !== 'no_valid_key';
+    return { status: ok ? 'ok' : 'degraded', db, llm, trace, auth };
   }
 
   @Get('config/capabilities')

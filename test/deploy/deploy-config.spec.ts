@@ -2,9 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
+import { parse as parseDotenv } from 'dotenv';
 import { EnvironmentVariables, validateEnv } from '../../src/config/env.schema';
 import { composeErrors } from './compose-schema';
-import { dockerignore, exists, interpolate, interpolateTree, readDockerfile, readEnvFile, readYaml, ROOT } from './deploy-files';
+import { loadMcpConfig, resolveMcpConfigSource } from '../../src/tools/mcp/mcp-config';
+import { containerEnv, dockerignore, exists, interpolate, interpolateTree, readDockerfile, readEnvFile, readYaml, repositoryFile, ROOT, type EnvService } from './deploy-files';
 
 /**
  * The compose stack, the Dockerfile and the configs under deploy/ as Docker would read them (no
@@ -18,6 +20,7 @@ type Service = {
   profiles?: string[];
   restart?: string;
   environment?: Record<string, string>;
+  env_file?: EnvService['env_file'];
   entrypoint?: string[];
   depends_on?: Record<string, { condition?: string; required?: boolean }>;
   volumes?: string[];
@@ -30,10 +33,13 @@ const services = compose.services;
 const inProfile = (name: string) => services[name]?.profiles ?? [];
 const hostOf = (url: string) => new URL(url);
 
-/** Orion's environment in the compose stack when started with these env files. */
+/**
+ * Orion's environment in the compose stack when started with these --env-file files and no .env
+ * (a developer's own .env in the checkout is never read).
+ */
 function appEnv(...envFiles: string[]): Record<string, string> {
   const shell = Object.assign({}, ...envFiles.map(readEnvFile)) as Record<string, string>;
-  return Object.fromEntries(Object.entries(services.app.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), shell)]));
+  return containerEnv(services.app, shell, (path) => (path === '.env' ? undefined : repositoryFile(path)));
 }
 
 /** Names of every variable Orion's configuration declares. */
@@ -86,7 +92,7 @@ describe('docker-compose.yml', () => {
 
   it('mounts only files that exist in the repository, and declares every named volume', () => {
     for (const [name, s] of Object.entries(services)) {
-      for (const v of s.volumes ?? []) {
+      for (const v of interpolateTree(s.volumes ?? [], {})) {
         const source = v.split(':')[0];
         if (source.startsWith('./')) {
           if (source !== './workspace') expect([name, source, exists(source)]).toEqual([name, source, true]);
@@ -134,6 +140,92 @@ describe('docker-compose.yml', () => {
     expect(collector.service.pipelines.traces.receivers).toContain('otlp');
     const mount = services['otel-collector'].volumes!.find((v) => v.startsWith('./deploy/otel-collector/config.yaml:'))!;
     expect(services['otel-collector'].command).toContain(`--config=${mount.split(':')[1]}`);
+  });
+});
+
+/**
+ * Orion's settings under compose (issue #30): `.env` reaches Orion whole, without it Orion has the
+ * defaults `npm start` has, and the compose file sets only what the stack itself decides.
+ */
+describe('Orion settings under docker compose', () => {
+  /** What the compose file sets whatever .env says: the container's port and folders, the stack's services. */
+  const STACK_OWN: Record<string, string> = {
+    PORT: '3000',
+    DATA_DIR: '/data',
+    WORKSPACE_ROOT: '/workspace',
+    DATABASE_URL: 'postgres://orion:orion@db:5432/orion',
+    SEARXNG_URL: 'http://searxng:8080',
+    MCP_CONFIG: '/config/mcp.json',
+  };
+  /** A .env that sets every variable Orion's configuration declares, each to a value of its own. */
+  const sampleDotEnv = (names: Iterable<string>) => [...names].map((n) => `${n}=sample-${n.toLowerCase()}`).join('\n');
+  const sampleValue = (name: string) => `sample-${name.toLowerCase()}`;
+  /**
+   * `docker compose up` with this .env in the project folder: Compose reads it for interpolation
+   * and, through env_file, for the container.
+   */
+  const render = (app: Service, dotEnv: string | undefined) =>
+    containerEnv(app, dotEnv === undefined ? {} : parseDotenv(dotEnv), (path) => (path === '.env' ? dotEnv : repositoryFile(path)));
+  /** The variables of Orion's configuration whose value in .env does not reach Orion under this app service. */
+  const dropped = (app: Service): string[] => {
+    const env = render(app, sampleDotEnv(orionVariables));
+    return [...orionVariables].filter((n) => !(n in STACK_OWN) && env[n] !== sampleValue(n)).sort();
+  };
+
+  it('finds every variable of the configuration (a guard on the check itself)', () => {
+    expect(orionVariables.size).toBeGreaterThan(40);
+    for (const n of ['LLM_MODELS', 'LLM_CONTEXT_WINDOW', 'RATE_LIMIT_PER_MINUTE', 'LOG_FORMAT', 'MCP_CONFIG', 'MAX_BODY_BYTES']) expect([n, orionVariables.has(n)]).toEqual([n, true]);
+  });
+
+  it('passes every variable of .env to Orion, except what the stack sets itself', () => {
+    expect(dropped(services.app)).toEqual([]);
+    const env = render(services.app, sampleDotEnv(orionVariables));
+    for (const [name, value] of Object.entries(STACK_OWN)) expect([name, env[name]]).toEqual([name, value]);
+  });
+
+  it('passes on variables of .env outside the configuration too (the ${VAR} of an MCP configuration)', () => {
+    expect(render(services.app, 'GITHUB_TOKEN=ghp_sample').GITHUB_TOKEN).toBe('ghp_sample');
+  });
+
+  it('fails when a variable is dropped: no env_file, or one emptied or fixed in environment', () => {
+    const { env_file: _none, ...withoutEnvFile } = services.app;
+    expect(dropped(withoutEnvFile)).toEqual(expect.arrayContaining(['LLM_MODELS', 'LLM_CONTEXT_WINDOW', 'RATE_LIMIT_PER_MINUTE', 'LOG_FORMAT']));
+    expect(dropped({ ...services.app, environment: { ...services.app.environment, LOG_FORMAT: '' } })).toEqual(['LOG_FORMAT']);
+    expect(dropped({ ...services.app, environment: { ...services.app.environment, TWO_STAGE_ENABLED: '${TWO_STAGE_ENABLED:-true}', API_KEYS: 'fixed' } })).toEqual(['API_KEYS']);
+  });
+
+  it('without .env, Orion has the defaults npm start has (TWO_STAGE_ENABLED off included), the stack\'s own settings aside', () => {
+    const underCompose = validateEnv(render(services.app, undefined)) as unknown as Record<string, unknown>;
+    const underNpmStart = validateEnv({}) as unknown as Record<string, unknown>;
+    const differing = [...orionVariables].filter((n) => JSON.stringify(underCompose[n]) !== JSON.stringify(underNpmStart[n]));
+    const stackOwn = validateEnv(STACK_OWN) as unknown as Record<string, unknown>;
+    expect(differing.sort()).toEqual(Object.keys(STACK_OWN).filter((n) => JSON.stringify(underNpmStart[n]) !== JSON.stringify(stackOwn[n])).sort());
+    expect(underCompose.TWO_STAGE_ENABLED).toBe(false);
+  });
+
+  it('a variable set in the shell still reaches Orion for the ones the compose file passes on (API_KEYS, LLM_*)', () => {
+    const env = containerEnv(services.app, { API_KEYS: 'from-shell', LLM_MODEL: 'shell-model' }, () => undefined);
+    expect([env.API_KEYS, env.LLM_MODEL]).toEqual(['from-shell', 'shell-model']);
+  });
+
+  describe('the MCP configuration', () => {
+    const mount = (dotEnv: string | undefined) => {
+      const volumes = interpolateTree(services.app.volumes ?? [], dotEnv === undefined ? {} : parseDotenv(dotEnv));
+      const entry = volumes.find((v) => v.split(':')[1] === STACK_OWN.MCP_CONFIG);
+      return entry?.split(':')[0];
+    };
+
+    it('is the host file MCP_CONFIG names in .env (the line npm start reads), mounted read-only where Orion reads it', () => {
+      expect(mount('MCP_CONFIG=./mcp.json')).toBe('./mcp.json');
+      expect(services.app.volumes).toContain('${MCP_CONFIG:-./deploy/mcp.json}:/config/mcp.json:ro');
+      expect(render(services.app, 'MCP_CONFIG=./mcp.json').MCP_CONFIG).toBe('/config/mcp.json');
+    });
+
+    it('without MCP_CONFIG is deploy/mcp.json, a valid configuration with no server', () => {
+      const source = mount(undefined)!;
+      expect(source).toBe('./deploy/mcp.json');
+      expect(loadMcpConfig(resolveMcpConfigSource(source, ROOT))).toEqual([]);
+    });
   });
 });
 

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
 import { load } from 'js-yaml';
 
 /** Reading the deployment files of the repository the way Docker and Compose read them. */
@@ -40,6 +41,47 @@ export function interpolateTree<T>(node: T, env: Record<string, string>): T {
   if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, interpolateTree(v, env)])) as T;
   return node;
 }
+
+/** A service's `env_file` and `environment` as the compose file may write them. */
+export interface EnvService {
+  env_file?: string | Array<string | { path: string; required?: boolean }>;
+  environment?: Record<string, string | number | boolean | null> | string[];
+}
+
+/**
+ * The environment a service's container starts with, as Compose builds it without a Docker engine
+ * (no `docker compose` here to render it; the rules are Compose's documented ones, see
+ * docs.docker.com/compose/how-tos/environment-variables/envvars-precedence/): the `env_file`
+ * entries in order, a later file winning, one with `required: false` skipped when missing (`files`
+ * gives a file's text, undefined when it does not exist), each parsed as a dotenv file; then
+ * `environment`, interpolated from `interpolation` (the shell and `.env`, or the --env-file
+ * files), which wins over every env file. The image's own ENV is not included.
+ */
+export function containerEnv(service: EnvService, interpolation: Record<string, string>, files: (path: string) => string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  const entries = service.env_file === undefined ? [] : Array.isArray(service.env_file) ? service.env_file : [service.env_file];
+  for (const entry of entries) {
+    const { path, required = true } = typeof entry === 'string' ? { path: entry } : entry;
+    const text = files(path);
+    if (text === undefined) {
+      if (required) throw new Error(`env file ${path} not found`);
+      continue;
+    }
+    Object.assign(out, parseDotenv(text));
+  }
+  const environment = Array.isArray(service.environment)
+    ? Object.fromEntries(service.environment.map((e) => [e.split('=')[0], e.includes('=') ? e.slice(e.indexOf('=') + 1) : null]))
+    : (service.environment ?? {});
+  for (const [key, value] of Object.entries(environment)) {
+    // a bare name takes the interpolation environment's value; this file does not use that form
+    if (value === null) throw new Error(`environment ${key} has no value: Compose versions disagree on whether an env_file value survives it`);
+    out[key] = interpolate(String(value), interpolation);
+  }
+  return out;
+}
+
+/** A file of the repository as `containerEnv` reads env files: its text, or undefined when it does not exist. */
+export const repositoryFile = (path: string): string | undefined => (exists(path) ? readFileSync(join(ROOT, path), 'utf8') : undefined);
 
 export interface DockerInstruction {
   stage: number;

@@ -205,8 +205,7 @@ describe('POST /api/orchestration/execute', () => {
   });
 
   it.each([
-    [{ userInput: 'x' }, /mode must be one of: Classic, NarrowTopK/],
-    [{ userInput: 'x', mode: 'Hybrid' }, /mode must be one of/],
+    [{ userInput: 'x' }, /mode is required: one of Classic, NarrowTopK/],
     [{ userInput: '', mode: 'Classic' }, /userInput must not be empty/],
     [{ userInput: 'x', mode: 'Classic', options: { maxCalls: 0 } }, /maxCalls must not be less than 1/],
     [{ userInput: 'x', mode: 'NarrowTopK', options: { minScoreThreshold: 2 } }, /minScoreThreshold must not be greater than 1/],
@@ -216,6 +215,16 @@ describe('POST /api/orchestration/execute', () => {
     const res = await post(body);
     expect(res.status).toBe(400);
     expect([res.body.message].flat().join('; ')).toMatch(message);
+    expect(llm.chatRequests).toHaveLength(0);
+  });
+
+  it.each(['/api/orchestration/execute', '/api/orchestration/execute/stream'])('answers an unknown mode on %s with 400 unknown_mode naming the modes, before any model call', async (route) => {
+    const res = await fetch(`${t.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userInput: 'x', mode: 'Hybrid' }) });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    const body = await res.json();
+    expect(body).toMatchObject({ statusCode: 400, error: 'unknown_mode' });
+    expect(body.message).toMatch(/Hybrid.*Classic or NarrowTopK/);
     expect(llm.chatRequests).toHaveLength(0);
   });
 

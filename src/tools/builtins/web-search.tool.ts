@@ -26,6 +26,9 @@ import {
  * result page many times over (a typical answer is 20–60 KB). */
 export const WEB_SEARCH_DEFAULTS = { timeoutMs: 10_000, maxBytes: 1024 * 1024, snippetChars: 500 } as const;
 
+/** Why web_search cannot run without a backend, and what to set: in listings, refusals and /search. */
+const UNCONFIGURED = 'not configured: no SearXNG instance (set SEARXNG_URL)';
+
 export interface WebSearchToolOptions {
   /** base URL of the SearXNG instance; unset: the tool is registered but unavailable */
   searxngUrl?: string;
@@ -91,6 +94,10 @@ export class WebSearchTool implements ToolDefinition {
     return !!this.searxngUrl;
   }
 
+  unavailableReason(): string | undefined {
+    return this.searxngUrl ? undefined : UNCONFIGURED;
+  }
+
   async onModuleDestroy(): Promise<void> {
     // Nest may call this once per module that lists the tool; a second close() would throw
     this.closing ??= this.dispatcher.close();
@@ -98,7 +105,7 @@ export class WebSearchTool implements ToolDefinition {
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
-    if (!this.searxngUrl) throw new ToolFailure('unavailable', 'web_search is not configured (set SEARXNG_URL)');
+    if (!this.searxngUrl) throw new ToolFailure('unavailable', `web_search is ${UNCONFIGURED}`);
     const query = String(args.query ?? '').trim();
     if (!query) throw new ToolFailure('validation_error', 'query must not be empty');
     const maxResults = typeof args.maxResults === 'number' ? args.maxResults : 5;

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../../common/workspace/project-id';
 import { TOOL_MODES, type ToolMode } from '../tool-calls-result';
 import { SUPPORTED_LOCALE } from '../tool-mode.prompts';
@@ -38,7 +38,8 @@ export class ExecuteToolsDto {
   projectId?: string;
 
   @ApiProperty({ enum: TOOL_MODES, description: 'required; never switched' })
-  @IsIn(TOOL_MODES as unknown as string[], { message: `mode must be one of: ${TOOL_MODES.join(', ')}` })
+  // only its presence here: an unknown name is OrchestrationService's `unknown_mode`, the code the API documents
+  @IsString({ message: `mode is required: one of ${TOOL_MODES.join(', ')}` })
   mode: ToolMode;
 
   @ApiPropertyOptional({ type: ExecuteToolsOptionsDto })
