@@ -104,6 +104,11 @@ export class ToolCallAccumulator {
     return [...this.invalidCalls].sort((a, b) => a.index - b.index);
   }
 
+  /** Number of calls that reached their boundary unusable (cheaper than `invalid.length`). */
+  get invalidCount(): number {
+    return this.invalidCalls.length;
+  }
+
   /** Number of calls still waiting for their boundary. */
   get pendingCount(): number {
     return this.slots.filter((s) => s.state === 'open').length;
