@@ -51,6 +51,17 @@ export interface LlmUsage {
   totalTokens: number;
 }
 
+/**
+ * Deltas a provider sent for its choice after that choice's finish_reason, by kind. They are
+ * not part of the response: never streamed, stored or run (a tool call after
+ * `finish_reason: "stop"` is a malformed stream, not a decision of the model).
+ */
+export interface LateDeltas {
+  text: number;
+  reasoning: number;
+  toolCalls: number;
+}
+
 /** Normalized finish reasons; `rawReason` keeps what the provider said. */
 export type LlmFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error' | 'other';
 
@@ -80,7 +91,8 @@ export type LlmStreamEvent =
   | { type: 'reasoning-delta'; text: string }
   /** a fragment of tool call `index`; `id`/`name` appear when the provider sends them (usually in the first fragment) */
   | { type: 'tool-call-delta'; index: number; id?: string; name?: string; argumentsFragment: string }
-  | { type: 'finish'; reason: LlmFinishReason; rawReason?: string; usage?: LlmUsage }
+  /** `ignoredAfterFinish`: what the adapter dropped because it came after the finish_reason (absent: nothing) */
+  | { type: 'finish'; reason: LlmFinishReason; rawReason?: string; usage?: LlmUsage; ignoredAfterFinish?: LateDeltas }
   | { type: 'error'; error: LlmErrorInfo };
 
 /** A non-streaming answer (`complete()`), tool calls already merged. */

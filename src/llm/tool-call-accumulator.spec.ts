@@ -213,6 +213,110 @@ describe('ToolCallAccumulator', () => {
     });
   });
 
+  describe('deltas after the finish', () => {
+    type Chunk = Record<string, unknown>;
+    const chunk = (delta: Chunk, finish: string | null = null): Chunk => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
+    const toolChunk = (index: number, fn: Chunk, id?: string): Chunk => chunk({ tool_calls: [{ index, ...(id ? { id, type: 'function' } : {}), function: fn }] });
+    /** A call streamed as a header and argument fragments cut at the given points. */
+    const callChunks = (index: number, id: string, name: string, args: string, cuts: number[]): Chunk[] => {
+      const points = [...new Set(cuts.map((c) => c % (args.length + 1)))].sort((a, b) => a - b);
+      const out = [toolChunk(index, { name, arguments: '' }, id)];
+      let prev = 0;
+      for (const p of [...points, args.length]) {
+        if (p > prev) out.push(toolChunk(index, { arguments: args.slice(prev, p) }));
+        prev = Math.max(prev, p);
+      }
+      return out;
+    };
+    const callArb = fc.record({
+      name: fc.constantFrom('list_files', 'read_file', 'web_search'),
+      args: fc.dictionary(fc.constantFrom('path', 'q', 'n'), fc.oneof(fc.string({ maxLength: 6 }), fc.integer())),
+      cuts: fc.array(fc.nat({ max: 60 }), { maxLength: 5 }),
+    });
+    const textArb = fc.string({ minLength: 1, maxLength: 5 }).map((t) => chunk({ content: t }));
+
+    /** The mapper's events for the chunks, then the calls the accumulator completes from them. */
+    function read(chunks: Chunk[]) {
+      const mapper = new OpenAiChunkMapper();
+      const events = [...chunks.flatMap((c) => mapper.mapChunk(c)), ...mapper.end()];
+      const acc = new ToolCallAccumulator();
+      for (const e of events) acc.push(e);
+      acc.finish();
+      const finish = events.find((e): e is Extract<LlmStreamEvent, { type: 'finish' }> => e.type === 'finish');
+      return { events, completed: acc.completed, invalid: acc.invalid, finish };
+    }
+
+    it('never completes or streams what comes after finish_reason, whatever the stream (1,000 random streams)', () => {
+      fc.assert(
+        fc.property(
+          fc.array(fc.oneof(callArb.map((c) => ({ call: c })), textArb.map((t) => ({ text: t }))), { maxLength: 5 }),
+          fc.nat(),
+          fc.constantFrom('stop', 'tool_calls', 'length'),
+          fc.array(fc.oneof(callArb.map((c) => ({ call: c })), textArb.map((t) => ({ text: t })), fc.constant({ empty: true })), { minLength: 1, maxLength: 4 }),
+          (before, cut, reason, after) => {
+            let index = 0;
+            const chunksOf = (parts: typeof before | typeof after, idPrefix: string): Chunk[] => {
+              const out: Chunk[] = [];
+              for (const p of parts) {
+                if ('call' in p) {
+                  out.push(...callChunks(index, `${idPrefix}${index}`, p.call.name, JSON.stringify(p.call.args), p.call.cuts));
+                  index += 1;
+                } else out.push('text' in p ? p.text : chunk({ content: '' }));
+              }
+              return out;
+            };
+            const head = chunksOf(before, 'call_');
+            // the finish may fall anywhere, even inside a call (whose rest then comes late)
+            const at = head.length === 0 ? 0 : cut % (head.length + 1);
+            const late = [...head.slice(at), ...chunksOf(after, 'late_')];
+            const stream = [...head.slice(0, at), chunk({}, reason), ...late];
+
+            const got = read(stream);
+            const alone = read([...head.slice(0, at), chunk({}, reason)]);
+            // the same response as if the stream had ended at its finish_reason…
+            expect(got.events.filter((e) => e.type !== 'finish')).toEqual(alone.events.filter((e) => e.type !== 'finish'));
+            expect(got.completed).toEqual(alone.completed);
+            expect(got.invalid).toEqual(alone.invalid);
+            expect(got.completed.some((c) => c.id.startsWith('late_'))).toBe(false);
+            expect(got.finish).toMatchObject({ reason: alone.finish!.reason, rawReason: reason });
+            // …with what came late counted on the finish
+            const lateToolFragments = late.filter((c) => JSON.stringify(c).includes('tool_calls')).length;
+            const lateTexts = late.filter((c) => ((c.choices as Chunk[])[0].delta as Chunk).content).length;
+            if (lateToolFragments + lateTexts === 0) expect(got.finish).not.toHaveProperty('ignoredAfterFinish');
+            else expect(got.finish!.ignoredAfterFinish).toEqual({ text: lateTexts, reasoning: 0, toolCalls: lateToolFragments });
+          },
+        ),
+        { numRuns: 1000 },
+      );
+    });
+
+    it('completes nothing pushed after a finish event, whatever was pushed before (1,000 random streams)', () => {
+      const toolDelta = fc.record({
+        type: fc.constant('tool-call-delta' as const),
+        index: fc.integer({ min: 0, max: 3 }),
+        id: fc.constantFrom('a', 'b', undefined),
+        name: fc.constantFrom('f', 'g', undefined),
+        argumentsFragment: fc.constantFrom('', '{}', '{"a":1}', '{', '}', '"x"'),
+      });
+      fc.assert(
+        fc.property(fc.array(toolDelta, { maxLength: 8 }), fc.array(toolDelta, { minLength: 1, maxLength: 8 }), (before, after) => {
+          const acc = new ToolCallAccumulator({ idFactory: (i) => `gen_${i}` });
+          const alone = new ToolCallAccumulator({ idFactory: (i) => `gen_${i}` });
+          for (const e of before) {
+            acc.push(e);
+            alone.push(e);
+          }
+          acc.push({ type: 'finish', reason: 'stop' });
+          alone.push({ type: 'finish', reason: 'stop' });
+          for (const e of after) expect(acc.push(e)).toEqual([]);
+          expect(acc.completed).toEqual(alone.completed);
+          expect(acc.invalid).toEqual(alone.invalid);
+        }),
+        { numRuns: 1000 },
+      );
+    });
+  });
+
   describe('partial arguments that happen to parse (vercel/ai#13137)', () => {
     it('does not complete {"a":1} while the call is still streaming', () => {
       const acc = new ToolCallAccumulator();

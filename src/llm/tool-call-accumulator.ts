@@ -61,6 +61,8 @@ export class ToolCallAccumulator {
   private readonly invalidCalls: InvalidToolCall[] = [];
   private readonly idFactory: (index: number) => string;
   private isFinished = false;
+  /** slots in state `open`, kept as a count: two-stage asks after every fragment */
+  private openSlots = 0;
 
   constructor(options: ToolCallAccumulatorOptions = {}) {
     this.idFactory = options.idFactory ?? (() => `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`);
@@ -104,9 +106,14 @@ export class ToolCallAccumulator {
     return [...this.invalidCalls].sort((a, b) => a.index - b.index);
   }
 
+  /** Number of calls that reached their boundary unusable (cheaper than `invalid.length`). */
+  get invalidCount(): number {
+    return this.invalidCalls.length;
+  }
+
   /** Number of calls still waiting for their boundary. */
   get pendingCount(): number {
-    return this.slots.filter((s) => s.state === 'open').length;
+    return this.openSlots;
   }
 
   /** True once `finish()` ran (or a `finish` event was pushed). */
@@ -128,6 +135,7 @@ export class ToolCallAccumulator {
       completed = this.closeBefore(index);
       slot = { index, raw: '', state: 'open' };
       this.slots[index] = slot;
+      this.openSlots += 1;
     }
     if (slot.state !== 'open') return completed; // a late fragment of a closed call changes nothing
     if (slot.id === undefined && typeof delta.id === 'string' && delta.id.length > 0) slot.id = delta.id;
@@ -147,6 +155,7 @@ export class ToolCallAccumulator {
   }
 
   private close(slot: Slot): CompletedToolCall | undefined {
+    this.openSlots -= 1; // only open slots are closed
     const id = slot.id ?? this.idFactory(slot.index);
     slot.id = id;
     const fail = (error: string) => {

@@ -1,4 +1,4 @@
-import type { LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
+import type { LateDeltas, LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
 import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } from '../llm/tool-call-accumulator';
 
 /** How one streamed model response ended. */
@@ -15,10 +15,20 @@ export interface ModelStreamResult {
   error?: LlmErrorInfo;
   /** we aborted the upstream request because the first complete call was known */
   stoppedEarly: boolean;
+  /**
+   * deltas that came after the response's finish (the adapter's or this stream's count): never
+   * streamed, stored or run; absent when none came. Protocols trace it as a notice.
+   */
+  ignoredAfterFinish?: LateDeltas;
 }
 
 export interface ModelStreamOptions {
-  /** two-stage: end the response at the first complete tool call and abort upstream */
+  /**
+   * two-stage: end the response at the first complete tool call and abort upstream. Nothing the
+   * response sends after that call's first fragment is streamed or kept: text and reasoning that
+   * arrive while a call is open are held until its boundary, dropped if it completed, released
+   * if it turned out unusable (or the stream failed before it was known).
+   */
   stopAtFirstCompleteCall?: boolean;
   /** forced final answers: tool-call fragments are dropped */
   ignoreToolCalls?: boolean;
@@ -37,7 +47,8 @@ export interface ModelStreamOptions {
  *
  * `accept` is synchronous on purpose: each text delta then costs the protocol one await, as in
  * a plain loop over the adapter (bench:protocol measures it). Reasoning text is counted, never
- * treated as answer text.
+ * treated as answer text. The first `finish` ends the response on every route: a delta after it
+ * is dropped and only counted (`ignoredAfterFinish`).
  */
 export class ModelStream {
   readonly events: AsyncIterable<LlmStreamEvent>;
@@ -47,6 +58,13 @@ export class ModelStream {
   private readonly onAbort = () => this.local.abort(this.signal.reason);
   private closed = false;
   private led = false;
+  /** a `finish` event came: the response is over, whatever the adapter sends next */
+  private finished = false;
+  /** two-stage: a tool call is open, so text may be after a call that completes (see opts) */
+  private callOpen = false;
+  private heldText = '';
+  private heldReasoningChars = 0;
+  private invalidSeen = 0;
   stopped = false;
 
   constructor(
@@ -63,32 +81,98 @@ export class ModelStream {
 
   /** Takes one event; returns answer text to stream, if the event carried some. */
   accept(ev: LlmStreamEvent): string | undefined {
+    // the first complete call ended the response: deltas already decoded behind it are not part of it
+    if (this.stopped) return undefined;
     switch (ev.type) {
       case 'text-delta':
         if (!ev.text) return undefined;
+        if (this.finished) return this.late('text');
+        if (this.callOpen) {
+          this.heldText += ev.text;
+          return undefined;
+        }
         this.result.text += ev.text;
         return ev.text;
       case 'reasoning-delta':
-        this.result.reasoningChars += ev.text.length;
+        if (this.finished) return this.late('reasoning');
+        if (this.callOpen) this.heldReasoningChars += ev.text.length;
+        else this.result.reasoningChars += ev.text.length;
         return undefined;
       case 'tool-call-delta':
+        if (this.finished) return this.late('toolCalls');
         if (this.opts.ignoreToolCalls) return undefined;
-        if (this.acc.push(ev).length > 0 && this.opts.stopAtFirstCompleteCall) {
-          this.stopped = true;
-          this.result.stoppedEarly = true;
-          this.local.abort(new Error('first complete tool call received'));
-        }
-        return undefined;
+        return this.boundary(this.acc.push(ev));
       case 'finish':
+        if (this.finished) return undefined;
+        this.finished = true;
         this.result.finishReason = ev.rawReason ?? ev.reason;
         this.result.usage = ev.usage;
-        this.acc.finish();
-        return undefined;
+        if (ev.ignoredAfterFinish) this.addLate(ev.ignoredAfterFinish);
+        return this.boundary(this.acc.finish());
       case 'error':
         // our own early stop is not an error; the caller's abort is reported as `aborted`
-        if (!this.stopped) this.result.error = ev.error;
-        return undefined;
+        this.result.error = ev.error;
+        // no call completed: what was held behind an open one is answer text (unless cancelled)
+        return this.signal.aborted ? undefined : this.release();
     }
+  }
+
+  /**
+   * After the accumulator took a fragment or the finish (two-stage only): the first complete
+   * call stops the response and drops what was held behind it; a call that closed unusable
+   * releases it; while a call stays open, text keeps being held.
+   */
+  private boundary(completed: readonly unknown[]): string | undefined {
+    if (!this.opts.stopAtFirstCompleteCall) return undefined;
+    if (completed.length > 0) {
+      this.heldText = '';
+      this.heldReasoningChars = 0;
+      this.callOpen = false;
+      // at the finish the response is over anyway; before it, upstream is still sending
+      if (!this.finished) {
+        this.stopped = true;
+        this.result.stoppedEarly = true;
+        this.local.abort(new Error('first complete tool call received'));
+      }
+      return undefined;
+    }
+    const closedUnusable = this.acc.invalidCount > this.invalidSeen;
+    this.invalidSeen = this.acc.invalidCount;
+    this.callOpen = this.acc.pendingCount > 0;
+    return closedUnusable || !this.callOpen ? this.release() : undefined;
+  }
+
+  /** Held text and reasoning join the response: the call they followed did not complete. */
+  private release(): string | undefined {
+    this.result.reasoningChars += this.heldReasoningChars;
+    this.heldReasoningChars = 0;
+    const text = this.heldText;
+    this.heldText = '';
+    if (text === '') return undefined;
+    this.result.text += text;
+    return text;
+  }
+
+  private late(kind: keyof LateDeltas): undefined {
+    this.addLate({ text: 0, reasoning: 0, toolCalls: 0, [kind]: 1 });
+    return undefined;
+  }
+
+  private addLate(d: LateDeltas): void {
+    const sum = (this.result.ignoredAfterFinish ??= { text: 0, reasoning: 0, toolCalls: 0 });
+    sum.text += d.text;
+    sum.reasoning += d.reasoning;
+    sum.toolCalls += d.toolCalls;
+  }
+
+  /**
+   * The adapter's stream ended. One that ended without `finish` or `error` still reached a
+   * boundary: returns the text held behind a call that did not complete.
+   */
+  end(): string | undefined {
+    if (this.finished || this.result.error || this.stopped) return undefined;
+    this.finished = true;
+    return this.boundary(this.acc.finish());
   }
 
   /**
@@ -142,14 +226,22 @@ class ModelStep implements AsyncIterableIterator<ChunkEvent, ModelStreamResult, 
     return this;
   }
 
+  /** the adapter's stream ended and its last held text was handed out */
+  private over = false;
+
   // .then() rather than an async function: one promise per delta, no extra frame (hot path)
   next(): Promise<IteratorResult<ChunkEvent, ModelStreamResult>> {
-    if (this.stream.stopped) return this.return();
+    if (this.stream.stopped || this.over) return this.return();
     return this.events.next().then(this.onEvent, this.onError);
   }
 
   private readonly onEvent = (r: IteratorResult<LlmStreamEvent>): IteratorResult<ChunkEvent, ModelStreamResult> | Promise<IteratorResult<ChunkEvent, ModelStreamResult>> => {
-    if (r.done) return { done: true, value: this.stream.close() };
+    if (r.done) {
+      const rest = this.stream.end();
+      if (rest === undefined) return { done: true, value: this.stream.close() };
+      this.over = true;
+      return { done: false, value: { type: 'chunk', content: this.stream.withLead(rest) } };
+    }
     const text = this.stream.accept(r.value);
     return text !== undefined ? { done: false, value: { type: 'chunk', content: this.stream.withLead(text) } } : this.next();
   };

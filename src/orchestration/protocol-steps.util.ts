@@ -3,6 +3,7 @@ import type { ToolRunResult } from '../tools/tool-definition';
 import type { ProtocolEvent } from './protocol-event';
 import type { ProtocolExecutionContext } from './protocol-strategy';
 import type { LlmToolSpec } from '../llm/llm-adapter.port';
+import type { ModelStreamResult } from './model-stream';
 import { toolRetrievalTrace, toolsOfLastTurn } from './modes/tool-index/tool-selection';
 
 /** What every chat protocol emits the same way: phase edges, finished tools, shown arguments. */
@@ -10,6 +11,16 @@ import { toolRetrievalTrace, toolsOfLastTurn } from './modes/tool-index/tool-sel
 /** A trace record of this turn. */
 export function traceStep(ctx: ProtocolExecutionContext, type: string, details: Record<string, unknown>): void {
   ctx.trace.record({ requestId: ctx.requestId, projectId: ctx.projectId, type, details });
+}
+
+/**
+ * A model response that went on after its finish (a malformed stream): what was dropped is
+ * traced as the notice `deltas_after_finish`, counts only (the dropped text is never kept).
+ */
+export function traceLateDeltas(ctx: ProtocolExecutionContext, phaseIndex: number, res: Pick<ModelStreamResult, 'ignoredAfterFinish' | 'finishReason'>): void {
+  const late = res.ignoredAfterFinish;
+  if (!late) return;
+  traceStep(ctx, 'orchestration_notice', { code: 'deltas_after_finish', phaseIndex, finishReason: res.finishReason ?? null, ignored: { ...late } });
 }
 
 /** A phase edge: the `orchestration_phase_start|end` trace and the `phase` event. */

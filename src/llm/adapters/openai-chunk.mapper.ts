@@ -1,4 +1,4 @@
-import type { LlmErrorInfo, LlmStreamEvent, LlmUsage } from '../llm-adapter.port';
+import type { LateDeltas, LlmErrorInfo, LlmStreamEvent, LlmUsage } from '../llm-adapter.port';
 import { normalizeFinishReason } from '../finish-reason';
 import { ToolCallIndexResolver } from '../tool-call-index';
 import type { SseMessage } from '../wire/sse-decoder';
@@ -49,6 +49,10 @@ export function providerErrorInfo(error: unknown): LlmErrorInfo {
  * - `finish_reason` and `usage` are only remembered: usage may come after the finish chunk (a
  *   `choices: []` chunk) or on every chunk (vLLM), so {@link end} emits exactly one `finish`
  *   carrying the last usage seen.
+ * - the first `finish_reason` ends the choice: a delta that comes for it later (text, reasoning,
+ *   a tool call after `finish_reason: "stop"`) is dropped and only counted, on the `finish`
+ *   event's `ignoredAfterFinish`. Because `finish` waits for the end of the body, dropping them
+ *   here is what keeps such a call from completing and running.
  * - an `error` object in a chunk (OpenRouter, after any content of that chunk) or an
  *   `event: error` message (Groq) → one `error` event, after which the stream is over.
  */
@@ -57,6 +61,7 @@ export class OpenAiChunkMapper {
   private finishRaw: string | undefined;
   private usage: LlmUsage | undefined;
   private sawToolCalls = false;
+  private late: LateDeltas | undefined;
   private sawDone = false;
   private failed = false;
 
@@ -105,8 +110,11 @@ export class OpenAiChunkMapper {
       if (!isObject(choice) || (choice.index !== undefined && choice.index !== 0)) continue;
       // A few servers put the increment under `message` instead of `delta` in stream chunks.
       const delta = isObject(choice.delta) ? choice.delta : isObject(choice.message) ? choice.message : undefined;
-      if (delta) this.mapDelta(delta, events);
-      if (nonEmpty(choice.finish_reason)) this.finishRaw = choice.finish_reason;
+      // a delta in the finish chunk itself still belongs to the response; one after it does not
+      if (delta && this.finishRaw === undefined) {
+        if (this.mapDelta(delta, events)) this.sawToolCalls = true;
+      } else if (delta) this.countLate(delta);
+      if (nonEmpty(choice.finish_reason)) this.finishRaw ??= choice.finish_reason;
     }
     const usage = readOpenAiUsage(chunk);
     if (usage) this.usage = usage;
@@ -132,11 +140,26 @@ export class OpenAiChunkMapper {
         reason: normalizeFinishReason(this.finishRaw, this.sawToolCalls),
         ...(this.finishRaw !== undefined ? { rawReason: this.finishRaw } : {}),
         ...(this.usage ? { usage: this.usage } : {}),
+        ...(this.late ? { ignoredAfterFinish: this.late } : {}),
       },
     ];
   }
 
-  private mapDelta(delta: Json, events: LlmStreamEvent[]): void {
+  /** A delta after the finish_reason: mapped only to count what it carried, then dropped. */
+  private countLate(delta: Json): void {
+    const dropped: LlmStreamEvent[] = [];
+    this.mapDelta(delta, dropped);
+    if (dropped.length === 0) return; // an empty delta (`{}`, `content: ""`) carries nothing
+    const late = (this.late ??= { text: 0, reasoning: 0, toolCalls: 0 });
+    for (const e of dropped) {
+      if (e.type === 'text-delta') late.text += 1;
+      else if (e.type === 'reasoning-delta') late.reasoning += 1;
+      else if (e.type === 'tool-call-delta') late.toolCalls += 1;
+    }
+  }
+
+  /** Appends the delta's events; true when it carried a tool call. */
+  private mapDelta(delta: Json, events: LlmStreamEvent[]): boolean {
     const reasoning = nonEmpty(delta.reasoning_content) ? delta.reasoning_content : nonEmpty(delta.reasoning) ? delta.reasoning : undefined;
     if (reasoning) events.push({ type: 'reasoning-delta', text: reasoning });
     if (nonEmpty(delta.content)) events.push({ type: 'text-delta', text: delta.content });
@@ -146,6 +169,7 @@ export class OpenAiChunkMapper {
     const calls: unknown[] = Array.isArray(delta.tool_calls) ? delta.tool_calls : [];
     // The deprecated `function_call` delta (old servers): one call, no id.
     if (isObject(delta.function_call)) calls.push({ function: delta.function_call });
+    let sawCall = false;
     for (const tc of calls) {
       if (!isObject(tc)) continue;
       const fn = isObject(tc.function) ? tc.function : {};
@@ -154,9 +178,10 @@ export class OpenAiChunkMapper {
       const args = typeof fn.arguments === 'string' ? fn.arguments : isObject(fn.arguments) ? JSON.stringify(fn.arguments) : '';
       if (!id && !name && args === '') continue;
       const index = this.indexer.resolve({ index: tc.index, id, name, argumentsFragment: args });
-      this.sawToolCalls = true;
+      sawCall = true;
       events.push({ type: 'tool-call-delta', index, ...(id ? { id } : {}), ...(name ? { name } : {}), argumentsFragment: args });
     }
+    return sawCall;
   }
 
   private fail(error: LlmErrorInfo): LlmStreamEvent[] {

@@ -125,6 +125,44 @@ describe('OpenAiCompatibleAdapter', () => {
       expect(got.text).toBe('abc');
       expect(got.finishes.map((f) => f.reason)).toEqual(['stop']);
     });
+
+    it('drops what a choice sends after its finish_reason (a tool call after stop), and counts it on the finish', async () => {
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
+      server.enqueue(
+        respond.sse([
+          chunk({ content: 'Done.' }),
+          chunk({}, 'stop'),
+          chunk({ tool_calls: [{ index: 0, id: 'call_late', type: 'function', function: { name: 'list_files', arguments: '' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '{"path":"."}' } }] }),
+          chunk({ content: ' And more.', reasoning_content: 'hm' }, 'tool_calls'),
+          chunk({ content: '' }), // an empty delta after the finish carries nothing: not counted
+          { choices: [], usage: { prompt_tokens: 5, completion_tokens: 3 } },
+          '[DONE]',
+        ]),
+      );
+      const got = await collectStream(adapter().stream({ ...ASK, tools: [LIST_FILES] }));
+      expect(got.text).toBe('Done.');
+      expect(got.reasoning).toBe('');
+      expect(got.events.some((e) => e.type === 'tool-call-delta')).toBe(false);
+      expect(got.toolCalls).toEqual([]);
+      const finish = got.events.find((e) => e.type === 'finish');
+      // the first finish_reason stands, and the late tool call does not turn it into tool_calls
+      expect(finish).toEqual({ type: 'finish', reason: 'stop', rawReason: 'stop', usage: { promptTokens: 5, completionTokens: 3, totalTokens: 8 }, ignoredAfterFinish: { text: 1, reasoning: 1, toolCalls: 2 } });
+    });
+
+    it('keeps the deltas of the finish chunk itself (vLLM closes a call in its finish chunk)', async () => {
+      server.enqueue(
+        respond.sse([
+          { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'list_files', arguments: '{"path":' } }] }, finish_reason: null }] },
+          { choices: [{ index: 0, delta: { content: 'ok', tool_calls: [{ index: 0, function: { arguments: '"."}' } }] }, finish_reason: 'tool_calls' }] },
+          '[DONE]',
+        ]),
+      );
+      const got = await collectStream(adapter().stream({ ...ASK, tools: [LIST_FILES] }));
+      expect(got.text).toBe('ok');
+      expect(got.toolCalls).toEqual([{ id: 'call_1', name: 'list_files', args: { path: '.' } }]);
+      expect(got.events.find((e) => e.type === 'finish')).not.toHaveProperty('ignoredAfterFinish');
+    });
   });
 
   describe('a scripted multi-turn model over HTTP', () => {

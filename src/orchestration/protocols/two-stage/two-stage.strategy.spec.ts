@@ -363,6 +363,31 @@ describe('TwoStageStrategy', () => {
     expect(doneOf(rest).stopReason).toBe('final_answer');
   });
 
+  it('shows, keeps and counts nothing of the deciding response after its call', async () => {
+    const { ctx, executions, trace } = setup([
+      [...say('Reading. '), ...callTool(0, 'read_file', '{"path":"a.md"}'), ...say('AFTER-THE-CALL'), finish('tool_calls')],
+      answer('It says hi.'),
+    ]);
+    const events = await collect(strategy.execute(ctx));
+    expect(text(events)).toBe('Reading. \n\nIt says hi.');
+    expect(JSON.stringify(events)).not.toContain('AFTER-THE-CALL');
+    expect(executions.map((e) => e.name)).toEqual(['read_file']);
+    expect(trace.ofType('llm_response')[0].details).toMatchObject({ textChars: 'Reading. '.length, toolCall: { name: 'read_file' } });
+    expect(JSON.stringify(trace.records)).not.toContain('AFTER-THE-CALL');
+  });
+
+  it('does not run a call sent after finish stop; traces the notice deltas_after_finish', async () => {
+    const { ctx, executions, trace } = setup([[...say('All done.'), finish('stop'), ...callTool(0, 'list_files', '{}'), ...say(' late')]]);
+    const events = await collect(strategy.execute(ctx));
+    expect(executions).toEqual([]);
+    expect(ofType(events, 'tool_calls')).toEqual([]);
+    expect(text(events)).toBe('All done.');
+    expect(doneOf(events).stopReason).toBe('final_answer');
+    expect(trace.ofType('orchestration_notice').map((t) => t.details)).toEqual([
+      { code: 'deltas_after_finish', phaseIndex: 1, finishReason: 'stop', ignored: { text: 1, reasoning: 0, toolCalls: 2 } },
+    ]);
+  });
+
   it('rejects a checkpoint of an unknown schema version', async () => {
     const { ctx } = setup([answer('x')], { resumeFrom: { phaseIndex: 2, state: { schemaVersion: 99 } } });
     await expect(collect(strategy.execute(ctx))).rejects.toThrow(/unsupported checkpoint schemaVersion 99/);

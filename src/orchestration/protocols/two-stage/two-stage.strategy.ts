@@ -5,7 +5,7 @@ import type { ToolProgress } from '../../../tools/tool-definition';
 import { ModelStream } from '../../model-stream';
 import { invalidName, resultDigest, ToolCallGuard } from '../../tool-call-guard';
 import { argumentPolicyOf } from '../../untrusted-output';
-import { offeredTools, phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
+import { offeredTools, phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { addUsage, emptyUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import {
@@ -30,9 +30,9 @@ type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & { usage: TurnUsage 
 
 /**
  * Two-stage triggered phases (issue #4): an action phase streams the model with the tools; the
- * first COMPLETE tool call ends it (upstream aborted, later calls of that response ignored); a
- * tool phase runs exactly that call and injects its result as a boxed system message after the
- * system prompt. A call whose canonical signature already ran is refused, not run. Budgets —
+ * first COMPLETE tool call ends it (upstream aborted; nothing of that response after the call —
+ * later calls, text — is streamed or kept, see ModelStream); a tool phase runs exactly that call
+ * and injects its result as a boxed system message after the system prompt. A call whose canonical signature already ran is refused, not run. Budgets —
  * executed tools (maxPhaseCycles) and refused duplicates (maxDuplicateAttempts) — force one
  * final model call that offers no tools. Every path ends in exactly one `done` (or `paused`).
  */
@@ -134,6 +134,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
     const res = stream.close();
     const phaseIndex = s.phaseIndex;
     addUsage(s.usage, res.usage);
+    traceLateDeltas(ctx, phaseIndex, res);
 
     if (ctx.signal.aborted) {
       yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'cancelled');

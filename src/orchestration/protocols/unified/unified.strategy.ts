@@ -9,7 +9,7 @@ import { assembleMessages, splitConversation, unifiedBudget, type StepMessages, 
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';
 import { runToolStep, stepMessages, type ExecutedCall } from './unified.tool-step';
-import { offeredTools, phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
+import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
 
@@ -156,6 +156,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
     const stream = yield* this.startStep(ctx, s, { ...t, systemFor: () => system, specs: [] }, why);
     const res = yield* stream.step();
     addUsage(s.usage, res.usage);
+    traceLateDeltas(ctx, s.phaseIndex, res);
     if (res.text.length > 0) s.wrote = true;
     if (!res.error && !ctx.signal.aborted && res.text.trim() === '') {
       // the model still wrote nothing: the user gets an answer all the same
@@ -211,6 +212,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
   /** Closes a model step's action phase and decides: run its calls, or end the turn. */
   private *endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult): Generator<ProtocolEvent, StepOutcome, undefined> {
     addUsage(s.usage, res.usage);
+    traceLateDeltas(ctx, s.phaseIndex, res);
     if (res.text.length > 0) s.wrote = true;
     const end = (reason: string) => phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
     if (ctx.signal.aborted) {
