@@ -75,7 +75,7 @@ export class ToolExecutionDto {
 
 export class ToolCandidateDto {
   @ApiProperty() name: string;
-  @ApiProperty({ description: 'normalized 0..1 per query' }) score: number;
+  @ApiProperty({ description: 'absolute 0..1: the same whatever the other candidates (docs/API.md, "Tool-only orchestration")' }) score: number;
 }
 
 export class ToolCallsResultDto {
