@@ -42,7 +42,13 @@ export class ToolIndexService implements OnModuleDestroy {
       this.queueEmbedding(tool);
     }
     this.following = true;
-    this.logger.log(`tool index built: ${this.index.size} tools`);
+    // no count logged here: the built-ins register after this runs (OrchestrationService logs
+    // the index once every module has started)
+  }
+
+  /** Whether NarrowTopK fuses BM25 with an embedding model (LLM_EMBEDDING_MODEL). */
+  usesEmbeddings(): boolean {
+    return !!this.embedder;
   }
 
   /** True while the index follows the registry (from construction until shutdown) and TOOL_INDEX_ENABLED is on. */
