@@ -67,7 +67,7 @@ export class OrchestrationController {
 
   @Get('tool-index/search')
   @AnyProject()
-  @ApiOperation({ operationId: 'searchToolIndex', summary: 'The NarrowTopK candidates for a query, with normalized scores (available tools only, as NarrowTopK sees them)' })
+  @ApiOperation({ operationId: 'searchToolIndex', summary: 'The NarrowTopK candidates for a query, with their absolute scores (0..1; available tools only, as NarrowTopK sees them)' })
   @ApiOkResponse({ type: [ToolIndexHitDto] })
   async search(@Query() q: ToolIndexSearchQueryDto): Promise<ToolIndexHitDto[]> {
     const available = new Set((await this.tools.specs()).map((s) => s.name));
