@@ -37,7 +37,7 @@ function registryOf(tools: IndexableTool[]): ToolRegistryService {
 }
 
 export async function compareWithEmbeddings(tools: IndexableTool[], queries: Query[], categoryOf: (id: string) => string, which: 'glove' | 'use'): Promise<void> {
-  // the service logs its index size on construction; the bench prints its own lines
+  // only the service's warnings and errors are shown; the bench prints its own lines
   Logger.overrideLogger(['error', 'warn']);
   const t0 = performance.now();
   const model = which === 'glove' ? new GloveEmbedding() : await UseEmbedding.load();

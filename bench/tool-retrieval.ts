@@ -1,7 +1,7 @@
 /**
  * Tool-retrieval benchmark for the NarrowTopK index (bench/README.md "Tool retrieval").
  *
- *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single]
+ *   npx tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--no-match no-match.jsonl] [--k 5] [--json] [--single]
  *   npx tsx bench/tool-retrieval.ts --scale 1k,10k,50k   (synthetic-scale mode, tool-retrieval-scale.ts)
  *   npx tsx bench/tool-retrieval.ts --embeddings glove|use   (also BM25 + a local embedding model, tool-retrieval-embedding.ts)
  *
@@ -9,21 +9,32 @@
  * query and prints recall@1/5/10, MRR, complete@K, search latency and a per-category table
  * beside the plain-BM25 baseline read from the data set's README.md, when it has one.
  * Metric definitions follow bench/data/tool-retrieval/bfcl-pooled/README.md.
+ *
+ * Thresholds (scores are absolute, 0..1): the highest minScore, in steps of 0.01, that keeps
+ * recall@5 and complete@5 within 0.01 of no threshold (the first step past it ends the sweep), recall@5 and
+ * complete@5 with and without ORCHESTRATION_MIN_SCORE's default, and how many requests of the
+ * no-match set (bench/data/tool-retrieval/no-match.jsonl) each leaves without a candidate.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-index/tool-index';
 import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
+import { validateEnv } from '../src/config/env.schema';
 import { compareWithEmbeddings } from './tool-retrieval-embedding';
 import { printScale, runScale } from './tool-retrieval-scale';
 
 const REPO_ROOT = resolve(__dirname, '..');
 const DEFAULT_DATA = resolve(REPO_ROOT, 'bench/data/tool-retrieval/bfcl-pooled');
+const DEFAULT_NO_MATCH = resolve(REPO_ROOT, 'bench/data/tool-retrieval/no-match.jsonl');
+/** recall@5 a threshold may cost against none */
+const RECALL_TOLERANCE = 0.01;
 
 interface Args {
   tools: string;
   queries: string;
+  /** requests no tool answers (nonsense, other languages' stop words, empty after analysis) */
+  noMatch: string;
   k: number;
   json: boolean;
   single: boolean;
@@ -71,7 +82,7 @@ interface Baseline {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), k: 5, json: false, single: false, scale: [] };
+  const args: Args = { tools: join(DEFAULT_DATA, 'tools.jsonl'), queries: join(DEFAULT_DATA, 'queries.jsonl'), noMatch: DEFAULT_NO_MATCH, k: 5, json: false, single: false, scale: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -81,6 +92,7 @@ function parseArgs(argv: string[]): Args {
     };
     if (a === '--tools') args.tools = resolve(value());
     else if (a === '--queries') args.queries = resolve(value());
+    else if (a === '--no-match') args.noMatch = resolve(value());
     else if (a === '--k') args.k = Number(value());
     else if (a === '--json') args.json = true;
     else if (a === '--single') args.single = true;
@@ -90,7 +102,7 @@ function parseArgs(argv: string[]): Args {
       args.embeddings = model;
     } else if (a === '--scale') args.scale = value().split(',').map((s) => Number(s.replace(/k$/i, '000')));
     else if (a === '--help' || a === '-h') {
-      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k] [--embeddings glove|use]');
+      console.log('usage: tsx bench/tool-retrieval.ts [--tools tools.jsonl] [--queries queries.jsonl] [--no-match no-match.jsonl] [--k 5] [--json] [--single] [--scale 1k,10k,50k] [--embeddings glove|use]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -182,7 +194,7 @@ async function main(): Promise<void> {
 
   const depth = Math.max(10, args.k);
   // --single: the whole request only (the ranking before multi-intent retrieval), for comparison
-  const search = (q: string, k: number) => (args.single ? index.search(q, k) : searchMultiIntent(index, q, k).hits);
+  const search = (q: string, k: number, minScore = 0) => (args.single ? index.search(q, k, minScore) : searchMultiIntent(index, q, k, minScore).hits);
   const all = newAcc();
   const perCategory = new Map<string, Acc>();
   const latencies: number[] = [];
@@ -246,6 +258,7 @@ async function main(): Promise<void> {
     })
     .sort((a, b) => a - b);
   const overall = summarize(all);
+  const thresholdCheck = thresholdReport(args, queries, search);
   const baseline = readBaseline(dirname(args.queries));
   const categories = [...perCategory.entries()].map(([name, acc]) => ({ name, ...summarize(acc), baseline: baseline.get(name) ?? null }));
   const result = {
@@ -269,6 +282,7 @@ async function main(): Promise<void> {
     totalMs: performance.now() - started,
     baseline: baseline.get('all') ?? null,
     perCategory: categories,
+    thresholds: thresholdCheck,
     minScoreSweep: sweep.map((t) => ({
       minScore: t.minScore,
       meanCandidatesAt5: t.kept / Math.max(1, queries.length),
@@ -299,6 +313,7 @@ async function main(): Promise<void> {
   for (const t of result.minScoreSweep) {
     console.log(`  ≥ ${t.minScore.toFixed(2)}: ${t.meanCandidatesAt5.toFixed(2)} · ${f(t.completeAt5)} · ${f(t.noCandidates)}`);
   }
+  printThresholds(thresholdCheck);
   if (wholeOnly.size) {
     console.log('\nmulti-intent vs whole request only (--single), at k=5: recall@5 · complete@5 · queries whose top 5 changed');
     const lost: string[] = [];
@@ -314,6 +329,85 @@ async function main(): Promise<void> {
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
   console.log(`total run time ${(result.totalMs / 1000).toFixed(2)} s`);
   if (args.embeddings) await compareWithEmbeddings(tools, queries, categoryOf, args.embeddings);
+}
+
+type Search = (q: string, k: number, minScore?: number) => Array<{ name: string; score: number }>;
+
+interface AtThreshold {
+  minScore: number;
+  recallAt5: number;
+  completeAt5: number;
+  /** per no-match category: requests left without any candidate */
+  refused: Record<string, number>;
+}
+
+interface ThresholdReport {
+  /** the highest minScore (steps of 0.01) whose recall@5 and complete@5 stay within RECALL_TOLERANCE of none */
+  recommended: number;
+  /** ORCHESTRATION_MIN_SCORE's default */
+  configured: number;
+  none: AtThreshold;
+  atRecommended: AtThreshold;
+  atConfigured: AtThreshold;
+  /** per no-match category: how many requests it holds */
+  noMatchQueries: Record<string, number>;
+  /** the no-match requests the configured threshold still answers, with their best candidate */
+  answeredAtConfigured: Array<{ category: string; query: string; best: string; score: number }>;
+}
+
+/** recall@5, complete@5 and no-match refusals with NarrowTopK's own threshold (applied inside the search, as the service does). */
+function thresholdReport(args: Args, queries: QueryRow[], search: Search): ThresholdReport {
+  const noMatch = existsSync(args.noMatch) ? readJsonl<{ query: string; category: string }>(args.noMatch) : [];
+  const noMatchQueries: Record<string, number> = {};
+  for (const q of noMatch) noMatchQueries[q.category] = (noMatchQueries[q.category] ?? 0) + 1;
+  const at = (minScore: number): AtThreshold => {
+    let r5 = 0;
+    let c5 = 0;
+    for (const q of queries) {
+      const top = new Set(search(q.query, 5, minScore).map((h) => h.name));
+      const relevant = new Set(q.relevant);
+      const got = [...relevant].filter((r) => top.has(r)).length;
+      r5 += got / relevant.size;
+      c5 += got === relevant.size ? 1 : 0;
+    }
+    const refused: Record<string, number> = {};
+    for (const q of noMatch) refused[q.category] = (refused[q.category] ?? 0) + (search(q.query, 5, minScore).length === 0 ? 1 : 0);
+    const n = Math.max(1, queries.length);
+    return { minScore, recallAt5: r5 / n, completeAt5: c5 / n, refused };
+  };
+  const none = at(0);
+  let atRecommended = none;
+  for (let step = 1; step <= 100; step++) {
+    const next = at(step / 100);
+    // complete@5 is held to the same tolerance, so the pick costs neither more than 0.01
+    if (next.recallAt5 < none.recallAt5 - RECALL_TOLERANCE || next.completeAt5 < none.completeAt5 - RECALL_TOLERANCE) break;
+    atRecommended = next;
+  }
+  const configured = validateEnv({}).ORCHESTRATION_MIN_SCORE;
+  const atConfigured = configured === atRecommended.minScore ? atRecommended : at(configured);
+  const answeredAtConfigured = noMatch.flatMap((q) => {
+    const [best] = search(q.query, 1, configured);
+    return best ? [{ category: q.category, query: q.query, best: best.name, score: best.score }] : [];
+  });
+  return { recommended: atRecommended.minScore, configured, none, atRecommended, atConfigured, noMatchQueries, answeredAtConfigured };
+}
+
+function printThresholds(t: ThresholdReport): void {
+  const f = (x: number): string => x.toFixed(3);
+  const categories = Object.keys(t.noMatchQueries);
+  const refused = (a: AtThreshold): string => categories.map((c) => `${c} ${a.refused[c] ?? 0}/${t.noMatchQueries[c]}`).join(' · ');
+  console.log(`
+threshold (absolute scores): highest minScore keeping recall@5 and complete@5 within ${RECALL_TOLERANCE} of none: ${t.recommended.toFixed(2)}; ORCHESTRATION_MIN_SCORE default ${t.configured}`);
+  console.log('  minScore: recall@5 · complete@5 · no-match requests left without a candidate');
+  const rows: Array<[string, AtThreshold]> = [
+    ['none (0)', t.none],
+    [`${t.recommended.toFixed(2)} (highest within ${RECALL_TOLERANCE})`, t.atRecommended],
+  ];
+  if (t.atConfigured !== t.atRecommended) rows.push([`${t.configured} (default)`, t.atConfigured]);
+  else rows[1][0] += ' = default';
+  for (const [label, a] of rows) console.log(`  ${label}: ${f(a.recallAt5)} · ${f(a.completeAt5)} · ${refused(a)}`);
+  console.log(`  no-match requests still answered at ${t.configured}:`);
+  for (const a of t.answeredAtConfigured) console.log(`    ${a.category}: "${a.query}" → ${a.best} ${a.score.toFixed(2)}`);
 }
 
 main().catch((err: Error) => {

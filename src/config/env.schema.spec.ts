@@ -41,6 +41,32 @@ describe('validateEnv', () => {
     expect(message).toMatch(/API_KEYS=<redacted>/);
   });
 
+  it('tool-only orchestration: defaults, and each bad value stops start-up with its name, value and range', () => {
+    expect(validateEnv({})).toMatchObject({ ORCHESTRATION_MAX_CALLS: 1, ORCHESTRATION_TOP_K: 5, ORCHESTRATION_MIN_SCORE: 0.23 });
+    expect(validateEnv({}).ORCHESTRATION_DEFAULT_MODE).toBeUndefined();
+    expect(validateEnv({ ORCHESTRATION_DEFAULT_MODE: 'NarrowTopK', ORCHESTRATION_MAX_CALLS: '3', ORCHESTRATION_TOP_K: '12', ORCHESTRATION_MIN_SCORE: '.5' })).toMatchObject({
+      ORCHESTRATION_DEFAULT_MODE: 'NarrowTopK',
+      ORCHESTRATION_MAX_CALLS: 3,
+      ORCHESTRATION_TOP_K: 12,
+      ORCHESTRATION_MIN_SCORE: 0.5,
+    });
+    expect(validateEnv({ ORCHESTRATION_MIN_SCORE: '0', ORCHESTRATION_DEFAULT_MODE: '' })).toMatchObject({ ORCHESTRATION_MIN_SCORE: 0, ORCHESTRATION_DEFAULT_MODE: undefined });
+    const bad: Array<[Record<string, string>, RegExp]> = [
+      [{ ORCHESTRATION_DEFAULT_MODE: 'classic' }, /ORCHESTRATION_DEFAULT_MODE="classic":.*allowed: Classic \| NarrowTopK/],
+      [{ ORCHESTRATION_DEFAULT_MODE: 'Hybrid' }, /ORCHESTRATION_DEFAULT_MODE="Hybrid":.*allowed: Classic \| NarrowTopK/],
+      [{ ORCHESTRATION_MAX_CALLS: '0' }, /ORCHESTRATION_MAX_CALLS="0": ORCHESTRATION_MAX_CALLS must not be less than 1 \(allowed: 1\.\.20\)/],
+      [{ ORCHESTRATION_MAX_CALLS: '21' }, /ORCHESTRATION_MAX_CALLS="21": ORCHESTRATION_MAX_CALLS must not be greater than 20/],
+      [{ ORCHESTRATION_MAX_CALLS: '2.5' }, /ORCHESTRATION_MAX_CALLS="2.5": ORCHESTRATION_MAX_CALLS must be an integer number/],
+      [{ ORCHESTRATION_TOP_K: '51' }, /ORCHESTRATION_TOP_K="51": ORCHESTRATION_TOP_K must not be greater than 50 \(allowed: 1\.\.50\)/],
+      [{ ORCHESTRATION_TOP_K: 'five' }, /ORCHESTRATION_TOP_K="five": ORCHESTRATION_TOP_K must be an integer number/],
+      [{ ORCHESTRATION_MIN_SCORE: '1.5' }, /ORCHESTRATION_MIN_SCORE="1.5": ORCHESTRATION_MIN_SCORE must not be greater than 1 \(allowed: a number from 0 to 1\)/],
+      [{ ORCHESTRATION_MIN_SCORE: '-0.1' }, /ORCHESTRATION_MIN_SCORE="-0.1": ORCHESTRATION_MIN_SCORE must not be less than 0/],
+      [{ ORCHESTRATION_MIN_SCORE: 'high' }, /ORCHESTRATION_MIN_SCORE="high": ORCHESTRATION_MIN_SCORE must be a number/],
+      [{ ORCHESTRATION_MIN_SCORE: '0.3abc' }, /ORCHESTRATION_MIN_SCORE="0.3abc": ORCHESTRATION_MIN_SCORE must be a number/],
+    ];
+    for (const [env, message] of bad) expect(() => validateEnv(env)).toThrow(message);
+  });
+
   it('accepts booleans written as 1/0, yes/no, on/off', () => {
     expect(validateEnv({ TWO_STAGE_ENABLED: 'yes', ORCHESTRATOR_ENABLED: '0' })).toMatchObject({ TWO_STAGE_ENABLED: true, ORCHESTRATOR_ENABLED: false });
   });

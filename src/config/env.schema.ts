@@ -3,6 +3,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   Matches,
@@ -28,10 +29,21 @@ const toInt = ({ value }: { value: unknown }) => {
   if (typeof value === 'number') return value;
   return /^-?\d+$/.test(String(value).trim()) ? Number(String(value).trim()) : value;
 };
+const toNumber = ({ value }: { value: unknown }) => {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value === 'number') return value;
+  const v = String(value).trim();
+  // a decimal number only ("0.25", ".5", "1"); anything else stays a string so @IsNumber reports it
+  return /^-?(\d+\.?\d*|\.\d+)$/.test(v) ? Number(v) : value;
+};
 const emptyToUndefined = ({ value }: { value: unknown }) =>
   value === '' || value === undefined ? undefined : value;
 
 export const LLM_PROVIDERS = ['openai', 'ollama', 'replay'] as const;
+
+/** The tool-only modes (`/api/orchestration/execute`); orchestration's TOOL_MODES is this list. */
+export const ORCHESTRATION_MODES = ['Classic', 'NarrowTopK'] as const;
+export type OrchestrationMode = (typeof ORCHESTRATION_MODES)[number];
 export type LlmProviderName = (typeof LLM_PROVIDERS)[number];
 
 /**
@@ -217,6 +229,29 @@ export class EnvironmentVariables {
   TOOL_INDEX_ENABLED = true;
 
   /**
+   * Extension: the tool-only mode of a request that names none. Unset: `mode` is required. A
+   * request's own `mode` always wins, and the mode a request starts with is the one it ends with.
+   */
+  @Transform(emptyToUndefined) @IsOptional() @IsIn(ORCHESTRATION_MODES as unknown as string[])
+  ORCHESTRATION_DEFAULT_MODE?: OrchestrationMode;
+
+  /** Extension: default of the tool-only `options.maxCalls` (the request's range). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(20)
+  ORCHESTRATION_MAX_CALLS = 1;
+
+  /** Extension: default of the tool-only `options.narrowTopK` (the request's range). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(50)
+  ORCHESTRATION_TOP_K = 5;
+
+  /**
+   * Extension: default of the tool-only `options.minScoreThreshold`, on the tool index's absolute
+   * 0..1 scale. The value is the bench's pick (bench/README.md "Tool retrieval"): the highest
+   * threshold that keeps recall@5 within 0.01 of no threshold.
+   */
+  @Transform(toNumber) @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(1)
+  ORCHESTRATION_MIN_SCORE = 0.23;
+
+  /**
    * Extension (issue 14): read_file refuses a file with more than one hard link, since a link in
    * the workspace to a file outside it passes every path check. true allows them.
    */
@@ -279,6 +314,10 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   ORCHESTRATOR_ENABLED: 'true | false',
   LLM_TOOL_CALLING: 'true | false',
   TOOL_INDEX_ENABLED: 'true | false',
+  ORCHESTRATION_DEFAULT_MODE: ORCHESTRATION_MODES.join(' | '),
+  ORCHESTRATION_MAX_CALLS: '1..20',
+  ORCHESTRATION_TOP_K: '1..50',
+  ORCHESTRATION_MIN_SCORE: 'a number from 0 to 1',
   FILE_ALLOW_HARDLINKS: 'true | false',
   MCP_AUTO_APPROVE: 'true | false',
   LOG_FORMAT: 'json | pretty',
@@ -318,7 +357,7 @@ export function validateEnv(raw: Record<string, unknown>): EnvironmentVariables 
       const allowed = ALLOWED[name] ? ` (allowed: ${ALLOWED[name]})` : '';
       const c = e.constraints ?? {};
       // a value of the wrong type: its type is the one thing to fix
-      const messages = c.isInt ? [c.isInt] : c.isBoolean ? [c.isBoolean] : Object.values(c);
+      const messages = c.isInt ? [c.isInt] : c.isBoolean ? [c.isBoolean] : c.isNumber ? [c.isNumber] : Object.values(c);
       return `  ${name}=${shown}: ${messages.join('; ')}${allowed}`;
     });
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);

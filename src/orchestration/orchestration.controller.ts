@@ -34,7 +34,7 @@ export class OrchestrationController {
     // a caller that hangs up stops the model call and the tools it would have run
     const abort = new AbortController();
     req.socket.once('close', () => abort.abort());
-    return this.orchestration.execute({ ...toRequest(dto), signal: abort.signal });
+    return this.orchestration.execute({ ...this.toRequest(dto), signal: abort.signal });
   }
 
   @Post('execute/stream')
@@ -46,8 +46,8 @@ export class OrchestrationController {
   @ApiSseResponse({ description: 'progress events, one per stage, then one result event (a ToolCallsResult)', events: { progress: ExecuteProgressEventDto, result: ToolCallsResultDto } })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode (before the stream starts)' })
   executeStream(@Body() dto: ExecuteToolsDto, @SseSignal() signal: AbortSignal): Observable<MessageEvent> {
-    this.orchestration.mode(dto.mode); // an unknown mode is a 400 before the stream
-    const req = toRequest(dto);
+    // a missing or unknown mode is a 400 before the stream
+    const req = this.toRequest(dto);
     // a caller that hangs up stops the model call and the tools it would have run
     const gen = this.orchestration.executeModeStream({ ...req, signal });
     const events = new Observable<WireMessage>((subscriber) => {
@@ -67,26 +67,22 @@ export class OrchestrationController {
 
   @Get('tool-index/search')
   @AnyProject()
-  @ApiOperation({ operationId: 'searchToolIndex', summary: 'The NarrowTopK candidates for a query, with normalized scores (available tools only, as NarrowTopK sees them)' })
+  @ApiOperation({ operationId: 'searchToolIndex', summary: 'The NarrowTopK candidates for a query, with their absolute scores (0..1; available tools only, as NarrowTopK sees them)' })
   @ApiOkResponse({ type: [ToolIndexHitDto] })
   async search(@Query() q: ToolIndexSearchQueryDto): Promise<ToolIndexHitDto[]> {
     const available = new Set((await this.tools.specs()).map((s) => s.name));
     return this.index.retrieve(q.q, q.k ?? 5, q.minScore ?? 0, (name) => available.has(name));
   }
-}
 
-function toRequest(dto: ExecuteToolsDto): ExecuteModeRequest & { requestId: string } {
-  return {
-    requestId: randomUUID(),
-    userInput: dto.userInput,
-    participantIds: dto.participantIds ?? [],
-    projectId: dto.projectId ?? 'default',
-    mode: dto.mode,
-    options: {
-      maxCalls: dto.options?.maxCalls ?? 1,
-      narrowTopK: dto.options?.narrowTopK ?? 5,
-      minScoreThreshold: dto.options?.minScoreThreshold ?? 0,
-      locale: dto.options?.locale ?? 'en',
-    },
-  };
+  /** The mode and the options the request leaves out come from the configuration (OrchestrationService). */
+  private toRequest(dto: ExecuteToolsDto): ExecuteModeRequest & { requestId: string } {
+    return {
+      requestId: randomUUID(),
+      userInput: dto.userInput,
+      participantIds: dto.participantIds ?? [],
+      projectId: dto.projectId ?? 'default',
+      mode: this.orchestration.resolveMode(dto.mode),
+      options: this.orchestration.modeOptions(dto.options ?? {}),
+    };
+  }
 }

@@ -1,5 +1,5 @@
 import { trustedText, UntrustedValues, withUntrustedMasking } from './untrusted-output';
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { BadRequestException, Inject, Injectable, Logger, Optional, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfigService } from '../config/app-config.service';
 import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
@@ -11,9 +11,10 @@ import type { Turn, TurnRequest } from './turn';
 import { OrchestrationException, OrchestrationExceptionCode } from './orchestration.exception';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
 import type { ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
-import type { ToolCallsResult, ToolMode, ToolModeOptions, ToolModeProgress, ToolModeStrategy } from './modes/tool-calls-result';
+import { TOOL_MODES, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
+import { ToolIndexService } from './modes/tool-index/tool-index.service';
 
 export interface ExecuteModeRequest {
   userInput: string;
@@ -32,9 +33,12 @@ export interface ExecuteModeRequest {
  *
  * Builds chat turns: the protocol context with the ports a protocol uses (model, tools, trace,
  * knowledge). Callers above (chat, runs) never hold those ports.
+ *
+ * A tool-only request's mode and options not given fall back to the configuration
+ * (ORCHESTRATION_DEFAULT_MODE, _MAX_CALLS, _TOP_K, _MIN_SCORE), resolved once, before the run.
  */
 @Injectable()
-export class OrchestrationService {
+export class OrchestrationService implements OnApplicationBootstrap {
   private readonly logger = new Logger('Orchestration');
   private readonly protocols = new Map<string, ProtocolStrategy>();
   private readonly modes = new Map<string, ToolModeStrategy>();
@@ -48,6 +52,7 @@ export class OrchestrationService {
     @Optional() @Inject(KNOWLEDGE_RETRIEVER) private readonly knowledge?: KnowledgeRetriever,
     @Optional() private readonly toolSelection?: ToolSelectionService,
     @Optional() private readonly models?: LlmModels,
+    @Optional() private readonly toolIndex?: ToolIndexService,
   ) {
     for (const s of strategies) {
       const map: Map<string, OrchestrationStrategy> = s.kind === 'tool-mode' ? this.modes : this.protocols;
@@ -134,6 +139,41 @@ export class OrchestrationService {
 
   protocolNames(): string[] {
     return [...this.protocols.keys()];
+  }
+
+  /**
+   * Logged once every module has started (the built-in tools are registered in their module's
+   * init, so a count taken any earlier says 0); MCP tools are added as their servers list them.
+   */
+  onApplicationBootstrap(): void {
+    const index = this.toolIndex;
+    const state = !index ? 'toolIndex=none' : `toolIndex=${index.isEnabled() ? 'on' : 'off'}, indexedTools=${index.size}, retrieval=${index.usesEmbeddings() ? 'bm25+embedding' : 'bm25'}`;
+    const o = this.modeOptions({});
+    this.logger.log(
+      `Orchestration ready (modes=${this.modes.size} [${[...this.modes.keys()].join(', ')}], defaultMode=${this.config.get('ORCHESTRATION_DEFAULT_MODE') ?? 'none'}, ` +
+        `maxCalls=${o.maxCalls}, narrowTopK=${o.narrowTopK}, minScore=${o.minScoreThreshold}, ${state})`,
+    );
+  }
+
+  /**
+   * The mode a tool-only request runs in: its own, else ORCHESTRATION_DEFAULT_MODE. Neither is a
+   * 400 worded as the body validation words a bad mode. Resolved once: the run never changes it.
+   */
+  resolveMode(requested: ToolMode | undefined): ToolMode {
+    const mode = requested ?? this.config.get('ORCHESTRATION_DEFAULT_MODE');
+    if (!mode) throw new BadRequestException([`mode must be one of: ${TOOL_MODES.join(', ')} (required while ORCHESTRATION_DEFAULT_MODE is not set)`]);
+    this.mode(mode);
+    return mode;
+  }
+
+  /** A tool-only request's options, each one it leaves out from the configuration. */
+  modeOptions(given: Partial<ToolModeOptions>): ToolModeOptions {
+    return {
+      maxCalls: given.maxCalls ?? this.config.get('ORCHESTRATION_MAX_CALLS'),
+      narrowTopK: given.narrowTopK ?? this.config.get('ORCHESTRATION_TOP_K'),
+      minScoreThreshold: given.minScoreThreshold ?? this.config.get('ORCHESTRATION_MIN_SCORE'),
+      locale: given.locale ?? 'en',
+    };
   }
 
   mode(name: string): ToolModeStrategy {

@@ -193,6 +193,59 @@ describe('POST /api/orchestration/execute', () => {
     expect(llm.chatRequests).toHaveLength(0);
   });
 
+  it('NarrowTopK: a nonsense request that shares one word with a tool is refused by the default threshold (no_candidates, no model call)', async () => {
+    // "page" is in two tools' names; the other words are no tool's, so the match is weak
+    const input = 'zorblax quantum page flibbertigibbet';
+    const search = async (minScore: number) => (await fetch(`${t.url}/api/orchestration/tool-index/search?q=${encodeURIComponent(input)}&k=5&minScore=${minScore}`)).json();
+    const all = await search(0);
+    expect(all.map((h: { name: string }) => h.name)).toContain('fetch_page');
+    expect(all[0].score).toBeLessThan(0.23);
+    expect(await search(0.23)).toEqual([]);
+    // no options: minScoreThreshold is ORCHESTRATION_MIN_SCORE's default
+    const { body } = await post({ userInput: input, mode: 'NarrowTopK' });
+    expect(body).toMatchObject({ mode: 'NarrowTopK', exposedTools: [], decidedCalls: [], isSuccess: false, error: 'no_candidates', candidates: [] });
+    const explicit = await post({ userInput: input, mode: 'NarrowTopK', options: { minScoreThreshold: 0.3 } });
+    expect(explicit.body).toMatchObject({ error: 'no_candidates', exposedTools: [] });
+    expect(llm.chatRequests).toHaveLength(0);
+  });
+
+  it('NarrowTopK: the candidates carry the scores the search route shows (absolute, not relative to the best)', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }]));
+    const input = 'read the contents of the file README.md';
+    const { body } = await post({ userInput: input, mode: 'NarrowTopK', options: { narrowTopK: 3, minScoreThreshold: 0 } });
+    const shown = await (await fetch(`${t.url}/api/orchestration/tool-index/search?q=${encodeURIComponent(input)}&k=3`)).json();
+    expect(body.candidates).toEqual(shown.map((h: { name: string; score: number }) => ({ name: h.name, score: h.score })));
+    expect(body.candidates[0]).toMatchObject({ name: 'read_file' });
+    expect(body.candidates[0].score).toBeGreaterThan(0.23);
+    expect(body.candidates[0].score).toBeLessThan(1);
+  });
+
+  it('ORCHESTRATION_DEFAULT_MODE, _TOP_K and _MAX_CALLS fill what a request leaves out; what it names wins', async () => {
+    const app = await start({ ORCHESTRATION_DEFAULT_MODE: 'NarrowTopK', ORCHESTRATION_TOP_K: '1', ORCHESTRATION_MAX_CALLS: '2' });
+    try {
+      const calls = [{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }, { toolCall: { name: 'read_file', args: { path: 'README.md', maxBytes: 10 } } }, { toolCall: { name: 'read_file', args: { path: 'README.md', maxBytes: 20 } } }];
+      llm.enqueue(respond.turn(calls), respond.turn(calls));
+      const byDefault = await post({ userInput: 'read the contents of the file README.md' }, app.url);
+      expect(byDefault.status).toBe(200);
+      expect(byDefault.body).toMatchObject({ mode: 'NarrowTopK', exposedTools: ['read_file'], isSuccess: true });
+      expect(byDefault.body.executions).toHaveLength(2);
+      const named = await post({ userInput: 'read the contents of the file README.md', mode: 'Classic', options: { maxCalls: 1 } }, app.url);
+      expect(named.body).toMatchObject({ mode: 'Classic', isSuccess: true });
+      expect(named.body.exposedTools.length).toBeGreaterThan(1);
+      expect(named.body.executions).toHaveLength(1);
+      // the stream route resolves the same way
+      llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'README.md' } } }]));
+      const res = await sse(`${app.url}/api/orchestration/execute/stream`, { body: { userInput: 'read the contents of the file README.md' } });
+      expect(res.events.at(-1)!.data).toMatchObject({ mode: 'NarrowTopK', exposedTools: ['read_file'] });
+    } finally {
+      await app.close();
+    }
+    // without the setting a missing mode is still a 400, on both routes, before any model call
+    const missing = await fetch(`${t.url}/api/orchestration/execute/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userInput: 'x' }) });
+    expect(missing.status).toBe(400);
+    expect(JSON.stringify(await missing.json())).toMatch(/mode must be one of: Classic, NarrowTopK \(required while ORCHESTRATION_DEFAULT_MODE is not set\)/);
+  });
+
   it('NarrowTopK: a disabled index is narrow_topk_unavailable and never falls back to Classic', async () => {
     const off = await start({ TOOL_INDEX_ENABLED: 'false' });
     try {

@@ -1,7 +1,8 @@
 import type { ToolOutcome } from '../../tools/tool-definition';
+import { ORCHESTRATION_MODES } from '../../config/env.schema';
 
-/** The two tool-only modes; a caller always gets the mode it asked for. */
-export const TOOL_MODES = ['Classic', 'NarrowTopK'] as const;
+/** The two tool-only modes (one list with ORCHESTRATION_DEFAULT_MODE's); a caller always gets the mode it asked for. */
+export const TOOL_MODES = ORCHESTRATION_MODES;
 export type ToolMode = (typeof TOOL_MODES)[number];
 
 /**

@@ -6,15 +6,15 @@ import { TOOL_MODES, type ToolMode } from '../tool-calls-result';
 import { SUPPORTED_LOCALE } from '../tool-mode.prompts';
 
 export class ExecuteToolsOptionsDto {
-  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 1, description: 'decided calls are cut to this many' })
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, description: 'decided calls are cut to this many; default ORCHESTRATION_MAX_CALLS (1)' })
   @IsOptional() @IsInt() @Min(1) @Max(20)
   maxCalls?: number;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 50, default: 5, description: 'NarrowTopK: candidates shown to the model' })
+  @ApiPropertyOptional({ minimum: 1, maximum: 50, description: 'NarrowTopK: candidates shown to the model; default ORCHESTRATION_TOP_K (5)' })
   @IsOptional() @IsInt() @Min(1) @Max(50)
   narrowTopK?: number;
 
-  @ApiPropertyOptional({ minimum: 0, maximum: 1, default: 0, description: 'NarrowTopK: lowest normalized score (0..1) a candidate needs' })
+  @ApiPropertyOptional({ minimum: 0, maximum: 1, description: 'NarrowTopK: lowest absolute score (0..1) a candidate needs; default ORCHESTRATION_MIN_SCORE (0.23)' })
   @IsOptional() @IsNumber() @Min(0) @Max(1)
   minScoreThreshold?: number;
 
@@ -37,10 +37,11 @@ export class ExecuteToolsDto {
   @IsOptional() @Matches(PROJECT_ID_PATTERN, { message: PROJECT_ID_MESSAGE })
   projectId?: string;
 
-  @ApiProperty({ enum: TOOL_MODES, description: 'required; never switched' })
-  // only its presence here: an unknown name is OrchestrationService's `unknown_mode`, the code the API documents
-  @IsString({ message: `mode is required: one of ${TOOL_MODES.join(', ')}` })
-  mode: ToolMode;
+  @ApiPropertyOptional({ enum: TOOL_MODES, description: 'required unless ORCHESTRATION_DEFAULT_MODE is set; never switched' })
+  // only its type here: a missing mode without a default and an unknown name are answered by
+  // OrchestrationService (`400`, `unknown_mode`), the codes the API documents
+  @IsOptional() @IsString({ message: `mode must be one of: ${TOOL_MODES.join(', ')}` })
+  mode?: ToolMode;
 
   @ApiPropertyOptional({ type: ExecuteToolsOptionsDto })
   @IsOptional() @ValidateNested() @Type(() => ExecuteToolsOptionsDto)
@@ -76,7 +77,7 @@ export class ToolExecutionDto {
 
 export class ToolCandidateDto {
   @ApiProperty() name: string;
-  @ApiProperty({ description: 'normalized 0..1 per query' }) score: number;
+  @ApiProperty({ description: 'absolute 0..1: the same whatever the other candidates (docs/API.md, "Tool-only orchestration")' }) score: number;
 }
 
 export class ToolCallsResultDto {

@@ -42,7 +42,13 @@ export class ToolIndexService implements OnModuleDestroy {
       this.queueEmbedding(tool);
     }
     this.following = true;
-    this.logger.log(`tool index built: ${this.index.size} tools`);
+    // no count logged here: the built-ins register after this runs (OrchestrationService logs
+    // the index once every module has started)
+  }
+
+  /** Whether NarrowTopK fuses BM25 with an embedding model (LLM_EMBEDDING_MODEL). */
+  usesEmbeddings(): boolean {
+    return !!this.embedder;
   }
 
   /** True while the index follows the registry (from construction until shutdown) and TOOL_INDEX_ENABLED is on. */
@@ -60,8 +66,8 @@ export class ToolIndexService implements OnModuleDestroy {
   }
 
   /**
-   * The best `k` tools for `query`, best first, scores 0..1 (BM25 relative to the best hit,
-   * scaled by how much of the query the best hit covers), none below `minScore`. `filter` (e.g. "available now") is applied before the top
+   * The best `k` tools for `query`, best first, absolute scores 0..1 (ToolIndex.search: the same
+   * whatever the other candidates), none below `minScore`. `filter` (e.g. "available now") is applied before the top
    * `k` is taken, so it does not shorten the list. A request with several tasks is searched
    * per task as well and the lists fused (searchMultiIntent); one task ranks as ToolIndex.search.
    */
@@ -73,8 +79,9 @@ export class ToolIndexService implements OnModuleDestroy {
    * NarrowTopK's retrieval. BM25 alone without an embedding model. With one, each tool's
    * text is embedded once (on registration/change) and, per search, the request and each of its
    * tasks (one embedding call). Each text is ranked by fusing the two signals linearly over the
-   * union of its BM25 and cosine candidates: score = (BM25 score + cosine) / 2, both in 0..1, so
-   * `minScore` keeps its meaning and a paraphrase BM25 misses can still be found. (Rescaling the
+   * union of its BM25 and cosine candidates: score = (BM25 score + cosine) / 2, both absolute and
+   * in 0..1, so the fused score is absolute too, bounded by 1, `minScore` keeps its meaning and a
+   * paraphrase BM25 misses can still be found. (Rescaling the
    * cosine between the candidates' lowest and highest was measured too: worse, bench/README.md.)
    * The per-text lists are fused across tasks as `search` fuses them (fuseTasks), so a request
    * with several tasks keeps one place per task; fusing only the whole request's text let the

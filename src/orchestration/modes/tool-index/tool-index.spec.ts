@@ -94,10 +94,11 @@ describe('ToolIndex ranking', () => {
     expect(names(index, query)[0]).toBe(expected);
   });
 
-  it('returns names, origins and scores normalized to 0..1, best first at 1', () => {
+  it('returns names, origins and absolute scores in 0..1, best first', () => {
     const hits = index.search('read a file from the project', 5);
     expect(hits.length).toBeGreaterThan(1);
-    expect(hits[0].score).toBe(1);
+    expect(hits[0].score).toBeGreaterThan(0.5);
+    expect(hits[0].score).toBeLessThan(1);
     expect(hits.find((h) => h.name === 'read_file')?.origin).toBe('builtin');
     for (let i = 1; i < hits.length; i++) {
       expect(hits[i].score).toBeLessThanOrEqual(hits[i - 1].score);
@@ -163,9 +164,24 @@ describe('ToolIndex limits', () => {
     expect(index.search(q, 10, all[0].score + 0.01)).toEqual([]);
   });
 
-  it('scores a request the best tool fully covers at 1, ignoring words no tool has', () => {
-    expect(index.search('list files', 1)[0]).toMatchObject({ name: 'list_files', score: 1 });
-    expect(index.search('list the files in Zanzibar', 1)[0]).toMatchObject({ name: 'list_files', score: 1 });
+  it("gives a tool the same score whatever the other candidates (absolute, not relative to the best)", () => {
+    const q = 'read a file from the project';
+    const [best, ...rest] = index.search(q, 5);
+    const without = index.search(q, 5, 0, (name) => name !== best.name);
+    for (const h of rest) expect(without.find((w) => w.name === h.name)?.score).toBe(h.score);
+  });
+
+  it('scores a request lower the more of its words no tool has, so a threshold refuses a weak match', () => {
+    const [plain, argument, mostlyUnknown] = ['list files', 'list the files in Zanzibar', 'zorblax quantum page flibbertigibbet'].map((q) => index.search(q, 1)[0]);
+    expect(plain).toMatchObject({ name: 'list_files' });
+    expect(argument).toMatchObject({ name: 'list_files' });
+    expect(argument.score).toBeLessThan(plain.score);
+    expect(argument.score).toBeGreaterThan(0.5);
+    // one word of four matches a tool: a hit, but a weak one
+    expect(mostlyUnknown).toMatchObject({ name: 'fetch_page' });
+    expect(mostlyUnknown.score).toBeLessThan(0.3);
+    expect(index.search('zorblax quantum page flibbertigibbet', 5, 0.3)).toEqual([]);
+    expect(names(index, 'list the files in Zanzibar', 5, 0.3)[0]).toBe('list_files');
   });
 
   it('applies a filter before taking the top k', () => {

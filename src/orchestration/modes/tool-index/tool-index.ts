@@ -5,7 +5,7 @@ import { FieldedBm25 } from './fielded-bm25';
 /** What the index needs of a tool: what the model would see of it, plus its origin. */
 export type IndexableTool = Pick<ToolDefinition, 'name' | 'description' | 'parameters' | 'origin'>;
 
-/** One candidate: `score` is normalized per query to 0..1 (see ToolIndex.search). */
+/** One candidate: `score` is absolute, 0..1, the same whatever the other candidates (see ToolIndex.search). */
 export interface ToolIndexHit {
   name: string;
   score: number;
@@ -46,6 +46,14 @@ export interface ToolIndexOptions {
 const MIN_QUERY_TERMS = 8;
 
 /**
+ * The saturation constant of the absolute score: score = s / (s + SCORE_SATURATION), where s is
+ * the ranking score (BM25+ × coverage², below). At 1 the bundled benchmark's relevant tools
+ * spread over the whole scale (median s ≈ 10 → 0.91; the weakest 1 % s ≈ 0.26 → 0.21) while a
+ * tool matching one word of a request otherwise made of unknown words stays low (s ≈ 0.1–0.4).
+ */
+export const SCORE_SATURATION = 1;
+
+/**
  * Where the numbers come from: sweeps on the bfcl-pooled set
  * (`npm run bench:tool-retrieval`, bench/README.md "Tool retrieval"), keeping round values in
  * the middle of a plateau rather than the best point. On that set name boost 1–3, k1 0.9–1.6,
@@ -79,9 +87,13 @@ interface IndexedDoc {
  * Long requests: query terms are used rarest first within a postings budget
  * (`maxQueryPostings`), which bounds search time whatever the request length.
  *
- * Scores: `search` divides every ranking score by the best one of that query, so the best hit
- * scores 1 and `minScore` reads as "at least this fraction of the best match". Scores are
- * comparable within one query, not across queries.
+ * Scores are absolute: the ranking score s mapped through the fixed saturation
+ * s / (s + SCORE_SATURATION), so 0 ≤ score < 1, the order is s's, and a tool's score does not
+ * depend on the other candidates. A threshold can therefore say "nothing here is relevant
+ * enough" (a request whose words are mostly unknown to every tool scores low, since those words
+ * count against the coverage). What it does depend on is the catalog, as BM25 does: a word's
+ * IDF grows with the log of the number of tools, so the same match scores lower in a catalog
+ * of six tools than in one of two thousand.
  */
 export class ToolIndex {
   private readonly options: ToolIndexOptions;
@@ -156,14 +168,10 @@ export class ToolIndex {
   }
 
   /**
-   * The best `k` tools for a request, best first, each scoring ≥ `minScore` (0..1).
-   * A score is the tool's BM25 score relative to the best hit, times the share of the query's
-   * IDF mass (over the terms some tool has) that the best hit matches: the order is BM25's, and
-   * the scale says how much of the request the best tool explains, so a threshold can leave no
-   * candidate at all for a request no tool covers well (one the best tool fully covers starts at 1). An empty or stop-word-only query, `k < 1`, a query that
-   * matches nothing or an empty index give `[]`. Ties are broken by name, so results do not
-   * depend on registration order. `filter` drops tools before the top `k` is taken, and the
-   * best tool it keeps is the one that scores 1.
+   * The best `k` tools for a request, best first, each scoring ≥ `minScore` (0..1, absolute:
+   * see the class comment). An empty or stop-word-only query, `k < 1`, a query that matches
+   * nothing or an empty index give `[]`. Ties are broken by name, so results do not depend on
+   * registration order. `filter` drops tools before the top `k` is taken; it changes no score.
    */
   search(query: string, k: number, minScore = 0, filter?: (name: string) => boolean): ToolIndexHit[] {
     const limit = Math.floor(k);
@@ -174,28 +182,20 @@ export class ToolIndex {
     const raw = this.engine.search(terms, idf, filter);
     if (raw.length === 0) return [];
 
-    let queryIdf = 0;
-    // the scale counts only terms some tool has: "Paris" in "weather in Paris" is an argument
-    // value, not evidence against get_weather
-    let knownIdf = 0;
-    terms.forEach((t, i) => {
-      queryIdf += idf[i];
-      if ((this.df.get(t) ?? 0) > 0) knownIdf += idf[i];
-    });
+    // every query term counts, a word no tool has included: a request made mostly of words no
+    // tool knows is explained only in part by any tool, and its scores say so
+    const queryIdf = idf.reduce((a, b) => a + b, 0);
     const p = this.options.coverageExponent;
     const ranked = raw.map((r) => ({
       name: r.id,
       raw: p > 0 && queryIdf > 0 ? r.score * (r.covered / queryIdf) ** p : r.score,
-      coverage: knownIdf > 0 ? r.covered / knownIdf : 0,
     }));
-    const best = topK(ranked, limit);
-    const top = best[0]?.raw ?? 0;
-    if (!(top > 0)) return [];
-    const scale = Math.min(1, Math.max(0, best[0].coverage));
+    const threshold = Number.isFinite(minScore) ? minScore : 0;
     const hits: ToolIndexHit[] = [];
-    for (const r of best) {
-      const score = (r.raw / top) * scale;
-      if (score < (Number.isFinite(minScore) ? minScore : 0)) break;
+    for (const r of topK(ranked, limit)) {
+      const score = absoluteScore(r.raw);
+      // best first, so the first one below the threshold ends the list
+      if (!(score > 0) || score < threshold) break;
       hits.push({ name: r.name, score, origin: this.docs.get(r.name)!.origin });
     }
     return hits;
@@ -239,8 +239,11 @@ export class ToolIndex {
 interface Ranked {
   name: string;
   raw: number;
-  /** share of the query's IDF mass this tool matches (0..1) */
-  coverage: number;
+}
+
+/** The fixed saturation s / (s + SCORE_SATURATION): 0..1, monotone, the same for every query. */
+function absoluteScore(raw: number): number {
+  return raw > 0 ? raw / (raw + SCORE_SATURATION) : 0;
 }
 
 const before = (a: Ranked, b: Ranked): boolean => a.raw > b.raw || (a.raw === b.raw && a.name < b.name);
