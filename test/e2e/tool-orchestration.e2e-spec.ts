@@ -258,7 +258,7 @@ describe('POST /api/orchestration/execute', () => {
   });
 
   it.each([
-    [{ userInput: 'x' }, /mode is required: one of Classic, NarrowTopK/],
+    [{ userInput: 'x' }, /mode must be one of: Classic, NarrowTopK \(required while ORCHESTRATION_DEFAULT_MODE is not set\)/],
     [{ userInput: '', mode: 'Classic' }, /userInput must not be empty/],
     [{ userInput: 'x', mode: 'Classic', options: { maxCalls: 0 } }, /maxCalls must not be less than 1/],
     [{ userInput: 'x', mode: 'NarrowTopK', options: { minScoreThreshold: 2 } }, /minScoreThreshold must not be greater than 1/],
