@@ -5,8 +5,10 @@ const turn = require('./public/assets/turn-state.js') as {
   applyEvent: (s: TurnState, type: string, data: Record<string, unknown>) => boolean;
   isSettled: (status: string) => boolean;
   phaseLabel: (phase: string | null) => string;
+  stepLabel: (p: TurnState, tools: TurnState[]) => string;
+  stateFromStored: (m: Record<string, unknown>) => TurnState;
 };
-const { createTurnState, applyEvent, isSettled, phaseLabel } = turn;
+const { createTurnState, applyEvent, isSettled, phaseLabel, stepLabel, stateFromStored } = turn;
 
 const ids = { requestId: 'r1', projectId: 'default', conversationId: 'c1' };
 type Ev = [string, Record<string, unknown>];
@@ -55,7 +57,8 @@ describe('turn state', () => {
       '2:tool_phase:true:success',
       '3:action_phase:true:final_answer',
     ]);
-    expect(s.tools).toEqual([{ callId: 'call_1', name: 'list_files', status: 'completed', isError: false, outcome: 'success', hasOutput: false }]);
+    // the call belongs to the action phase that called it (its tool_calls event)
+    expect(s.tools).toEqual([{ callId: 'call_1', name: 'list_files', status: 'completed', isError: false, outcome: 'success', hasOutput: false, phaseIndex: 1 }]);
   });
 
   it('applies each seq once: a replay after a reconnect adds nothing twice', () => {
@@ -122,6 +125,31 @@ describe('turn state', () => {
       expect(s.phaseIndex).toBe(4);
       expect(s.error).toEqual({ code: 'llm_timeout', message: 'slow model', retryable: true });
     }
+  });
+
+  it('labels each step by what it did: the tools a phase called or ran, else Answer (live and stored alike)', () => {
+    const s = createTurnState();
+    for (const [type, data] of twoStageTurn()) applyEvent(s, type, { ...ids, ...data });
+    expect(s.phases.map((p: TurnState) => stepLabel(p, s.tools))).toEqual(['Called list_files', 'Ran list_files', 'Answer']);
+
+    // a unified step with two calls; a refused duplicate in the next step never ran
+    const stored = stateFromStored({
+      content: 'x',
+      status: 'complete',
+      requestId: 'r2',
+      steps: [
+        { type: 'phase', phase: 'action_phase', phaseIndex: 1, cycleIndex: 0, endReason: 'tool_calls' },
+        { type: 'tool', callId: 'a', name: 'list_files', status: 'completed', phaseIndex: 1 },
+        { type: 'tool', callId: 'b', name: 'read_file', status: 'completed', phaseIndex: 1 },
+        { type: 'phase', phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, endReason: 'success' },
+        { type: 'phase', phase: 'action_phase', phaseIndex: 3, cycleIndex: 1, endReason: 'final_answer' },
+        { type: 'tool', callId: 'c', name: 'read_file', status: 'refused', phaseIndex: 3 },
+      ],
+    });
+    expect(stored.phases.map((p: TurnState) => stepLabel(p, stored.tools))).toEqual(['Called list_files, read_file', 'Ran list_files, read_file', 'Answer']);
+    // a step still streaming is the answer until it calls a tool; calls of unknown phase: "tools"
+    expect(stepLabel({ phaseIndex: 1, phase: 'action_phase', ended: false }, [])).toBe('Answer');
+    expect(stepLabel({ phaseIndex: 2, phase: 'tool_phase', ended: false }, [{ name: 'x', status: 'calling' }])).toBe('Ran tools');
   });
 
   it('names phases for people', () => {

@@ -90,7 +90,7 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     const s = await state();
     expect(s.content).toBe('Let me look at the files. \n\nThe project has **two** entries:\n\n- `README.md`\n- `docs/`\n');
     expect(s.phases.map((p: { phaseIndex: number; phase: string }) => `${p.phaseIndex}:${p.phase}`)).toEqual(['1:action_phase', '2:tool_phase', '3:action_phase']);
-    expect(await page.locator('.message.live .phase').allTextContents()).toEqual(['1 · Answer', '2 · Tools', '3 · Answer']);
+    expect(await page.locator('.message.live .phase').allTextContents()).toEqual(['1 · Called list_files', '2 · Ran list_files', '3 · Answer']);
     // tool activity: the name and its status, never its raw output
     const tool = page.locator('.message.live .tool');
     expect(await tool.locator('.tool-name').textContent()).toBe('list_files');

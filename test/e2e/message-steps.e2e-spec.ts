@@ -84,14 +84,18 @@ describe('tool steps stored with the assistant message', () => {
     expect(order.indexOf('tool:r1')).toBeLessThan(order.indexOf('tool:d1'));
   });
 
-  it('unified: the sources event is kept whole with the message', async () => {
+  // two-stage sends `sources` too since issue #30 (after the tool phase that retrieved)
+  it.each([
+    ['unified', '/api/chat/messages'],
+    ['two-stage', '/api/chat/messages_two_stage'],
+  ])('%s: the sources event is kept whole with the message', async (_p, route) => {
     llm.enqueue(
       respond.turn([{ toolCall: { name: 'rag_query', args: { query: 'how to install orion' }, id: 'q1' } }]),
       respond.turn([{ text: 'Install with npm install.' }]),
     );
-    const { events } = await sse(`${t.url}/api/chat/messages`, { body: { content: 'According to the docs, how do I install Orion?' }, timeoutMs: 30_000 });
+    const { events } = await sse(`${t.url}${route}`, { body: { content: 'According to the docs, how do I install Orion?' }, timeoutMs: 30_000 });
+    expect(of(events, 'sources')).toHaveLength(1);
     const [sources] = of(events, 'sources');
-    expect(sources).toBeDefined();
     const message = await stored(events);
     const kept = message.steps.find((s: Step) => s.type === 'sources');
     const { data, sourceTypes, ragCount, webCount, confidence, metrics } = sources.data;

@@ -67,6 +67,16 @@ describe('two-stage checkpoint format', () => {
     expect(() => parseTwoStageCheckpoint(raw)).toThrow(CheckpointFormatError);
   });
 
+  it('keeps the sources a checkpoint carries (optional: older ones have none); a malformed snapshot is dropped, not fatal', () => {
+    const [, raw] = load('historical')[0];
+    expect(parseTwoStageCheckpoint(raw).sources).toBeUndefined();
+    const sources = { data: [{ type: 'rag', title: 'Roadmap', path: 'docs/roadmap.md' }], confidences: ['medium'], ragCalls: 1, metrics: { returned: 1 } };
+    expect(parseTwoStageCheckpoint({ ...raw, sources }).sources).toEqual(sources);
+    for (const bad of [[], { data: 'x', confidences: [], ragCalls: 0 }, { data: [], confidences: [1], ragCalls: 0 }, { data: [], confidences: [], ragCalls: -1 }]) {
+      expect(parseTwoStageCheckpoint({ ...raw, sources: bad }).sources).toBeUndefined();
+    }
+  });
+
   it('keeps a resumed turn inside its remaining budget', async () => {
     const [, raw] = load('historical').find(([n]) => n === 'v1-with-history-and-strikes.json')!;
     const llm = new ScriptedLlm([toolTurn('read_file', '{"path":"docs/roadmap.md"}'), answer('Final.')]);

@@ -1,4 +1,5 @@
 import type { LlmMessage, LlmUsage } from '../../llm/llm-adapter.port';
+import type { SourcesSnapshot } from '../protocols/unified/unified.sources';
 
 /**
  * The state a two-stage run needs to continue after a pause, stored per phase on the run row
@@ -35,6 +36,11 @@ export interface TwoStageCheckpoint {
   /** tools whose invalid arguments the model was already told about */
   toldInvalid: string[];
   usage: LlmUsage & { llmCalls: number };
+  /**
+   * the sources the turn's tools returned so far; optional, so checkpoints written before it
+   * was kept still read (their resumed leg reports only its own sources) and no version bump
+   */
+  sources?: SourcesSnapshot;
 }
 
 export class CheckpointFormatError extends Error {
@@ -84,5 +90,19 @@ export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
       totalTokens: Number(u.totalTokens) || 0,
       llmCalls: Number(u.llmCalls) || 0,
     },
+    ...(isSourcesSnapshot(raw.sources) ? { sources: raw.sources } : {}),
   };
+}
+
+/** A malformed snapshot is dropped, not fatal: it only feeds the `sources` event. */
+function isSourcesSnapshot(v: unknown): v is SourcesSnapshot {
+  return (
+    isObj(v) &&
+    Array.isArray(v.data) &&
+    v.data.every(isObj) &&
+    Array.isArray(v.confidences) &&
+    v.confidences.every((c) => typeof c === 'string') &&
+    isInt(v.ragCalls) &&
+    (v.metrics === undefined || isObj(v.metrics))
+  );
 }

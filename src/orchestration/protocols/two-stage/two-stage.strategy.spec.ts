@@ -388,6 +388,70 @@ describe('TwoStageStrategy', () => {
     ]);
   });
 
+  describe('sources (issue #30: the chat page shows them on both routes)', () => {
+    /** A retrieval tool and a web tool that cite what they found, and list_files, which cites nothing. */
+    const citingTools = () => {
+      const trace = new MemoryTrace();
+      const registry = new ToolRegistryService(fakeConfig, trace);
+      const tool = (name: string, execute: ToolDefinition['execute']): ToolDefinition => ({
+        name,
+        description: `${name} tool`,
+        parameters: { type: 'object', properties: { query: { type: 'string' }, path: { type: 'string' } } },
+        origin: 'builtin',
+        isAvailable: () => true,
+        execute,
+      });
+      registry.register(
+        tool('rag_query', async () => ({
+          output: { confidence: 'medium', metrics: { method: 'fts', candidates: 5, returned: 1 } },
+          sources: [{ type: 'rag', title: 'Roadmap', path: 'docs/roadmap.md', snippet: 'Q1: ship', score: 0.9, confidence: 'medium' }],
+        })),
+      );
+      registry.register(tool('web_search', async () => ({ output: { results: 1 }, sources: [{ type: 'web', title: 'Blog', url: 'https://example.com/blog' }] })));
+      registry.register(tool('list_files', async () => ({ output: { entries: ['README.md'] } })));
+      return new ToolRunnerService(registry, fakeConfig, trace);
+    };
+
+    it('sends the sources right after the retrieval tool phase, before the answer streams; none for a turn that retrieved nothing', async () => {
+      const { ctx } = setup([toolTurn('list_files', '{}'), toolTurn('rag_query', '{"query":"roadmap"}'), answer('See docs/roadmap.md.')], { tools: citingTools() });
+      const events = await collect(strategy.execute(ctx));
+      const sources = ofType(events, 'sources');
+      expect(sources).toEqual([
+        {
+          type: 'sources',
+          data: [{ type: 'rag', title: 'Roadmap', path: 'docs/roadmap.md', snippet: 'Q1: ship', score: 0.9, confidence: 'medium' }],
+          sourceTypes: ['rag'],
+          ragCount: 1,
+          webCount: 0,
+          confidence: 'medium',
+          metrics: { method: 'fts', candidates: 5, returned: 1 },
+        },
+      ]);
+      const at = events.indexOf(sources[0]);
+      const ragDone = events.findIndex((e) => e.type === 'tool_progress' && e.tool === 'rag_query' && e.action === 'completed');
+      const answerChunk = events.findIndex((e) => e.type === 'chunk' && e.content.includes('See docs'));
+      expect(ragDone).toBeLessThan(at);
+      expect(at).toBeLessThan(answerChunk);
+
+      const plain = setup([toolTurn('list_files', '{}'), answer('Two files.')], { tools: citingTools() });
+      expect(ofType(await collect(strategy.execute(plain.ctx)), 'sources')).toEqual([]);
+    });
+
+    it('keeps the sources of the legs before a pause: the resumed leg reports them all', async () => {
+      const first = setup([toolTurn('rag_query', '{"query":"roadmap"}')], { tools: citingTools() });
+      first.requestPause();
+      const events = await collect(strategy.execute(first.ctx));
+      expect(ofType(events, 'sources')[0].ragCount).toBe(1);
+      const stored = JSON.parse(JSON.stringify(ofType(events, 'checkpoint')[0].state));
+
+      const second = setup([toolTurn('web_search', '{"query":"roadmap"}'), answer('Both agree.')], { tools: citingTools(), resumeFrom: { phaseIndex: 2, state: stored } });
+      const rest = ofType(await collect(strategy.execute(second.ctx)), 'sources');
+      expect(rest).toHaveLength(1);
+      expect(rest[0]).toMatchObject({ sourceTypes: ['rag', 'web'], ragCount: 1, webCount: 1, confidence: 'medium', metrics: { returned: 1 } });
+      expect(rest[0].data.map((d) => (d as { title: string }).title)).toEqual(['Roadmap', 'Blog']);
+    });
+  });
+
   it('rejects a checkpoint of an unknown schema version', async () => {
     const { ctx } = setup([answer('x')], { resumeFrom: { phaseIndex: 2, state: { schemaVersion: 99 } } });
     await expect(collect(strategy.execute(ctx))).rejects.toThrow(/unsupported checkpoint schemaVersion 99/);

@@ -15,6 +15,7 @@ import {
   type TwoStageCheckpoint,
 } from '../../run-state/run-checkpoint';
 import { MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { SourcesCollector } from '../unified/unified.sources';
 import { forcedFinal, NOTICES, type ForcedReason, type TwoStageCounters } from './two-stage.budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction, invalidArgumentsMessage, refusalMessage, toolResultMessage } from './two-stage.messages';
 
@@ -216,6 +217,14 @@ export class TwoStageStrategy implements ProtocolStrategy {
     if (failure) yield failure;
 
     yield toolFinishedEvent(ctx, call, result);
+    if (SourcesCollector.reports(call.name, result)) {
+      // the turn's sources so far, right after the tool that found them (before the answer
+      // streams); each one replaces the last, so the turn's last `sources` event is complete
+      const sources = SourcesCollector.from(s.sources);
+      sources.addToolResult(call.name, result);
+      s.sources = sources.snapshot();
+      yield sources.toEvent();
+    }
     const shownArgs = shownArguments(ctx, call);
     s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, shownArgs, result) });
     s.executed.push({
@@ -339,6 +348,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
       duplicateStrikes: s.duplicateStrikes,
       toldInvalid: [...s.toldInvalid],
       usage: { ...s.usage },
+      ...(s.sources ? { sources: s.sources } : {}),
     };
   }
 

@@ -9,6 +9,17 @@ export const NO_RETRIEVAL_CONFIDENCE = 'high';
 /** Confidence when rag_query was called but never said how sure it was (it failed, or an old tool). */
 export const UNKNOWN_RAG_CONFIDENCE = 'low';
 
+/**
+ * What a collector has gathered, as plain JSON: a two-stage checkpoint keeps it, so a resumed
+ * (or forked) leg's `sources` event still lists what the earlier legs retrieved.
+ */
+export interface SourcesSnapshot {
+  data: ToolSource[];
+  confidences: string[];
+  ragCalls: number;
+  metrics?: Record<string, unknown>;
+}
+
 const CONFIDENCE_RANK: Readonly<Record<string, number>> = { none: 0, low: 1, medium: 2, high: 3 };
 
 /**
@@ -27,6 +38,26 @@ export class SourcesCollector {
   private readonly confidences: string[] = [];
   private ragCalls = 0;
   private lastMetrics: Record<string, unknown> | undefined;
+
+  /** A collector that goes on from a snapshot (none: an empty one). */
+  static from(snapshot?: SourcesSnapshot): SourcesCollector {
+    const c = new SourcesCollector();
+    if (!snapshot) return c;
+    for (const s of snapshot.data) c.addSource(s);
+    c.confidences.push(...snapshot.confidences);
+    c.ragCalls = snapshot.ragCalls;
+    c.lastMetrics = snapshot.metrics;
+    return c;
+  }
+
+  snapshot(): SourcesSnapshot {
+    return { data: [...this.byKey.values()], confidences: [...this.confidences], ragCalls: this.ragCalls, ...(this.lastMetrics ? { metrics: { ...this.lastMetrics } } : {}) };
+  }
+
+  /** Whether a tool result is one the turn's `sources` event reports: it cited something, or it was a retrieval. */
+  static reports(toolName: string, result: ToolRunResult): boolean {
+    return toolName === 'rag_query' || (result.sources ?? []).length > 0;
+  }
 
   /** Takes one tool result (only its sources and, for rag, its confidence and metrics). */
   addToolResult(toolName: string, result: ToolRunResult): void {

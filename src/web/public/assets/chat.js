@@ -49,6 +49,8 @@ const ui = {
 const app = {
   /** @type {{ provider: string, model: string, toolCalling: boolean, orchestratorEnabled: boolean, twoStageEnabled: boolean } | null} */
   caps: null,
+  /** why `caps` is null: 'key' (the server wants an API key), 'error' (any other failure) @type {'key' | 'error' | null} */
+  capsProblem: null,
   /** @type {Conversation[]} */
   conversations: [],
   /** @type {Conversation | null} null: a new conversation, created by its first message */
@@ -127,7 +129,10 @@ function wireControls() {
     e.preventDefault();
     setApiKey(ui.apiKey.value.trim());
     hideBanner();
-    void reloadAll();
+    void reloadAll().then(() => {
+      // the key works: back to the conversation (the list covers it on a narrow screen)
+      if (app.caps) closeSidebarOnNarrow();
+    });
   });
   ui.apiKeyClear.addEventListener('click', () => {
     ui.apiKey.value = '';
@@ -151,16 +156,21 @@ async function reloadAll() {
 // ---------------------------------------------------------------- capabilities, route, agentic switch
 
 async function loadCapabilities() {
+  app.capsProblem = null;
   try {
     app.caps = await apiJson('/api/config/capabilities');
   } catch (err) {
     reportError(err, 'Could not read the server capabilities');
     app.caps = null;
+    // a 401 says nothing about the server's routes: it is read again once the key is saved
+    app.capsProblem = err instanceof ApiError && err.status === 401 ? 'key' : 'error';
   }
   const c = app.caps;
-  ui.modelBadge.textContent = c ? `${c.provider} · ${c.model}` : 'model unknown';
+  ui.modelBadge.textContent = c ? `${c.provider} · ${c.model}` : app.capsProblem === 'key' ? 'API key needed' : 'model unknown';
   const twoStage = /** @type {HTMLOptionElement} */ (ui.route.querySelector('option[value="two-stage"]'));
-  twoStage.disabled = !c?.twoStageEnabled;
+  // only a server that answered can say two-stage is off
+  twoStage.disabled = !!c && !c.twoStageEnabled;
+  ui.route.disabled = app.capsProblem === 'key';
   ui.route.value = chosenRoute();
   renderRouteHint();
   renderAgentic();
@@ -173,11 +183,14 @@ function chosenRoute() {
 }
 
 function renderRouteHint() {
-  ui.routeHint.textContent = !app.caps?.twoStageEnabled
-    ? 'Two-stage is off on this server (TWO_STAGE_ENABLED=false): messages use the unified route.'
-    : chosenRoute() === 'two-stage'
-      ? 'One tool per phase; Pause and Resume work at tool boundaries.'
-      : 'The agentic loop; the Agentic mode switch applies to it.';
+  ui.routeHint.textContent = routeHint();
+}
+
+function routeHint() {
+  if (app.capsProblem === 'key') return 'Enter your API key (below) to see which routes this server offers.';
+  if (!app.caps) return 'The server capabilities could not be read: messages use the unified route.';
+  if (!app.caps.twoStageEnabled) return 'Two-stage is off on this server (TWO_STAGE_ENABLED=false): messages use the unified route.';
+  return chosenRoute() === 'two-stage' ? 'One tool per phase; Pause and Resume work at tool boundaries.' : 'The agentic loop; the Agentic mode switch applies to it.';
 }
 
 function renderAgentic() {
@@ -187,7 +200,7 @@ function renderAgentic() {
   ui.agentic.checked = c?.toolCalling !== false && (typeof stored === 'boolean' ? stored : (c?.orchestratorEnabled ?? true));
   if (!c) {
     ui.agentic.disabled = true;
-    ui.agenticHint.textContent = 'Unknown until the server answers.';
+    ui.agenticHint.textContent = app.capsProblem === 'key' ? 'Unknown until the API key is entered.' : 'Unknown until the server answers.';
   } else if (!c.toolCalling) {
     ui.agentic.disabled = true;
     ui.agenticHint.textContent = `Unavailable: the model ${c.model} cannot call tools.`;
@@ -230,7 +243,8 @@ function renderConversationList() {
   ui.list.replaceChildren(
     ...app.conversations.map((c) => {
       const current = c.id === app.conversation?.id;
-      const button = el('button', { type: 'button', class: 'conversation', 'aria-current': current ? 'true' : null }, [
+      // the whole title on hover: a long one is cut after two lines
+      const button = el('button', { type: 'button', class: 'conversation', title: c.title || 'Untitled', 'aria-current': current ? 'true' : null }, [
         el('span', { class: 'conversation-title' }, c.title || 'Untitled'),
         el('time', { class: 'conversation-when', datetime: c.updatedAt }, formatWhen(c.updatedAt)),
       ]);
@@ -432,17 +446,28 @@ function closeSidebarOnNarrow() {
 /** @param {unknown} err @param {string} what */
 function reportError(err, what) {
   if (err instanceof ApiError && err.status === 401) {
-    showBanner('This server needs an API key: paste it under Settings → API key.');
+    // the list opens only on request: on a narrow screen it would cover the composer
+    const enter = el('button', { type: 'button', class: 'button' }, 'Enter API key');
+    enter.addEventListener('click', showKeyField);
+    showBanner('This server needs an API key: paste it under Settings → API key.', enter);
     ui.settings.open = true;
-    ui.sidebar.classList.add('open');
     return;
   }
   showBanner(`${what}: ${err instanceof Error ? err.message : String(err)}`);
 }
 
-/** @param {string} text */
-function showBanner(text) {
-  ui.banner.textContent = text;
+/** Opens the settings where the key goes (the conversation list, on a narrow screen) and focuses the field. */
+function showKeyField() {
+  ui.sidebar.classList.add('open');
+  ui.toggleSidebar.setAttribute('aria-expanded', 'true');
+  ui.settings.open = true;
+  ui.apiKey.scrollIntoView({ block: 'nearest' });
+  ui.apiKey.focus();
+}
+
+/** @param {string} text @param {HTMLElement} [action] a button placed after the text */
+function showBanner(text, action) {
+  ui.banner.replaceChildren(el('span', { class: 'banner-text' }, text), ...(action ? [action] : []));
   ui.banner.hidden = false;
 }
 

@@ -18,6 +18,7 @@ const ui = {
   openTrace: /** @type {HTMLButtonElement} */ (byId('open-trace')),
   executeMeta: byId('execute-meta'),
   executeJson: byId('execute-json'),
+  tracePanel: byId('trace-panel'),
   traceForm: /** @type {HTMLFormElement} */ (byId('trace-form')),
   traceId: /** @type {HTMLInputElement} */ (byId('trace-request-id')),
   traceType: /** @type {HTMLInputElement} */ (byId('trace-type')),
@@ -60,6 +61,8 @@ ui.keyClear.addEventListener('click', () => {
 
 const linked = new URLSearchParams(location.search).get('requestId');
 if (linked) {
+  // opened for one request (the chat page's Trace link): its trace comes first, in view
+  ui.tracePanel.parentElement?.prepend(ui.tracePanel);
   ui.traceId.value = linked;
   void loadTrace();
 }

@@ -16,7 +16,7 @@
 /**
  * @typedef {{ callId: string, name: string, status: string, isError: boolean, outcome?: string,
  *             detail?: string, errorMessage?: string, params?: unknown, output?: unknown,
- *             hasOutput: boolean }} ToolActivity
+ *             hasOutput: boolean, phaseIndex?: number }} ToolActivity
  * @typedef {{ phaseIndex: number, phase: string, cycleIndex: number, ended: boolean, reason?: string }} PhaseStep
  */
 
@@ -98,6 +98,7 @@ export function stateFromStored(m) {
           errorMessage: typeof step.message === 'string' ? step.message : undefined,
           params: step.arguments,
           hasOutput: false,
+          ...(Number.isInteger(step.phaseIndex) ? { phaseIndex: step.phaseIndex } : {}),
         });
         break;
       case 'sources': {
@@ -230,7 +231,9 @@ function upsertTool(s, callId, patch) {
   const starting = patch.status === 'calling' || patch.status === 'requested';
   if (tool && starting && FINISHED.has(tool.status)) tool = undefined;
   if (!tool) {
-    tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false };
+    // the phase of the event that first named the call (as its stored step keeps it): the
+    // action phase that called it, or the tool phase when no `tool_calls` came first
+    tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false, ...(s.phaseIndex ? { phaseIndex: s.phaseIndex } : {}) };
     s.tools.push(tool);
   }
   // a failure reported earlier (tool_phase error) stays an error when the final progress arrives
@@ -258,6 +261,22 @@ export function outcomeLabel(outcome) {
 /** What a phase is called on the page. @param {string | null | undefined} phase */
 export function phaseLabel(phase) {
   return phase === 'tool_phase' ? 'Running tools' : phase === 'action_phase' ? 'Answering' : phase === 'complete' ? 'Complete' : 'Starting';
+}
+
+/**
+ * What a step of the phase trail did: "Called list_files" for an action phase that ended by
+ * calling tools, "Ran list_files" for the tool phase that ran them, "Answer" for the rest.
+ * A call belongs to the phase of the event that first named it (the calling action phase, or
+ * its tool phase); a refused call never ran, so it is left out.
+ * @param {PhaseStep} p @param {ToolActivity[]} tools
+ */
+export function stepLabel(p, tools) {
+  const calledTools = p.phase === 'action_phase' && (p.reason === 'tool_call' || p.reason === 'tool_calls');
+  if (p.phase !== 'tool_phase' && !calledTools) return 'Answer';
+  const [actionIndex, toolIndex] = p.phase === 'tool_phase' ? [p.phaseIndex - 1, p.phaseIndex] : [p.phaseIndex, p.phaseIndex + 1];
+  const names = [...new Set(tools.filter((t) => t.status !== 'refused' && (t.phaseIndex === actionIndex || t.phaseIndex === toolIndex)).map((t) => t.name))];
+  const list = names.length ? names.join(', ') : 'tools';
+  return p.phase === 'tool_phase' ? `Ran ${list}` : `Called ${list}`;
 }
 
 /** @type {Record<TurnStatus, string>} */

@@ -4,7 +4,7 @@
 import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { renderSources } from './sources-view.js';
-import { isErrorStep, isSettled, outcomeLabel, stateFromStored, STATUS_LABELS } from './turn-state.js';
+import { isErrorStep, isSettled, outcomeLabel, stateFromStored, STATUS_LABELS, stepLabel } from './turn-state.js';
 
 /** The assistant side of a live turn: phases, tool activity, notices, the answer, sources. */
 export class TurnView {
@@ -68,7 +68,8 @@ export class TurnView {
     this.pill.textContent = STATUS_LABELS[s.status] ?? s.status;
     this.pill.className = `status-pill ${s.status}`;
 
-    const phases = JSON.stringify(s.phases.map((p) => [p.phaseIndex, p.phase, p.ended]));
+    // the labels name the tools a phase called or ran, so tool activity changes them too
+    const phases = JSON.stringify([s.phases.map((p) => [p.phaseIndex, p.phase, p.ended, p.reason]), s.tools.map((t) => [t.name, t.status, t.phaseIndex])]);
     if (phases !== this.rendered.phases) {
       this.rendered.phases = phases;
       const current = s.phases.at(-1);
@@ -77,7 +78,7 @@ export class TurnView {
           el(
             'li',
             { class: `phase ${p.phase}${p === current && !p.ended ? ' current' : ''}`, 'aria-current': p === current && !p.ended ? 'step' : null, title: p.reason ? `ended: ${p.reason}` : 'running' },
-            `${p.phaseIndex} · ${p.phase === 'tool_phase' ? 'Tools' : 'Answer'}`,
+            `${p.phaseIndex} · ${stepLabel(p, s.tools)}`,
           ),
         ),
       );
