@@ -5,6 +5,8 @@
  * instance A, which is killed (SIGKILL) at the case's point or frozen (SIGSTOP past its lease,
  * then SIGCONT); B survives and its sweeper closes what A left. Then the invariants are checked
  * against the database and what the client received, and violations are counted.
+ * A frozen instance's client reads it to the end: exactly one `done`, its `error` and `done` byte-equal
+ * to the rows B stored. `--cases frozen,mid-stream` runs only those cases.
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
 import { join } from 'node:path';
@@ -102,6 +104,7 @@ async function main() {
   const kills = table.filter((r) => !['frozen', 'surrogate', 'deep-args', 'long-line', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
   const total = table.reduce((s, r) => s + r.violations, 0);
   console.log(`\nkilled runs: ${kills}; violations: ${total}`);
+  for (const [protocol, c] of frozenClients) console.log(`frozen, ${protocol}: the stalled instance's client got exactly one done in ${c.oneDone} of ${c.runs} runs, its error and done byte-equal to run_events in ${c.byteEqual}`);
   if (longLineGaps.length) console.log(`long line: largest pause between the other turn's chunks ${Math.max(...longLineGaps)} ms (its model sends one every 20 ms)`);
   process.exit(total === 0 ? 0 : 1);
 }
@@ -153,10 +156,8 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     }
   });
   onModel = () => undefined;
-  if (point === 'frozen') {
-    await woken;
-    await sleep(1500);
-  }
+  // the stalled instance's stream ends after it has sent the run's end (or given up on it)
+  if (point === 'frozen') await woken;
   if (!requestId) {
     // killed before `start` reached the client: find the run by its user message; a user
     // message stored without its run would be a half-opened turn
@@ -165,6 +166,7 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     requestId = found.request_id;
   }
   const v = await check(pg, b, requestId, received.events, point, pages);
+  if (point === 'frozen') v.push(...(await stalledClient(pg, requestId, route, received.events)));
   if (point === 'during-tool' && pages === 0) v.push('the slow tool never ran (no kill during a tool)');
   return v;
 }
@@ -323,6 +325,37 @@ async function racingResumes(a: Instance, b: Instance, pg: Client, env: Record<s
   problems.push(...(await check(pg, b, requestId, [...first.events, ...(winner?.events ?? [])], 'none', pages)));
   if ((await runOf(pg, requestId))?.status !== 'completed') problems.push(`the resumed run ended ${(await runOf(pg, requestId))?.status}`);
   return { a: a2, problems };
+}
+
+/** frozen runs per protocol, and those whose client of the stalled instance got the run's stored end exactly */
+const frozenClients = new Map<string, { runs: number; oneDone: number; byteEqual: number }>();
+
+/**
+ * frozen: the client still reads the stalled instance, which finds on waking that B took its run.
+ * It must get exactly one `done`, no seq twice or skipped, and its `error` and `done` must be B's
+ * stored rows byte for byte: the SSE data line as sent against the run_events row's JSON as
+ * PostgreSQL returns it (jsonb's order of members), which is also what the reconnect route sends.
+ */
+async function stalledClient(pg: Client, requestId: string, route: string, got: Received[]): Promise<string[]> {
+  const v: string[] = [];
+  const protocol = Object.entries(PROTOCOLS).find(([, r]) => r === route)?.[0] ?? route;
+  const counts = frozenClients.get(protocol) ?? { runs: 0, oneDone: 0, byteEqual: 0 };
+  frozenClients.set(protocol, counts);
+  counts.runs++;
+  const dones = got.filter((e) => e.event === 'done').length;
+  if (dones === 1) counts.oneDone++;
+  else v.push(`the stalled instance's client got ${dones} done events`);
+  if (got.some((e, i) => e.id !== i + 1)) v.push(`the stalled instance's client got seqs ${got.map((e) => e.id).join(',')}`);
+  const stored = new Map((await pg.query<{ seq: number; type: string; data: Record<string, unknown> }>('SELECT seq, type, data FROM run_event_list WHERE request_id = $1', [requestId])).rows.map((r) => [r.seq, r]));
+  const ends = got.filter((e) => e.event === 'error' || e.event === 'done');
+  if (!ends.some((e) => e.event === 'error' && e.data.code === 'instance_lost')) v.push(`the stalled instance's client got no error instance_lost (got ${got.map((e) => e.event).join(',')})`);
+  const unequal = ends.filter((e) => {
+    const s = stored.get(e.id);
+    return !s || s.type !== e.event || e.raw !== JSON.stringify(s.data);
+  });
+  unequal.forEach((e) => v.push(`the stalled instance's client got ${e.event}#${e.id} unlike its stored row`));
+  if (ends.length > 0 && unequal.length === 0) counts.byteEqual++;
+  return v;
 }
 
 async function runOf(pg: Client, requestId: string) {
