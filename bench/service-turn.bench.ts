@@ -127,6 +127,7 @@ async function main() {
       { renewLease: async () => ({ control: null }), saveCheckpoint: async () => true, finish: noop } as never,
       { append: noop } as never,
       { publish() {}, end() {} } as never,
+      {} as never, // the stored-events reader: read only by a run that lost its lease, which a bench run never does
       app.get(RunControlService, { strict: false }),
       app.get(AppConfigService, { strict: false }),
       app.get(TRACE_SINK, { strict: false }),

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { from, type Observable } from 'rxjs';
-import type { ClientFlow } from '../common/sse/client-flow';
+import { type ClientFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
@@ -36,10 +36,21 @@ export class RunEventsService {
 
   /** The run's events after `afterSeq`, then its live events until it ends or `stop` fires. */
   follow(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): Observable<SentEvent> {
-    return from(this.pages(requestId, afterSeq, flow, stop));
+    return from(this.pages(requestId, afterSeq, flow, stop, false));
   }
 
-  private async *pages(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): AsyncGenerator<SentEvent> {
+  /**
+   * The run's stored events after `afterSeq` up to its end (`done` or `paused`), waiting for
+   * them as `follow` does until they are stored or `stop` fires. For the stream of an instance
+   * that lost the run's lease: the instance that took the run marks it closed before it stores
+   * its `error` and `done`, so a run that is no longer running is still waited on here. The
+   * caller paces its client itself.
+   */
+  untilEnd(requestId: string, afterSeq: number, stop: AbortSignal): AsyncGenerator<SentEvent> {
+    return this.pages(requestId, afterSeq, UNBOUNDED_FLOW, stop, true);
+  }
+
+  private async *pages(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal, waitForEnd: boolean): AsyncGenerator<SentEvent> {
     let last = afterSeq;
     let wake: (() => void) | null = null;
     let signalled = false;
@@ -63,7 +74,7 @@ export class RunEventsService {
         if (ended) break;
         await flow.ready();
         if (rows.length === PAGE) continue;
-        if (rows.length === 0) {
+        if (rows.length === 0 && !waitForEnd) {
           const run = await this.runs.findById(requestId);
           // an ended run with nothing more to send: the stream is complete
           if (!run || run.status !== 'running') {

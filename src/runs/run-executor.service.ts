@@ -15,6 +15,7 @@ import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
+import { RunEventsService } from './run-events.service';
 import { RunStream, type EndEvent, type EnvelopeState, type WireEvent } from './run-stream';
 import { storageSafe, stripNul } from '../common/util/text-safety.util';
 import { redactString } from '../common/util/redact.util';
@@ -28,6 +29,8 @@ export const CHECKPOINT_SCHEMA_VERSION = 1;
 export interface RunClient {
   /** resolves once the client can take more (a slow client slows the run, not memory) */
   deliver(events: SentEvent[]): Promise<void>;
+  /** fires when the client has gone (nothing more need be read for it) */
+  gone?: AbortSignal;
 }
 
 export interface ExecuteRunParams {
@@ -74,12 +77,15 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets: SecretRegistry;
   private shuttingDown = false;
+  /** stops the waits of streams that lost their lease (sendStoredEnd) on shutdown */
+  private readonly closing = new AbortController();
 
   constructor(
     @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
     private readonly runs: RunRepository,
     private readonly writer: RunEventWriter,
     private readonly bus: RunEventBus,
+    private readonly storedEvents: RunEventsService,
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
@@ -114,13 +120,20 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     lease.unref?.();
 
     const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
-    if (client) sinks.unshift((e) => client.deliver(e));
+    // the last seq this run's client was handed: after a lost lease it is sent what was stored after it
+    let clientSeq = p.lastSeq;
+    if (client)
+      sinks.unshift((e) => {
+        if (e.length) clientSeq = e[e.length - 1].seq;
+        return client.deliver(e);
+      });
     // stored under this instance's lease, grouped with the other runs' events of the moment
     const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.writer.append(id, INSTANCE_ID, rows, closing) };
     const stream = new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
 
     const leg: Leg = { content: p.priorContent, steps: new TurnStepsRecorder(p.priorSteps) };
     let ended: 'done' | 'paused' | null = null;
+    let leaseLost = false;
     const protocol = p.turn.protocol;
     const ctx = p.turn.context(live.abort.signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
 
@@ -159,8 +172,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     } catch (err) {
       if (err instanceof LeaseLostError || stream.error instanceof LeaseLostError) {
         // another instance closed this run: whatever it stored is what clients see
-        this.logger.warn(`run ${p.requestId}: lease lost; the turn stopped without sending anything more`);
+        this.logger.warn(`run ${p.requestId}: lease lost; the turn stopped, its client gets the end the other instance stores`);
         this.control.cancelLocal(p.requestId, 'lease_lost');
+        leaseLost = true;
         ended = 'done';
       } else if (!ended) {
         const storage = stream.error !== null;
@@ -172,7 +186,11 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
           storage ? 'storage_error' : 'internal_error',
           storage ? 'Could not store the run events; the turn was stopped' : 'Internal error while running the turn',
           live.abort.signal,
-        ).catch((e) => this.logger.error(`could not close run ${p.requestId}: ${(e as Error).message}`));
+        ).catch((e) => {
+          // the run was taken over while it was being closed here (its `done` was fenced)
+          if (e instanceof LeaseLostError) leaseLost = true;
+          else this.logger.error(`could not close run ${p.requestId}: ${(e as Error).message}`);
+        });
         ended = 'done';
       }
     } finally {
@@ -181,7 +199,38 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
       void this.trace.flush();
+      if (leaseLost && client) await this.sendStoredEnd(p, client, clientSeq, stream.envelope);
     }
+  }
+
+  /**
+   * This instance lost the run's lease (it stalled past it and another instance closed the run):
+   * its client is sent what was stored after the last event it got, read from run_events as the
+   * reconnect route reads them (the other instance's `error instance_lost` and `done`, same seq,
+   * same JSON), then the stream ends: the client gets its one `done`. They are waited for up to
+   * RUN_LEASE_MS (that instance marks the run closed before it stores them); if they are not
+   * stored by then (that instance failed too), the client gets `error lease_lost` at the next
+   * seq instead, and the stream ends without `done`.
+   */
+  private async sendStoredEnd(p: ExecuteRunParams, client: RunClient, afterSeq: number, envelope: EnvelopeState): Promise<void> {
+    const bound = this.config.get('RUN_LEASE_MS');
+    const stop = AbortSignal.any([AbortSignal.timeout(bound), this.closing.signal, ...(client.gone ? [client.gone] : [])]);
+    let last = afterSeq;
+    let ended = false;
+    try {
+      for await (const e of this.storedEvents.untilEnd(p.requestId, afterSeq, stop)) {
+        await client.deliver([e]);
+        last = e.seq;
+        if (e.type === 'done' || e.type === 'paused') ended = true;
+      }
+    } catch (err) {
+      this.logger.error(`run ${p.requestId}: could not read the events stored after its lease was lost: ${(err as Error).message}`);
+    }
+    if (ended || client.gone?.aborted) return;
+    this.logger.warn(`run ${p.requestId}: the end of the run was not stored within ${bound} ms of losing its lease; its client is told so`);
+    const seq = last + 1;
+    const message = 'This instance lost the run to another one, which has not stored how it ended; reconnect to the run\'s events route to read its end';
+    await client.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, ...envelope, code: 'lease_lost', message, retryable: true } }]);
   }
 
   /**
@@ -310,6 +359,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
+    this.closing.abort();
     this.control.abortAll();
     await Promise.allSettled([...this.inFlight]);
   }

@@ -102,6 +102,7 @@ export class RunsService {
           for (const e of events) subscriber.next(e);
           await flow.ready();
         },
+        gone: clientGone,
       }).then(
         () => subscriber.complete(),
         (err) => subscriber.error(err),

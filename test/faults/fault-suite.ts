@@ -5,6 +5,9 @@
  * instance A, which is killed (SIGKILL) at the case's point or frozen (SIGSTOP past its lease,
  * then SIGCONT); B survives and its sweeper closes what A left. Then the invariants are checked
  * against the database and what the client received, and violations are counted.
+ * A is frozen at three points (`frozen-model`, `frozen-tool`, `frozen`: as the model is asked, while a
+ * tool runs, mid-answer); its client reads it to the end and must get exactly one `done`, its
+ * `error` and `done` byte-equal to the rows B stored. `--cases frozen,mid-stream` runs only those cases.
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
 import { join } from 'node:path';
@@ -20,7 +23,10 @@ const DIST = join(__dirname, '..', '..', 'dist', 'main.js');
 const DB = process.env.DATABASE_URL;
 if (!DB) throw new Error('test:faults needs DATABASE_URL (PostgreSQL)');
 
-type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'during-tool' | 'after-tool-result' | 'before-done' | 'after-done' | 'during-cancel' | 'after-start' | 'frozen' | 'none' | 'surrogate' | 'deep-args';
+type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'during-tool' | 'after-tool-result' | 'before-done' | 'after-done' | 'during-cancel' | 'after-start' | Frozen | 'none' | 'surrogate' | 'deep-args';
+/** A frozen at a point of the turn: as the model is asked (before its first byte), while a slow tool runs, mid-answer (`frozen`). */
+type Frozen = 'frozen-model' | 'frozen-tool' | 'frozen';
+const FROZEN: readonly string[] = ['frozen-model', 'frozen-tool', 'frozen'];
 /** Cases that are not one turn killed at a point: a resume killed, a paused run resumed on the survivor, a multi-MB model line. */
 type Special = 'during-resume' | 'paused-then-kill' | 'racing-resumes-after-kill' | 'long-line';
 /** a tool that is still running when the kill comes: fetch_page of a page the scripted server answers slowly */
@@ -48,7 +54,7 @@ async function main() {
   const b = await startOrion(DIST, await freePort(), env);
   const table: Array<{ case: string; protocol: string; runs: number; violations: number; notes: Set<string> }> = [];
   try {
-    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'racing-resumes-after-kill', 'frozen', 'surrogate', 'deep-args', 'long-line'];
+    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'racing-resumes-after-kill', 'frozen-model', 'frozen-tool', 'frozen', 'surrogate', 'deep-args', 'long-line'];
     // --cases a,b: only those (while working on one fault)
     const only = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : null;
     const cases = only ? all.filter((c) => only.includes(c)) : all;
@@ -59,7 +65,7 @@ async function main() {
         if (resumes && protocol !== 'two-stage') continue;
         const row = { case: point, protocol, runs: 0, violations: 0, notes: new Set<string>() };
         table.push(row);
-        const n = point === 'frozen' || point === 'long-line' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
+        const n = FROZEN.includes(point) || point === 'long-line' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
         for (let i = 0; i < n; i++) {
           let problems: string[];
           if (point === 'racing-resumes-after-kill') {
@@ -99,9 +105,10 @@ async function main() {
   }
   console.log('\n| case | protocol | runs | violations |\n|---|---|---|---|');
   for (const r of table) console.log(`| ${r.case} | ${r.protocol} | ${r.runs} | ${r.violations} |${r.notes.size ? ' ' + [...r.notes].join('; ') : ''}`);
-  const kills = table.filter((r) => !['frozen', 'surrogate', 'deep-args', 'long-line', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
+  const kills = table.filter((r) => ![...FROZEN, 'surrogate', 'deep-args', 'long-line', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
   const total = table.reduce((s, r) => s + r.violations, 0);
   console.log(`\nkilled runs: ${kills}; violations: ${total}`);
+  for (const [key, c] of frozenClients) console.log(`${key}: the stalled instance's client got exactly one done in ${c.oneDone} of ${c.runs} runs, its error and done byte-equal to run_events in ${c.byteEqual}`);
   if (longLineGaps.length) console.log(`long line: largest pause between the other turn's chunks ${Math.max(...longLineGaps)} ms (its model sends one every 20 ms)`);
   process.exit(total === 0 ? 0 : 1);
 }
@@ -111,7 +118,7 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
   script = { words: Array.from({ length: 12 }, (_, i) => `w${i}`), calls: CALLS, delayMs: 30 };
   if (point === 'surrogate') script.hostileText = 'half an emoji \uD83D then text \uDC00';
   if (point === 'deep-args') script.calls = [['list_files', '{"path":' + '['.repeat(50_000) + ']'.repeat(50_000) + '}'], ...CALLS];
-  if (point === 'during-tool') {
+  if (point === 'during-tool' || point === 'frozen-tool') {
     script.calls = [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })], ...CALLS];
     script.pageDelayMs = SLOW_PAGE_MS;
   }
@@ -131,7 +138,9 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     if (point === 'before-done' && h === 'answer-end') kill();
     // the model is asked again once the tool results are stored
     if (point === 'after-tool-result' && h === 'request' && modelRequests === 2) kill();
-    if (point === 'frozen' && h === 'answer-chunk' && n === 3 && !frozenAt) {
+    const freezeHere =
+      (point === 'frozen' && h === 'answer-chunk' && n === 3) || (point === 'frozen-model' && h === 'request' && modelRequests === 1) || (point === 'frozen-tool' && h === 'page');
+    if (freezeHere && !frozenAt) {
       frozenAt = Date.now();
       a.child.kill('SIGSTOP');
       // past the lease B's sweeper closes the run; then A wakes up (the client still reads A)
@@ -153,10 +162,8 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     }
   });
   onModel = () => undefined;
-  if (point === 'frozen') {
-    await woken;
-    await sleep(1500);
-  }
+  // the stalled instance's stream ends after it has sent the run's end (or given up on it)
+  if (FROZEN.includes(point)) await woken;
   if (!requestId) {
     // killed before `start` reached the client: find the run by its user message; a user
     // message stored without its run would be a half-opened turn
@@ -165,6 +172,7 @@ async function oneRun(a: Instance, b: Instance, pg: Client, route: string, point
     requestId = found.request_id;
   }
   const v = await check(pg, b, requestId, received.events, point, pages);
+  if (FROZEN.includes(point)) v.push(...(await stalledClient(pg, requestId, `${point}, ${Object.entries(PROTOCOLS).find(([, r]) => r === route)?.[0] ?? route}`, received.events)));
   if (point === 'during-tool' && pages === 0) v.push('the slow tool never ran (no kill during a tool)');
   return v;
 }
@@ -323,6 +331,36 @@ async function racingResumes(a: Instance, b: Instance, pg: Client, env: Record<s
   problems.push(...(await check(pg, b, requestId, [...first.events, ...(winner?.events ?? [])], 'none', pages)));
   if ((await runOf(pg, requestId))?.status !== 'completed') problems.push(`the resumed run ended ${(await runOf(pg, requestId))?.status}`);
   return { a: a2, problems };
+}
+
+/** frozen runs per point and protocol, and those whose client of the stalled instance got the run's stored end exactly */
+const frozenClients = new Map<string, { runs: number; oneDone: number; byteEqual: number }>();
+
+/**
+ * frozen: the client still reads the stalled instance, which finds on waking that B took its run.
+ * It must get exactly one `done`, no seq twice or skipped, and its `error` and `done` must be B's
+ * stored rows byte for byte: the SSE data line as sent against the run_events row's JSON as
+ * PostgreSQL returns it (jsonb's order of members), which is also what the reconnect route sends.
+ */
+async function stalledClient(pg: Client, requestId: string, key: string, got: Received[]): Promise<string[]> {
+  const v: string[] = [];
+  const counts = frozenClients.get(key) ?? { runs: 0, oneDone: 0, byteEqual: 0 };
+  frozenClients.set(key, counts);
+  counts.runs++;
+  const dones = got.filter((e) => e.event === 'done').length;
+  if (dones === 1) counts.oneDone++;
+  else v.push(`the stalled instance's client got ${dones} done events`);
+  if (got.some((e, i) => e.id !== i + 1)) v.push(`the stalled instance's client got seqs ${got.map((e) => e.id).join(',')}`);
+  const stored = new Map((await pg.query<{ seq: number; type: string; data: Record<string, unknown> }>('SELECT seq, type, data FROM run_event_list WHERE request_id = $1', [requestId])).rows.map((r) => [r.seq, r]));
+  const ends = got.filter((e) => e.event === 'error' || e.event === 'done');
+  if (!ends.some((e) => e.event === 'error' && e.data.code === 'instance_lost')) v.push(`the stalled instance's client got no error instance_lost (got ${got.map((e) => e.event).join(',')})`);
+  const unequal = ends.filter((e) => {
+    const s = stored.get(e.id);
+    return !s || s.type !== e.event || e.raw !== JSON.stringify(s.data);
+  });
+  unequal.forEach((e) => v.push(`the stalled instance's client got ${e.event}#${e.id} unlike its stored row`));
+  if (ends.length > 0 && unequal.length === 0) counts.byteEqual++;
+  return v;
 }
 
 async function runOf(pg: Client, requestId: string) {

@@ -119,6 +119,8 @@ export interface Received {
   id: number;
   event: string;
   data: Record<string, unknown>;
+  /** the `data` line as sent, for byte-for-byte comparisons */
+  raw: string;
 }
 
 /** POSTs and reads the SSE stream until it ends (or the connection dies); calls onEvent per event. */
@@ -141,7 +143,7 @@ export async function readSse(url: string, body: unknown, onEvent: (e: Received)
         const id = /^id: ?(.*)$/m.exec(block)?.[1];
         const data = /^data: ?(.*)$/m.exec(block)?.[1];
         if (!event || data === undefined) continue;
-        const e = { id: Number(id), event, data: JSON.parse(data) as Record<string, unknown> };
+        const e = { id: Number(id), event, data: JSON.parse(data) as Record<string, unknown>, raw: data };
         events.push(e);
         onEvent(e);
       }
