@@ -49,7 +49,7 @@ export class ToolProgressEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['calling', 'completed', 'failed', 'refused'] }) action: string;
   @ApiProperty({ type: Object, description: 'the validated arguments, secrets masked' }) params: Record<string, unknown>;
   @ApiProperty() isError: boolean;
-  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'duplicate'] }) outcome?: string;
+  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate'] }) outcome?: string;
   @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
 }
 
