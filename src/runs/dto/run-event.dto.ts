@@ -76,7 +76,8 @@ export class SourcesEventDto extends RunEventEnvelopeDto {
   @ApiProperty() ragCount: number;
   @ApiProperty() webCount: number;
   @ApiProperty({ enum: ['high', 'medium', 'low', 'none'] }) confidence: string;
-  @ApiPropertyOptional({ type: Object, description: 'the last retrieval\'s metrics' }) metrics?: Record<string, unknown>;
+  @ApiProperty({ type: Object, nullable: true, description: 'the last retrieval\'s metrics ({method, candidates, returned, latencyMs, topScore}, plus ragCalls when retrieval ran more than once); null when no retrieval ran' })
+  metrics: Record<string, unknown> | null;
 }
 
 export class NoticeEventDto extends RunEventEnvelopeDto {

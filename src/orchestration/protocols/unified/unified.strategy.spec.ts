@@ -248,7 +248,7 @@ describe('UnifiedStrategy', () => {
       const { ctx } = setup([toolTurn('web_search', '{"query":"news"}'), answer('News.')]);
       const sources = sourcesOf(await collect(strategy.execute(ctx)));
       expect(sources).toMatchObject({ sourceTypes: ['web'], ragCount: 0, webCount: 2, confidence: 'high' });
-      expect(sources.metrics).toBeUndefined();
+      expect(sources.metrics).toBeNull();
     });
 
     it('runs the calls of one step concurrently and sends their tool messages in call order', async () => {
