@@ -71,6 +71,7 @@ export class ToolExecutionDto {
   @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled'] }) outcome: string;
   @ApiProperty() resultObject: unknown;
   @ApiProperty() latencyMs: number;
+  @ApiProperty({ description: 'true for every outcome but success' }) isError: boolean;
 }
 
 export class ToolCandidateDto {
