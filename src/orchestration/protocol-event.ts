@@ -54,7 +54,8 @@ export type ProtocolEvent =
       ragCount: number;
       webCount: number;
       confidence: string;
-      metrics?: Record<string, unknown>;
+      /** the last retrieval's metrics (plus `ragCalls` when several ran); null when no retrieval ran */
+      metrics: Record<string, unknown> | null;
     }
   | { type: 'notice'; code: NoticeCode; message: string }
   | { type: 'error'; code: string; message: string; retryable: boolean }

@@ -115,6 +115,10 @@ export class RunsService {
 
   async get(requestId: string): Promise<RunDto> {
     const run = await this.require(requestId);
+    // A running run's row learns its last seq only with phase events and its end (the hot
+    // path stores chunks without touching the row), so read it from the stored events: a
+    // client that received seq n must never see a lastSeq below n.
+    if (run.status === 'running') run.lastSeq = Math.max(run.lastSeq, await this.events.maxSeq(requestId));
     return mapRun(run, await this.runs.forksOf(requestId));
   }
 

@@ -84,7 +84,8 @@ export interface ToolDefinition {
   execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult>;
 }
 
-export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception';
+/** `cancelled`: the caller's signal (a cancelled or disconnected turn) stopped the call before or while it ran. */
+export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception' | 'cancelled';
 
 /** What ToolRunner.run returns; it never throws. */
 export interface ToolRunResult {

@@ -277,7 +277,7 @@ describe('ToolRunnerService', () => {
       expect(Date.now() - t0).toBeLessThan(2000);
     });
 
-    it('classifies a caller abort during execution as exception "cancelled"', async () => {
+    it('classifies a caller abort during execution as outcome "cancelled" (not a tool failure)', async () => {
       const caller = new AbortController();
       let toolSignal: AbortSignal | undefined;
       const { runner } = setup([tool({
@@ -289,7 +289,7 @@ describe('ToolRunnerService', () => {
         },
       })]);
       const r = await runner.run({ name: 'long', arguments: '{}' }, ctx(caller.signal));
-      expect(r.outcome).toBe('exception');
+      expect(r.outcome).toBe('cancelled');
       expect((r.output as { message: string }).message).toBe('cancelled');
       expect(toolSignal?.aborted).toBe(true);
     });
@@ -300,7 +300,7 @@ describe('ToolRunnerService', () => {
       const execute = jest.fn(async () => ({ output: 1 }));
       const { runner } = setup([tool({ name: 't', execute })]);
       const r = await runner.run({ name: 't', arguments: '{}' }, ctx(caller.signal));
-      expect(r.outcome).toBe('exception');
+      expect(r.outcome).toBe('cancelled');
       expect((r.output as { message: string }).message).toBe('cancelled');
       expect(execute).not.toHaveBeenCalled();
     });

@@ -60,9 +60,10 @@ type Execution =
  * `run` never throws: whatever a tool does (throws a non-Error, returns undefined or a
  * circular object, hangs forever), the caller gets a ToolRunResult.
  *
- * Cancellation: when the caller's signal aborts while a tool runs, the result is an
- * `exception` whose message is `cancelled` (ToolOutcome has no "cancelled"; protocols check
- * their own signal and end the turn as cancelled, so the model never sees this result).
+ * Cancellation: when the caller's signal aborts before or while a tool runs, the outcome is
+ * `cancelled` (not `exception`: nothing went wrong with the tool, so metrics and streams must
+ * not count it as a failure); protocols check their own signal and end the turn as cancelled,
+ * so the model never sees this result.
  */
 @Injectable()
 export class ToolRunnerService implements ToolRunner {
@@ -199,7 +200,7 @@ export class ToolRunnerService implements ToolRunner {
         parameters: def.parameters,
       });
     }
-    if (ctx?.signal?.aborted) return this.fail(st, 'exception', 'cancelled');
+    if (ctx?.signal?.aborted) return this.fail(st, 'cancelled', 'cancelled');
     // a configured secret never leaves through a tool, whatever put it into the arguments
     if (this.secrets.foundIn(JSON.stringify(validation.value))) return this.refuse(st, 'configured_secret', 'its arguments carry a configured secret');
     if (policyRefusal) return this.refuse(st, policyRefusal.reason, policyRefusal.why);
@@ -268,7 +269,7 @@ export class ToolRunnerService implements ToolRunner {
   }
 
   private classifyThrow(st: CallState, def: ToolDefinition, ex: Extract<Execution, { kind: 'threw' }>): ToolRunResult {
-    if (ex.cancelled) return this.fail(st, 'exception', 'cancelled');
+    if (ex.cancelled) return this.fail(st, 'cancelled', 'cancelled');
     if (ex.timedOut) return this.fail(st, 'timeout', `tool "${def.name}" timed out after ${def.timeoutMs && def.timeoutMs > 0 ? def.timeoutMs : this.defaultTimeoutMs} ms`);
     const err = ex.error as Record<string, unknown> | null | undefined;
     if (err instanceof ToolFailure || (err?.name === 'ToolFailure' && OUTCOMES.has(String(err.outcome)))) {

@@ -14,6 +14,7 @@ import { ToolRunnerService } from './tool-runner.service';
 import { ToolsController } from './tools.controller';
 import { McpClientManagerService } from './mcp/mcp-client-manager.service';
 import { McpToolPinsService } from './mcp/mcp-tool-pins.service';
+import { DefaultProjectFolder } from './default-project-folder';
 
 /** The built-in tool instances, collected by BUILTIN_TOOL_PROVIDERS below. */
 export const BUILTIN_TOOLS: InjectionToken<ToolDefinition[]> = Symbol('BUILTIN_TOOLS');
@@ -52,6 +53,7 @@ const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? 
     { provide: BUILTIN_TOOLS, useFactory: (...tools: ToolDefinition[]) => tools, inject: BUILTIN_TOOL_TOKENS },
     McpToolPinsService,
     McpClientManagerService,
+    DefaultProjectFolder,
   ],
   exports: [ToolRegistryService, ToolRunnerService, TOOL_RUNNER, McpClientManagerService, McpToolPinsService],
 })

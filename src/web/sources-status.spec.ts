@@ -19,6 +19,8 @@ describe('retrievalSummary', () => {
 
   it('is null when no retrieval ran', () => {
     expect(retrievalSummary({ data: [], ragCount: 0, confidence: 'high' })).toBeNull();
+    // the service sends metrics: null for such a turn (and left it out before)
+    expect(retrievalSummary({ data: [], ragCount: 0, confidence: 'high', metrics: null })).toBeNull();
   });
 });
 

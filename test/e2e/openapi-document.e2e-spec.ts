@@ -7,7 +7,13 @@ const COMMITTED = join(__dirname, '..', '..', 'docs', 'openapi.json');
 const REGENERATE = 'npm run openapi';
 
 type Json = unknown;
-type Operation = { operationId: string; security?: unknown[]; responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }> };
+type MediaType = { schema: Record<string, unknown>; example?: unknown; examples?: Record<string, { summary: string; value: Record<string, unknown> }> };
+type Operation = {
+  operationId: string;
+  security?: unknown[];
+  requestBody?: { content: Record<string, MediaType> };
+  responses: Record<string, { content?: Record<string, MediaType> }>;
+};
 
 /** JSON pointers where two documents differ (at most `limit`), to say what drifted. */
 function differences(a: Json, b: Json, path = '', out: string[] = [], limit = 10): string[] {
@@ -67,6 +73,70 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'paused', 'done']);
     const done = served.components.schemas[events.done.split('/').pop()!] as { properties: Record<string, unknown>; required: string[] };
     expect(done.required).toEqual(expect.arrayContaining(['requestId', 'seq', 'phase', 'fullContent', 'messageId', 'stopReason', 'usage']));
+  });
+
+  it('shows error examples per status and code: each example has its answer\'s status, and an operation\'s own codes where it has them', () => {
+    const examplesOf = (op: Operation, status: string) => op.responses[status]?.content?.['application/json']?.examples ?? {};
+    for (const [path, , op] of operations(served)) {
+      if (path.startsWith('/api/health/')) continue;
+      for (const [status] of Object.entries(op.responses).filter(([s]) => Number(s) >= 400)) {
+        const examples = Object.values(examplesOf(op, status));
+        expect([op.operationId, status, examples.length > 0]).toEqual([op.operationId, status, true]);
+        for (const e of examples) expect([op.operationId, status, e.value.statusCode]).toEqual([op.operationId, status, Number(status)]);
+      }
+    }
+    const codes = (id: string, status: string) => Object.values(examplesOf(operations(served).find(([, , o]) => o.operationId === id)![2], status)).map((e) => e.value.error);
+    expect(codes('sendMessage', '400')).toEqual(['Bad Request', 'model_not_allowed']);
+    expect(codes('sendMessage', '404')).toEqual(['conversation_not_found']);
+    expect(codes('listConversationMessages', '404')).toEqual(['conversation_not_found']);
+    expect(codes('getRun', '404')).toEqual(['run_not_found']);
+    expect(codes('sendMessageTwoStage', '404')).toEqual(['two_stage_disabled', 'conversation_not_found']);
+    expect(codes('cancelRun', '409')).toEqual(['run_finished']);
+    expect(codes('listTools', '401')).toEqual(['Unauthorized']);
+    expect(codes('sendMessage', '429')).toEqual(['too_many_requests', 'too_many_requests']);
+  });
+
+  it('declares 413 wherever a body is taken and 429 on every keyed route', () => {
+    for (const [path, , op] of operations(served)) {
+      if (op.requestBody) expect([op.operationId, op.responses['413']]).toEqual([op.operationId, expect.anything()]);
+      if (!path.startsWith('/api/health')) expect([op.operationId, op.responses['429']]).toEqual([op.operationId, expect.anything()]);
+    }
+  });
+
+  it('has isError on every tool execution of the tool-only result', () => {
+    const execution = served.components.schemas.ToolExecutionDto as { properties: Record<string, unknown>; required: string[] };
+    expect(execution.properties.isError).toEqual(expect.objectContaining({ type: 'boolean' }));
+    expect(execution.required).toContain('isError');
+  });
+
+  it('shows a whole run as the example of every stream (start … done; progress … result)', () => {
+    for (const [, , op] of operations(served)) {
+      const stream = op.responses['200']?.content?.['text/event-stream'];
+      if (!stream) continue;
+      const names = [...String(stream.example).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+      if (op.operationId === 'executeToolsStream') expect([names[0], names.at(-1)]).toEqual(['progress', 'result']);
+      else expect([op.operationId, names[0], names.at(-1), names.includes('chunk')]).toEqual([op.operationId, 'start', 'done', true]);
+      for (const data of String(stream.example).matchAll(/^data: (.*)$/gm)) expect(() => JSON.parse(data[1])).not.toThrow();
+    }
+  });
+
+  it('every request example succeeds as it stands against the defaults (the ones that need an id of yours aside)', async () => {
+    const needsYourId = new Set(['resumeTwoStageRun', 'approveMcpTool', 'renameConversation', 'updateConversationSettings', 'createApiKey']);
+    const tried: string[] = [];
+    for (const [path, method, op] of operations(served)) {
+      const example = op.requestBody?.content['application/json']?.example;
+      if (!op.requestBody || needsYourId.has(op.operationId)) continue;
+      expect([op.operationId, example]).toEqual([op.operationId, expect.anything()]);
+      const res = await fetch(`${t.url}${path}`, { method: method.toUpperCase(), headers: { 'content-type': 'application/json' }, body: JSON.stringify(example) });
+      const text = await res.text();
+      // two-stage is off by default: its documented answer
+      if (op.operationId === 'sendMessageTwoStage') expect([op.operationId, res.status, JSON.parse(text).error]).toEqual([op.operationId, 404, 'two_stage_disabled']);
+      else expect([op.operationId, res.status]).toEqual([op.operationId, 200]);
+      if (res.headers.get('content-type')?.startsWith('text/event-stream')) expect(text).toMatch(/event: (done|result)\n/);
+      if (op.operationId === 'executeTools') expect(JSON.parse(text)).toMatchObject({ isSuccess: true, error: null, executions: [{ toolName: 'list_files', outcome: 'success', isError: false }] });
+      tried.push(op.operationId);
+    }
+    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'sendMessage', 'sendMessageTwoStage']);
   });
 
   it('describes the error body of every error answer', () => {

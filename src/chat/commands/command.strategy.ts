@@ -102,7 +102,7 @@ function sourcesEvent(sources: ToolSource[], output: unknown): ProtocolEvent {
     ragCount: rag.length,
     webCount: web.length,
     confidence: rag.length ? (o.confidence ?? 'medium') : 'high',
-    ...(o.metrics ? { metrics: o.metrics } : {}),
+    metrics: o.metrics ?? null,
   };
 }
 

@@ -2,7 +2,9 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /**
  * The body of every error answer (AllExceptionsFilter): Nest's shape, with the domain code in
- * `error` when there is one. Some codes add fields (a refused resume lists the run's `checkpoints`).
+ * `error` when there is one. Some codes add fields (a refused resume lists the run's `checkpoints`,
+ * a 429 its `limit`, `max` and `retryAfter`). The OpenAPI document shows one example per code
+ * (common/openapi/error-examples.ts).
  */
 export class ErrorResponseDto {
   @ApiProperty({ example: 404 }) statusCode: number;
@@ -16,4 +18,14 @@ export class ErrorResponseDto {
   message: string | string[];
   @ApiPropertyOptional({ type: [Number], description: 'a refused resume: the phase indexes with a stored checkpoint (resume from the last)' })
   checkpoints?: number[];
+  @ApiPropertyOptional({ type: [String], description: 'model_not_allowed: the models LLM_MODELS allows' })
+  allowed?: string[];
+  @ApiPropertyOptional({ description: 'too_many_requests: the setting whose limit was reached (RATE_LIMIT_PER_MINUTE, MAX_CONCURRENT_TURNS_PER_KEY, …)' })
+  limit?: string;
+  @ApiPropertyOptional({ description: 'too_many_requests: that setting\'s value' })
+  max?: number;
+  @ApiPropertyOptional({ description: 'too_many_requests: seconds until a retry may succeed (also the Retry-After header)' })
+  retryAfter?: number;
+  @ApiPropertyOptional({ format: 'uuid', description: 'run_in_progress: the run still running' })
+  requestId?: string;
 }

@@ -188,9 +188,42 @@ describe('ReplayAdapter', () => {
     }
   });
 
-  it('complete() gives the same script at once', async () => {
-    const result = await replay.complete({ messages: [{ role: 'user', content: 'List the files' }], tools: [LIST_FILES, READ_FILE] });
+  it('complete() answers at once; a request that names no tool gets the chat script', async () => {
+    const result = await replay.complete({ messages: [{ role: 'user', content: 'Summarize roadmap.md' }], tools: [LIST_FILES, READ_FILE] });
     expect(result).toMatchObject({ content: '', toolCalls: [{ id: 'call_replay_1', name: 'list_files', arguments: '{"path":".","recursive":true}' }], finishReason: 'tool_calls' });
+  });
+
+  describe('the tool-only decision (complete) calls the tool the request names', () => {
+    const RAG: LlmToolSpec = { name: 'rag_query', description: 'knowledge', parameters: { type: 'object' } };
+    const SEARCH: LlmToolSpec = { name: 'web_search', description: 'web', parameters: { type: 'object' } };
+    const FETCH: LlmToolSpec = { name: 'fetch_page', description: 'page', parameters: { type: 'object' } };
+    const ECHO: LlmToolSpec = { name: 'everything__echo', description: 'echo', parameters: { type: 'object' } };
+    const ALL = [LIST_FILES, READ_FILE, RAG, SEARCH, FETCH, ECHO];
+    const decide = async (content: string, tools = ALL) =>
+      (await replay.complete({ messages: [{ role: 'system', content: 'You are a tool dispatcher.' }, { role: 'user', content }], tools })).toolCalls.map((c) => [c.name, JSON.parse(c.arguments)]);
+
+    it.each([
+      ['read docs/roadmap.md', [['read_file', { path: 'docs/roadmap.md' }]]],
+      ['Read the README', [['read_file', { path: 'README.md' }]]],
+      ['list the files of the project', [['list_files', { path: '.' }]]],
+      ['search the knowledge base for install steps\n\nParticipants: pawn_1', [['rag_query', { query: 'search the knowledge base for install steps' }]]],
+      ['search the web for orion releases', [['web_search', { query: 'search the web for orion releases' }]]],
+      ['summarize https://example.com/a', [['fetch_page', { url: 'https://example.com/a' }]]],
+      ['call everything__echo', [['everything__echo', {}]]],
+    ])('%s', async (content, calls) => {
+      expect(await decide(content)).toEqual(calls);
+    });
+
+    it('only picks an exposed tool, and names none when the request names none', async () => {
+      expect(await decide('read docs/roadmap.md', [LIST_FILES])).toEqual([]);
+      expect(await decide('list the files and read docs/roadmap.md', [LIST_FILES, RAG])).toEqual([['list_files', { path: '.' }]]);
+      expect(await decide('colony overview')).toEqual([]);
+    });
+
+    it('never applies to a streamed chat step', async () => {
+      const got = await collectStream(replay.stream({ messages: [{ role: 'user', content: 'read docs/roadmap.md' }], tools: [LIST_FILES, READ_FILE] }));
+      expect(got.toolCalls.map((c) => c.name)).toEqual(['list_files']);
+    });
   });
 
   it('honours abort between words', async () => {

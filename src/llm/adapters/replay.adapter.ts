@@ -38,12 +38,12 @@ export class ReplayAdapter implements LlmAdapter {
   }
 
   stream(request: LlmRequest, signal?: AbortSignal): AsyncIterable<LlmStreamEvent> {
-    return this.events(request, signal, this.delayMs);
+    return this.events(request, signal, this.delayMs, false);
   }
 
-  /** The same script, at once. */
+  /** The same script, at once; only the tool-only modes' decision asks this way, so transcripts may tell it apart. */
   complete(request: LlmRequest, signal?: AbortSignal): Promise<LlmCompletion> {
-    return collectCompletion(this.events(request, signal, 0));
+    return collectCompletion(this.events(request, signal, 0, true));
   }
 
   async capabilities(): Promise<LlmCapabilities> {
@@ -51,8 +51,8 @@ export class ReplayAdapter implements LlmAdapter {
   }
 
   /** The scripted reply for a request (exposed for tests and the debug panel). */
-  replyFor(request: LlmRequest): ReplayReply {
-    const ctx = readReplayContext(request);
+  replyFor(request: LlmRequest, options: { decision?: boolean } = {}): ReplayReply {
+    const ctx = readReplayContext(request, options);
     const transcript = this.transcripts.find((t) => t.matches(ctx));
     const reply = transcript?.reply(ctx) ?? { text: 'No transcript matched this request.' };
     // toolChoice 'none' (forced final answers) must never get a call, whatever a transcript says.
@@ -62,8 +62,8 @@ export class ReplayAdapter implements LlmAdapter {
     return { ...(text ? { text } : {}), ...(toolCalls.length ? { toolCalls } : {}) };
   }
 
-  private async *events(request: LlmRequest, signal: AbortSignal | undefined, delayMs: number): AsyncGenerator<LlmStreamEvent> {
-    const reply = this.replyFor(request);
+  private async *events(request: LlmRequest, signal: AbortSignal | undefined, delayMs: number, decision: boolean): AsyncGenerator<LlmStreamEvent> {
+    const reply = this.replyFor(request, { decision });
     const previousCalls = readReplayContext(request).previousToolCalls;
     const pause = async (): Promise<boolean> => {
       if (signal?.aborted) return false;

@@ -30,8 +30,8 @@ export interface ToolExecution {
   outcome: ToolOutcome;
   resultObject: unknown;
   latencyMs: number;
-  /** the tool ran but reported an error in its result (e.g. an MCP result with isError) */
-  isError?: boolean;
+  /** true for every outcome but `success` (always present, as docs/API.md's example shows) */
+  isError: boolean;
 }
 
 export interface ToolCandidate {

@@ -109,7 +109,7 @@ export async function* decideAndExecute(
       deps.trace.record({ requestId, projectId, type: 'tool_call_refused', details: { mode, index, toolName: call.toolName, reason: refusal } });
     } else {
       const r = await deps.tools.run({ name: call.toolName, arguments: call.args as Record<string, unknown> }, { projectId, requestId, signal: input.signal });
-      execution = { toolName: call.toolName, args: deps.tools.redactArgs(call.toolName, r.args), outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs, ...(r.isError ? { isError: true } : {}) };
+      execution = { toolName: call.toolName, args: deps.tools.redactArgs(call.toolName, r.args), outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs, isError: r.isError || r.outcome !== 'success' };
     }
     executions.push(execution);
     yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
@@ -120,7 +120,7 @@ export async function* decideAndExecute(
 }
 
 function invalid(call: DecidedCall, message: string, exposedTools: string[], schema?: Record<string, unknown>): ToolExecution {
-  return { toolName: call.toolName, args: call.args, outcome: 'validation_error', resultObject: { error: 'invalid_args', message, exposedTools, ...(schema ? { schema } : {}) }, latencyMs: 0 };
+  return { toolName: call.toolName, args: call.args, outcome: 'validation_error', resultObject: { error: 'invalid_args', message, exposedTools, ...(schema ? { schema } : {}) }, latencyMs: 0, isError: true };
 }
 
 function describe(v: unknown): string {

@@ -49,7 +49,7 @@ export class ToolProgressEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['calling', 'completed', 'failed', 'refused'] }) action: string;
   @ApiProperty({ type: Object, description: 'the validated arguments, secrets masked' }) params: Record<string, unknown>;
   @ApiProperty() isError: boolean;
-  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'duplicate'] }) outcome?: string;
+  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate'] }) outcome?: string;
   @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
 }
 
@@ -76,7 +76,8 @@ export class SourcesEventDto extends RunEventEnvelopeDto {
   @ApiProperty() ragCount: number;
   @ApiProperty() webCount: number;
   @ApiProperty({ enum: ['high', 'medium', 'low', 'none'] }) confidence: string;
-  @ApiPropertyOptional({ type: Object, description: 'the last retrieval\'s metrics' }) metrics?: Record<string, unknown>;
+  @ApiProperty({ type: Object, nullable: true, description: 'the last retrieval\'s metrics ({method, candidates, returned, latencyMs, topScore}, plus ragCalls when retrieval ran more than once); null when no retrieval ran' })
+  metrics: Record<string, unknown> | null;
 }
 
 export class NoticeEventDto extends RunEventEnvelopeDto {

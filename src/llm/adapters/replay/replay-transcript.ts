@@ -17,6 +17,8 @@ export interface ReplayContext {
   toolResults: ReplayToolResult[];
   /** tool calls the assistant already made in this conversation (gives deterministic, unique ids) */
   previousToolCalls: number;
+  /** a non-streaming `complete` call: the tool-only modes' one decision over the tools (chat turns stream) */
+  decision?: boolean;
 }
 
 /** A tool result as a transcript sees it. */
@@ -76,7 +78,7 @@ function toolResultOf(m: LlmMessage, callNames: Map<string, string>): ReplayTool
 }
 
 /** Digests a request for the transcripts. */
-export function readReplayContext(request: LlmRequest): ReplayContext {
+export function readReplayContext(request: LlmRequest, options: { decision?: boolean } = {}): ReplayContext {
   const messages = request.messages ?? [];
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const callNames = new Map<string, string>();
@@ -93,5 +95,6 @@ export function readReplayContext(request: LlmRequest): ReplayContext {
     toolResults,
     // two-stage keeps no assistant call messages: its injected results count instead, so ids stay unique
     previousToolCalls: Math.max(assistantCalls, resultMessages.length),
+    ...(options.decision ? { decision: true } : {}),
   };
 }

@@ -70,9 +70,10 @@ export class DecidedCallDto {
 export class ToolExecutionDto {
   @ApiProperty() toolName: string;
   @ApiProperty() args: unknown;
-  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception'] }) outcome: string;
+  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled'] }) outcome: string;
   @ApiProperty() resultObject: unknown;
   @ApiProperty() latencyMs: number;
+  @ApiProperty({ description: 'true for every outcome but success' }) isError: boolean;
 }
 
 export class ToolCandidateDto {

@@ -7,7 +7,7 @@ const run = (sources: ToolSource[], output: unknown = {}, outcome: ToolRunResult
 
 describe('SourcesCollector', () => {
   it('is empty and high-confidence for a tool-free turn', () => {
-    expect(new SourcesCollector().toEvent()).toEqual({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high' });
+    expect(new SourcesCollector().toEvent()).toEqual({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null });
   });
 
   it('dedupes by url or path, keeping the best score in first-seen order', () => {

@@ -31,7 +31,8 @@ const CONFIDENCE_RANK: Readonly<Record<string, number>> = { none: 0, low: 1, med
  *   higher score replaces the earlier one in place (first-seen order is kept).
  * - `confidence`: when retrieval ran (rag_query or the direct path), the best confidence any
  *   retrieval reported (`low` when rag_query ran but reported none); otherwise `high`.
- * - `metrics`: the last retrieval's metrics, plus `ragCalls` when retrieval ran more than once.
+ * - `metrics`: the last retrieval's metrics, plus `ragCalls` when retrieval ran more than once;
+ *   `null` when no retrieval reported metrics (a tool-free or web-only turn, a failed rag_query).
  */
 export class SourcesCollector {
   private readonly byKey = new Map<string, ToolSource>();
@@ -90,8 +91,9 @@ export class SourcesCollector {
     const webCount = data.filter((s) => s.type === 'web').length;
     const sourceTypes = [...new Set(data.map((s) => s.type))];
     const confidence = this.ragCalls > 0 ? (bestOf(this.confidences) ?? UNKNOWN_RAG_CONFIDENCE) : NO_RETRIEVAL_CONFIDENCE;
-    const metrics = this.lastMetrics ? { ...this.lastMetrics, ...(this.ragCalls > 1 ? { ragCalls: this.ragCalls } : {}) } : undefined;
-    return { type: 'sources', data, sourceTypes, ragCount, webCount, confidence, ...(metrics ? { metrics } : {}) };
+    // always sent (docs/API.md lists it on every sources event): null says no retrieval ran
+    const metrics = this.lastMetrics ? { ...this.lastMetrics, ...(this.ragCalls > 1 ? { ragCalls: this.ragCalls } : {}) } : null;
+    return { type: 'sources', data, sourceTypes, ragCount, webCount, confidence, metrics };
   }
 
   private addSource(s: ToolSource): void {

@@ -166,7 +166,7 @@ describe('UnifiedStrategy', () => {
       expect(req.tools?.map((t) => t.name)).toEqual(['list_files', 'rag_query', 'read_file', 'web_search']);
       expect(req).toMatchObject({ toolChoice: 'auto', disableReasoning: true, temperature: 0.3, maxTokens: 8192, requestId: 'req-1' });
       expect(roles(req.messages)).toEqual(['system', 'user']);
-      expect(sourcesOf(events)).toEqual({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high' });
+      expect(sourcesOf(events)).toEqual({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null });
       // sources after the last phase, right before done
       expect(events.slice(-2).map((e) => e.type)).toEqual(['sources', 'done']);
       expect(phases(events)).toEqual(['start:action_phase:1:0', 'end:action_phase:1:0:final_answer']);
@@ -248,7 +248,7 @@ describe('UnifiedStrategy', () => {
       const { ctx } = setup([toolTurn('web_search', '{"query":"news"}'), answer('News.')]);
       const sources = sourcesOf(await collect(strategy.execute(ctx)));
       expect(sources).toMatchObject({ sourceTypes: ['web'], ragCount: 0, webCount: 2, confidence: 'high' });
-      expect(sources.metrics).toBeUndefined();
+      expect(sources.metrics).toBeNull();
     });
 
     it('runs the calls of one step concurrently and sends their tool messages in call order', async () => {

@@ -193,7 +193,7 @@ async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, qu
   } catch (err) {
     // the ToolRunner port never throws; a broken implementation still gets an answer for the model
     const message = err instanceof Error ? err.message : String(err);
-    result = { ...cancelledResult(call), output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
+    result = { ...cancelledResult(call), outcome: 'exception', output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
   }
   const failure = toolErrorStage(ctx, call, result);
   if (failure) queue.push(failure);
@@ -220,9 +220,9 @@ function* refuseInvalid(guard: ToolCallGuard, bad: InvalidToolCall): Generator<P
 }
 
 function cancelledResult(call: CompletedToolCall): ToolRunResult {
-  const output = { error: 'exception', message: 'cancelled' };
+  const output = { error: 'cancelled', message: 'cancelled' };
   return {
-    toolName: call.name, args: call.args, outcome: 'exception', output, outputText: JSON.stringify(output),
+    toolName: call.name, args: call.args, outcome: 'cancelled', output, outputText: JSON.stringify(output),
     truncated: false, isError: true, latencyMs: 0, sources: [], signature: null,
   };
 }

@@ -1,0 +1,90 @@
+/**
+ * Example error bodies for the OpenAPI document, one per error code (docs/API.md, "Errors"),
+ * and which codes each operation can answer. buildOpenApiDocument gives every error answer of
+ * an operation the examples of its own codes for that status, and the generic body of the
+ * status where the operation has no code of its own, so Swagger UI no longer shows one
+ * `404 run_not_found` body under every status.
+ */
+
+export interface ErrorExample {
+  status: number;
+  summary: string;
+  body: Record<string, unknown>;
+}
+
+const RUN = '0f8fad5b-d9cb-469f-a165-70867728950e';
+const CONVERSATION = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';
+
+const example = (status: number, error: string, message: string | string[], summary: string, extra: Record<string, unknown> = {}): ErrorExample => ({
+  status,
+  summary,
+  body: { statusCode: status, error, message, ...extra },
+});
+
+/** By code: the domain codes, and the generic ones (HTTP status text) every operation may answer. */
+export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
+  'Bad Request': example(400, 'Bad Request', ['content must not be empty'], 'invalid body or query: every failed constraint is listed'),
+  Unauthorized: example(401, 'Unauthorized', 'Missing or invalid API key: send Authorization: Bearer <key>', 'API_KEYS (or a database key) is set and the key is missing or wrong'),
+  Forbidden: example(403, 'Forbidden', 'This route needs an admin key', 'a user key on an admin route, or a project-bound key on a route that reads every project'),
+  'Not Found': example(404, 'Not Found', 'Not Found', 'nothing by that id'),
+  'Payload Too Large': example(413, 'Payload Too Large', 'request entity too large', 'a body over 256 KB'),
+  too_many_requests: example(429, 'too_many_requests', 'Too many requests for this key: RATE_LIMIT_PER_MINUTE=600; retry after 42 s', 'over RATE_LIMIT_PER_MINUTE for this key (Retry-After says when to try again)', {
+    limit: 'RATE_LIMIT_PER_MINUTE',
+    max: 600,
+    retryAfter: 42,
+  }),
+  too_many_turns: example(429, 'too_many_requests', 'Too many turns running for this key: MAX_CONCURRENT_TURNS_PER_KEY=8; retry after 1 s', 'over a running-turn limit (per key, per project or per instance)', {
+    limit: 'MAX_CONCURRENT_TURNS_PER_KEY',
+    max: 8,
+    retryAfter: 1,
+  }),
+  database_unavailable: example(503, 'database_unavailable', 'The database cannot be reached; try again shortly', 'the database is down or restarting: nothing was stored, retry later'),
+  model_not_allowed: example(400, 'model_not_allowed', 'options.model "gpt-x" is not an allowed model (allowed: replay); nothing was stored', 'a model outside LLM_MODELS', { allowed: ['replay'] }),
+  conversation_not_found: example(404, 'conversation_not_found', `Conversation ${CONVERSATION} not found in project default`, 'unknown conversationId (in that project)'),
+  two_stage_disabled: example(404, 'two_stage_disabled', 'The two-stage route is disabled; start Orion with TWO_STAGE_ENABLED=true', 'TWO_STAGE_ENABLED is not true'),
+  run_not_found: example(404, 'run_not_found', `Run ${RUN} not found`, 'unknown requestId'),
+  checkpoint_not_found: example(404, 'checkpoint_not_found', `Run ${RUN} has no checkpoint at phase 4`, 'no checkpoint at that phase; checkpoints lists those that exist', { checkpoints: [2] }),
+  run_not_resumable: example(409, 'run_not_resumable', `Run ${RUN} uses unified, which has no pause point; only two-stage runs pause (cancel stops any run)`, 'not a two-stage run, or not running'),
+  run_finished: example(409, 'run_finished', `Run ${RUN} is already completed`, 'the run has already ended'),
+  run_finished_no_checkpoint: example(409, 'run_finished', `Run ${RUN} is completed and ran no tool, so it has no checkpoint to fork from`, 'a finished run that never reached a checkpoint', { checkpoints: [] }),
+  resume_in_progress: example(409, 'resume_in_progress', `Run ${RUN} is running (another resume may have started it); pause it before resuming`, 'the run is running, or another resume won'),
+  run_in_progress: example(409, 'run_in_progress', `Run ${RUN} of this conversation is still running: cancel it (POST /api/chat/runs/${RUN}/cancel) or let it end, then delete`, 'a run of the conversation is still running; nothing is deleted', { requestId: RUN }),
+  unknown_mode: example(400, 'unknown_mode', 'Unknown mode: Fast (use Classic or NarrowTopK)', 'a mode other than Classic / NarrowTopK'),
+  knowledge_invalid_path: example(400, 'knowledge_invalid_path', 'path "../other" leads outside the project folder; only files inside it can be used', 'an absolute path, or one that leaves the project folder'),
+  knowledge_path_not_found: example(404, 'knowledge_path_not_found', '"docs" does not exist in the folder of project "default"', 'the project folder, or the path in it, does not exist'),
+  mcp_not_found: example(404, 'Not Found', 'No MCP tool everything__echo', 'no such MCP tool was ever listed'),
+  mcp_not_awaiting: example(409, 'Conflict', 'everything__echo has no definition awaiting approval', 'nothing awaits approval, or the definition changed again (another pendingHash)'),
+};
+
+/** Codes that start a turn (they count against the running-turn limits). */
+const TURN = ['too_many_turns'];
+
+/** The domain codes each operation can answer, besides the generic ones of its statuses. */
+export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
+  sendMessage: ['model_not_allowed', 'conversation_not_found', 'database_unavailable', ...TURN],
+  sendMessageTwoStage: ['model_not_allowed', 'two_stage_disabled', 'conversation_not_found', 'database_unavailable', ...TURN],
+  resumeTwoStageRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'resume_in_progress', 'run_finished_no_checkpoint', 'run_not_resumable', ...TURN],
+  listConversationMessages: ['conversation_not_found'],
+  renameConversation: ['conversation_not_found'],
+  updateConversationSettings: ['model_not_allowed', 'conversation_not_found'],
+  deleteConversation: ['conversation_not_found', 'run_in_progress'],
+  getRun: ['run_not_found'],
+  streamRunEvents: ['run_not_found'],
+  cancelRun: ['run_not_found', 'run_finished'],
+  pauseRun: ['run_not_found', 'run_not_resumable'],
+  executeTools: ['unknown_mode', ...TURN],
+  executeToolsStream: ['unknown_mode', ...TURN],
+  ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
+  approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],
+};
+
+/** The generic example of each status, for an operation with no code of its own there. */
+export const STATUS_EXAMPLES: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  413: 'Payload Too Large',
+  429: 'too_many_requests',
+  503: 'database_unavailable',
+};

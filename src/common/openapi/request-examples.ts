@@ -1,0 +1,156 @@
+/**
+ * The request bodies Swagger UI's "Try it out" starts from, by operationId. Each one succeeds
+ * as it stands against a freshly started service with the defaults (embedded database, replay
+ * model, the default project's folder, no keys; or with keys, an admin key given to Authorize),
+ * which test/browser/swagger-try-it-out.browser-spec.ts checks by pressing Execute on every one.
+ * Without them Swagger UI builds a body from the schema: `"string"` for `options.model` (a 400)
+ * and a made-up `conversationId` (a 404). Optional fields that name something that must exist
+ * (a conversation, a model, a module) are left out on purpose.
+ */
+export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
+  sendMessage: {
+    projectId: 'default',
+    content: 'List the files of this project',
+    mode: 'act',
+    options: { maxIterations: 10, debugShowToolResults: false, detach: false },
+  },
+  sendMessageTwoStage: {
+    projectId: 'default',
+    content: 'List the files of this project',
+    mode: 'act',
+    options: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, debugShowToolResults: false, detach: false },
+  },
+  // a run of yours: a two-stage run's requestId (its start event) and one of its checkpoints (GET /api/chat/runs/{requestId})
+  resumeTwoStageRun: { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', resumeFromPhaseIndex: 2 },
+  renameConversation: { title: 'Roadmap notes' },
+  updateConversationSettings: { orchestratorEnabled: true, customInstructions: 'Answer in one short paragraph.' },
+  executeTools: {
+    userInput: 'List the files of the project',
+    participantIds: ['pawn_1'],
+    projectId: 'default',
+    mode: 'Classic',
+    options: { maxCalls: 1, narrowTopK: 5, minScoreThreshold: 0, locale: 'en' },
+  },
+  executeToolsStream: {
+    userInput: 'List the files of the project',
+    participantIds: ['pawn_1'],
+    projectId: 'default',
+    mode: 'Classic',
+    options: { maxCalls: 1, narrowTopK: 5, minScoreThreshold: 0, locale: 'en' },
+  },
+  ingestKnowledge: { projectId: 'default', path: '.' },
+  createApiKey: { name: 'shop frontend', projects: ['default'], role: 'user' },
+  approveMcpTool: { hash: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' },
+};
+
+/** Operations whose example needs an id of the caller's own (Swagger UI shows the note). */
+export const REQUEST_EXAMPLE_NOTES: Readonly<Record<string, string>> = {
+  resumeTwoStageRun:
+    'Example: put the requestId of one of your two-stage runs (its `start` event) and one of its `checkpoints` (GET /api/chat/runs/{requestId}); a finished run forks from it.',
+  approveMcpTool: 'Example: put the `pendingHash` GET /api/admin/mcp-tools lists for the tool you reviewed.',
+};
+
+const ENVELOPE = { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', projectId: 'default', conversationId: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' };
+
+/** One SSE message as the service writes it. */
+function message(event: string, seq: number, phase: string, phaseIndex: number, cycleIndex: number, fields: Record<string, unknown>): string {
+  return `event: ${event}\nid: ${seq}\ndata: ${JSON.stringify({ ...ENVELOPE, seq, phase, phaseIndex, cycleIndex, ...fields })}\n\n`;
+}
+
+/**
+ * A whole short turn as the replay model streams it for the sendMessage example (start … done;
+ * the answer's words arrive as one chunk each, shortened here to two chunks). Two-stage sends
+ * the same phases, ends its first action phase with `tool_call` and sends no `sources`.
+ */
+function turn(protocol: 'unified' | 'two-stage', startExtra: Record<string, unknown> = {}): string {
+  const call = { id: 'call_replay_1', name: 'list_files', arguments: '{"path":".","recursive":true}' };
+  const params = { path: '.', recursive: true };
+  const answer = "[replay] This is a recorded demo reply, not a real model. I listed the project's files: the folder has no Markdown or text file to read.";
+  const cut = answer.indexOf('I listed');
+  const events = [
+    message('start', 1, 'action_phase', 0, 0, { protocol, userMessageId: '7c9e6679-7425-40de-944b-e07fc1f90ae7', model: 'replay', ...startExtra }),
+    message('phase', 2, 'action_phase', 1, 0, { status: 'start' }),
+    message('phase', 3, 'action_phase', 1, 0, { status: 'end', reason: protocol === 'unified' ? 'tool_calls' : 'tool_call' }),
+    message('tool_calls', 4, 'action_phase', 1, 0, { calls: [call] }),
+    message('phase', 5, 'tool_phase', 2, 1, { status: 'start' }),
+    message('tool_progress', 6, 'tool_phase', 2, 1, { tool: 'list_files', callId: call.id, action: 'calling', params, isError: false }),
+    message('tool_progress', 7, 'tool_phase', 2, 1, { tool: 'list_files', callId: call.id, action: 'completed', params, isError: false, outcome: 'success', durationMs: 4 }),
+    message('phase', 8, 'tool_phase', 2, 1, { status: 'end', reason: 'success' }),
+    message('phase', 9, 'action_phase', 3, 1, { status: 'start' }),
+    message('chunk', 10, 'action_phase', 3, 1, { content: answer.slice(0, cut) }),
+    message('chunk', 11, 'action_phase', 3, 1, { content: answer.slice(cut) }),
+    message('phase', 12, 'action_phase', 3, 1, { status: 'end', reason: 'final_answer' }),
+  ];
+  if (protocol === 'unified') events.push(message('sources', 13, 'action_phase', 3, 1, { data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null }));
+  events.push(
+    message('done', events.length + 1, 'complete', 3, 1, {
+      fullContent: answer,
+      stopReason: 'final_answer',
+      usage: { promptTokens: 2293, completionTokens: 44, totalTokens: 2337, llmCalls: 2 },
+      messageId: '16fd2706-8baf-433b-82eb-8c7fada847da',
+    }),
+  );
+  return `\n${events.join('')}`;
+}
+
+/** A fork of a finished two-stage run from its checkpoint 2 (the tool result): its own requestId, seq from 1. */
+function fork(): string {
+  const answer = "[replay] This is a recorded demo reply, not a real model. I listed the project's files: the folder has no Markdown or text file to read.";
+  const cut = answer.indexOf('I listed');
+  const parentRequestId = '3ffcfccd-90b2-4231-bd5f-7daa156cfbf2';
+  return (
+    '\n' +
+    message('start', 1, 'tool_phase', 2, 1, { protocol: 'two-stage', userMessageId: '7c9e6679-7425-40de-944b-e07fc1f90ae7', model: 'replay', resumed: true, resumeFromPhaseIndex: 2, parentRequestId }) +
+    message('phase', 2, 'action_phase', 3, 1, { status: 'start' }) +
+    message('chunk', 3, 'action_phase', 3, 1, { content: answer.slice(0, cut) }) +
+    message('chunk', 4, 'action_phase', 3, 1, { content: answer.slice(cut) }) +
+    message('phase', 5, 'action_phase', 3, 1, { status: 'end', reason: 'final_answer' }) +
+    message('done', 6, 'complete', 3, 1, {
+      fullContent: answer,
+      stopReason: 'final_answer',
+      usage: { promptTokens: 1794, completionTokens: 44, totalTokens: 1838, llmCalls: 2 },
+      messageId: 'ec884489-2a36-4654-9a9a-4bced2e3a701',
+    })
+  );
+}
+
+/** A whole tool-only run on the stream route: progress by stage, then the result. */
+function toolOnlyRun(): string {
+  const requestId = ENVELOPE.requestId;
+  const exposedTools = ['fetch_page', 'fetch_pages_batch', 'list_files', 'rag_query', 'read_file'];
+  const execution = {
+    toolName: 'list_files',
+    args: { path: '.', recursive: false },
+    outcome: 'success',
+    resultObject: { path: '.', recursive: false, entries: [], truncated: false, note: 'The folder is empty.' },
+    latencyMs: 12,
+    isError: false,
+  };
+  const progress = (seq: number, fields: Record<string, unknown>) => `event: progress\nid: ${seq}\ndata: ${JSON.stringify({ requestId, seq, ...fields })}\n\n`;
+  return (
+    '\n' +
+    progress(1, { stage: 'PrepareTools', exposedTools }) +
+    progress(2, { stage: 'LLMDecision', decidedCalls: [{ toolName: 'list_files', args: { path: '.' } }] }) +
+    progress(3, { stage: 'ExecuteTool', index: 0, toolName: 'list_files', outcome: 'success', latencyMs: 12 }) +
+    progress(4, { stage: 'Finished', isSuccess: true, error: null, totalLatencyMs: 47 }) +
+    `event: result\nid: 5\ndata: ${JSON.stringify({
+      mode: 'Classic',
+      exposedTools,
+      decidedCalls: [{ toolName: 'list_files', args: { path: '.' } }],
+      executions: [execution],
+      isSuccess: true,
+      error: null,
+      totalLatencyMs: 47,
+      requestId,
+    })}\n\n`
+  );
+}
+
+/** The text/event-stream example of each streaming operation: a whole run, not one event. */
+export const STREAM_EXAMPLES: Readonly<Record<string, string>> = {
+  sendMessage: turn('unified'),
+  sendMessageTwoStage: turn('two-stage'),
+  resumeTwoStageRun: fork(),
+  streamRunEvents: turn('unified'),
+  executeToolsStream: toolOnlyRun(),
+};
