@@ -7,8 +7,9 @@ const turn = require('./public/assets/turn-state.js') as {
   phaseLabel: (phase: string | null) => string;
   stepLabel: (p: TurnState, tools: TurnState[]) => string;
   stateFromStored: (m: Record<string, unknown>) => TurnState;
+  outcomeLabel: (outcome: string | null | undefined) => string;
 };
-const { createTurnState, applyEvent, isSettled, phaseLabel, stepLabel, stateFromStored } = turn;
+const { createTurnState, applyEvent, isSettled, phaseLabel, stepLabel, stateFromStored, outcomeLabel } = turn;
 
 const ids = { requestId: 'r1', projectId: 'default', conversationId: 'c1' };
 type Ev = [string, Record<string, unknown>];
@@ -150,6 +151,12 @@ describe('turn state', () => {
     // a step still streaming is the answer until it calls a tool; calls of unknown phase: "tools"
     expect(stepLabel({ phaseIndex: 1, phase: 'action_phase', ended: false }, [])).toBe('Answer');
     expect(stepLabel({ phaseIndex: 2, phase: 'tool_phase', ended: false }, [{ name: 'x', status: 'calling' }])).toBe('Ran tools');
+  });
+
+  it('says a tool stopped by a cancel was cancelled, not that it failed', () => {
+    expect(outcomeLabel('cancelled')).toBe('cancelled');
+    expect(outcomeLabel('exception')).toBe('failed');
+    expect(outcomeLabel(undefined)).toBe('failed');
   });
 
   it('names phases for people', () => {

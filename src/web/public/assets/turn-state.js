@@ -252,7 +252,7 @@ export function isErrorStep(t) {
 /** What a tool outcome means, in words. @param {string | undefined} outcome */
 export function outcomeLabel(outcome) {
   return (
-    { validation_error: 'invalid arguments', unavailable: 'unavailable', rate_limited: 'rate limited', timeout: 'timed out', exception: 'failed', success: 'reported an error' }[
+    { validation_error: 'invalid arguments', unavailable: 'unavailable', rate_limited: 'rate limited', timeout: 'timed out', cancelled: 'cancelled', exception: 'failed', success: 'reported an error' }[
       outcome ?? ''
     ] ?? 'failed'
   );
