@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /**
  * The body of every error answer (AllExceptionsFilter): Nest's shape, with the domain code in
- * `error` when there is one. Some codes add fields (a refused resume lists the run's `checkpoints`).
+ * `error` when there is one. Some codes add fields (a refused resume or fork lists the run's `checkpoints`).
  */
 export class ErrorResponseDto {
   @ApiProperty({ example: 404 }) statusCode: number;
@@ -14,6 +14,6 @@ export class ErrorResponseDto {
     description: 'what went wrong; validation errors list every failed constraint',
   })
   message: string | string[];
-  @ApiPropertyOptional({ type: [Number], description: 'a refused resume: the phase indexes with a stored checkpoint (resume from the last)' })
+  @ApiPropertyOptional({ type: [Number], description: 'a refused resume or fork: the phase indexes with a stored checkpoint (a paused run resumes from the last; a fork may start from any)' })
   checkpoints?: number[];
 }
