@@ -159,14 +159,14 @@ export class RunsService {
    * say so and list the checkpoints.
    */
   async planResume(requestId: string, phaseIndex: number): Promise<ResumePlan> {
-    const { run, strategy } = await this.requireResumable(requestId);
+    const run = await this.require(requestId);
+    // a cancel is final whatever the run was: said before anything else about it
+    if (run.status === 'cancelled') throw runCancelled(run);
+    const strategy = this.checkpointReader(run);
     if (run.status === 'running') {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);
     }
     const checkpoints = checkpointsOf(run);
-    if (run.status === 'cancelled') {
-      throw new RunsException(RunsExceptionCode.RUN_CANCELLED, `Run ${requestId} was cancelled, and a cancelled run is never resumed${forkHint(requestId, checkpoints)}`, { checkpoints });
-    }
     if (run.status !== 'paused') {
       throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status}; only a paused run can be resumed${forkHint(requestId, checkpoints)}`, { checkpoints });
     }
@@ -190,7 +190,8 @@ export class RunsService {
    * still being written, and pausing or cancelling it first is the user's choice.
    */
   async planFork(requestId: string, phaseIndex: number): Promise<ResumePlan> {
-    const { run, strategy } = await this.requireResumable(requestId);
+    const run = await this.require(requestId);
+    const strategy = this.checkpointReader(run);
     if (run.status === 'running') {
       throw new RunsException(RunsExceptionCode.RUN_IN_PROGRESS, `Run ${requestId} is running; pause or cancel it, or let it end, before forking it`, { requestId });
     }
@@ -203,14 +204,13 @@ export class RunsService {
     return this.readPlan(run, strategy, phaseIndex, state, true);
   }
 
-  /** The run, when its protocol can continue from a checkpoint (two-stage). */
-  private async requireResumable(requestId: string): Promise<{ run: RunEntity; strategy: CheckpointReader }> {
-    const run = await this.require(requestId);
+  /** How the run's protocol reads its checkpoints; 409 when it cannot continue from one (only two-stage can). */
+  private checkpointReader(run: RunEntity): CheckpointReader {
     const strategy = this.strategyOf(run.protocol);
     if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
-      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${run.protocol}; only two-stage runs can be resumed or forked`);
+      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${run.requestId} uses ${run.protocol}; only two-stage runs can be resumed or forked`);
     }
-    return { run, strategy: { readCheckpoint: strategy.readCheckpoint.bind(strategy) } };
+    return { readCheckpoint: strategy.readCheckpoint.bind(strategy) };
   }
 
   /** The plan, once the checkpoint reads as its protocol's state. */
@@ -252,11 +252,7 @@ export class RunsService {
     const { requestId } = plan.run;
     if (!(await this.runs.claimForResume(requestId, INSTANCE_ID, this.config.get('RUN_LEASE_MS')))) {
       // a cancel that landed between the plan and the claim is final too
-      if ((await this.runs.findById(requestId))?.status === 'cancelled') {
-        throw new RunsException(RunsExceptionCode.RUN_CANCELLED, `Run ${requestId} was cancelled, and a cancelled run is never resumed${forkHint(requestId, checkpointsOf(plan.run))}`, {
-          checkpoints: checkpointsOf(plan.run),
-        });
-      }
+      if ((await this.runs.findById(requestId))?.status === 'cancelled') throw runCancelled(plan.run);
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is being resumed by another request`);
     }
     const point = this.pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
@@ -294,8 +290,14 @@ function checkpointsOf(run: RunEntity): number[] {
     .sort((a, b) => a - b);
 }
 
+/** 409 run_cancelled: a cancel is final; the run's checkpoints can still be forked. */
+function runCancelled(run: RunEntity): RunsException {
+  const checkpoints = checkpointsOf(run);
+  return new RunsException(RunsExceptionCode.RUN_CANCELLED, `Run ${run.requestId} was cancelled, and a cancelled run is never resumed${forkHint(run.requestId, checkpoints)}`, { checkpoints });
+}
+
 /** How a refused resume can still go on: the fork route, when the run has a checkpoint to fork from. */
 function forkHint(requestId: string, checkpoints: number[]): string {
-  if (checkpoints.length === 0) return ' (it ran no tool, so it has no checkpoint to fork from either)';
+  if (checkpoints.length === 0) return ' (it has no checkpoint to fork from either)';
   return `; to continue from one of its checkpoints (${checkpoints.join(', ')}) as a new run, fork it: POST /api/chat/runs/${requestId}/fork {"fromPhaseIndex": n}`;
 }
