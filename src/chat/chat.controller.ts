@@ -13,7 +13,7 @@ import { ChatService } from './chat.service';
 import { ConversationsService } from './conversations.service';
 import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
 import { RenameConversationDto } from './dto/rename-conversation.dto';
-import { ConversationSettingsDto, ListConversationsQueryDto, ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
+import { ConversationSettingsDto, ForkRunDto, ListConversationsQueryDto, ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 
 const SSE_DESCRIPTION =
@@ -65,13 +65,41 @@ export class ChatController {
   @ApiOperation({
     operationId: 'resumeTwoStageRun',
     summary:
-      'Continue a two-stage run from the checkpoint of a phase, on any instance (SSE). A paused run\'s latest checkpoint resumes in place (seq continues); an older checkpoint, or any checkpoint of a finished run, forks a new run (new requestId, start.parentRequestId) and leaves the parent as it was',
+      'Resume a paused two-stage run in place from its latest checkpoint, on any instance (SSE; seq continues). A cancelled run is never resumed (409 run_cancelled); a finished run (409 run_finished) or an older checkpoint (409 run_not_resumable) is refused too, and the refusal names the fork route',
   })
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiNotFoundResponse({ description: 'unknown run, or no checkpoint at that phase' })
-  @ApiConflictResponse({ description: 'the run is running, another resume won, it is not two-stage, its checkpoint cannot be read, or it finished without any checkpoint' })
+  @ApiConflictResponse({
+    description:
+      'run_cancelled: the run was cancelled; run_finished: it completed or failed; run_not_resumable: not the latest checkpoint, not two-stage, or its checkpoint cannot be read; resume_in_progress: it is running or another resume won. The body lists its checkpoints',
+  })
   async resume(@Body() dto: ResumeRunDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.resume(dto, responseFlow(res), signal));
+  }
+
+  @Post('runs/:requestId/fork')
+  @StartsTurn()
+  @ProjectScope('run:requestId')
+  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @HttpCode(200)
+  @UseGuards(TwoStageEnabledGuard)
+  @ApiTags('runs')
+  @ApiOperation({
+    operationId: 'forkRun',
+    summary:
+      'Fork a two-stage run from any of its checkpoints (paused, completed, cancelled or failed run), on any instance (SSE): a new run (new requestId, start.parentRequestId) continues from it; the parent is left as it was',
+  })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
+  @ApiBadRequestResponse({ description: 'requestId not a UUID, or fromPhaseIndex not an integer >= 1 (nothing changes)' })
+  @ApiNotFoundResponse({ description: 'run_not_found, or checkpoint_not_found (the body lists its checkpoints)' })
+  @ApiConflictResponse({ description: 'run_in_progress: the run is running (pause or cancel it first); run_not_resumable: it is not two-stage, or its checkpoint cannot be read' })
+  async fork(
+    @Param('requestId', new ParseUUIDPipe()) requestId: string,
+    @Body() dto: ForkRunDto,
+    @Res({ passthrough: true }) res: Response,
+    @SseSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    return sse(await this.chat.fork(requestId, dto.fromPhaseIndex, responseFlow(res), signal));
   }
 
   @Get('conversations')

@@ -6,7 +6,7 @@ import type { LlmMessage } from '../llm/llm-adapter.port';
 import { contextBudget, trimHistory } from '../orchestration/context-budget';
 import { OrchestrationService } from '../orchestration/orchestration.service';
 import type { SentEvent } from '../runs/run-event-bus.service';
-import { RunsService } from '../runs/runs.service';
+import { RunsService, type ResumePlan } from '../runs/runs.service';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
 import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
@@ -111,16 +111,28 @@ export class ChatService {
   }
 
   /**
-   * Continues a two-stage run from the checkpoint taken at `resumeFromPhaseIndex`, on this
-   * instance: messages, counters and refused signatures come from the checkpoint, so a tool
-   * completed before it is never run again. A paused run's latest checkpoint resumes in place:
-   * seq continues after the last stored event, and exactly one concurrent resume wins (an
-   * atomic paused → running claim); the others get 409. An older checkpoint, or any checkpoint
-   * of a finished run, forks: a new run (new requestId, linked to its parent) continues from it
-   * and the parent, its events and its answer stay as they are.
+   * Resumes a paused two-stage run in place from its latest checkpoint, on this instance:
+   * messages, counters and refused signatures come from the checkpoint, so a tool completed
+   * before it is never run again; seq continues after the last stored event, and exactly one
+   * concurrent resume wins (an atomic paused → running claim); the others get 409. A cancelled
+   * run is never resumed; a finished run or an older checkpoint is refused too (a fork is
+   * asked for on its own route).
    */
   async resume(dto: ResumeRunDto, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
-    const plan = await this.runs.planResume(dto.requestId, dto.resumeFromPhaseIndex);
+    return this.continueRun(await this.runs.planResume(dto.requestId, dto.resumeFromPhaseIndex), flow, clientGone);
+  }
+
+  /**
+   * Forks a two-stage run from the checkpoint of `fromPhaseIndex`: a new run (new requestId,
+   * linked to its parent) continues from it on this instance, and the parent, its events and
+   * its answer stay as they are.
+   */
+  async fork(requestId: string, fromPhaseIndex: number, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
+    return this.continueRun(await this.runs.planFork(requestId, fromPhaseIndex), flow, clientGone);
+  }
+
+  /** Runs a planned resume or fork from its checkpoint. */
+  private async continueRun(plan: ResumePlan, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
     const { run } = plan;
     const conversation = await this.conversations.findById(run.conversationId);
     if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${run.conversationId} not found`);
@@ -134,7 +146,7 @@ export class ChatService {
       requestId,
       projectId: run.projectId,
       type: 'run_resumed',
-      details: { resumeFromPhaseIndex: dto.resumeFromPhaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }) },
+      details: { resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }) },
     });
     const turn = this.orchestration.buildTurn({
       protocol: run.protocol,
@@ -149,7 +161,7 @@ export class ChatService {
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       // the model the run started with, when it is still allowed
       model: opts.model !== undefined && this.orchestration.allowsModel(opts.model) ? opts.model : undefined,
-      resumeFrom: { phaseIndex: dto.resumeFromPhaseIndex, state: plan.state },
+      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state },
     });
     return this.runs.start(
       {
@@ -165,7 +177,7 @@ export class ChatService {
             userMessageId: run.userMessageId,
             model: turn.model,
             resumed: true,
-            resumeFromPhaseIndex: dto.resumeFromPhaseIndex,
+            resumeFromPhaseIndex: plan.phaseIndex,
             ...(fork && { parentRequestId: fork.parentRequestId }),
           },
         ],

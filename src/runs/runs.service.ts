@@ -24,6 +24,8 @@ import type { TurnStep } from './answer-store.port';
 
 export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
 
+type CheckpointReader = Required<Pick<ProtocolStrategy, 'readCheckpoint'>>;
+
 /**
  * A run that may continue from the checkpoint of `phaseIndex` (checked, not yet claimed): in
  * place (`fork: false`, a paused run's latest checkpoint) or as a new run forked from it.
@@ -124,16 +126,22 @@ export class RunsService {
 
   /** Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at once. */
   async cancel(requestId: string): Promise<RunDto> {
-    const r = await this.require(requestId);
+    let r = await this.require(requestId);
+    if (r.status === 'running') {
+      if (await this.runs.requestControl(requestId, 'cancel')) {
+        if (!this.control.cancelLocal(requestId, 'cancelled')) await this.control.broadcast(requestId, 'cancel');
+        return this.get(requestId);
+      }
+      // it stopped running since it was read: a pause that landed meanwhile is cancelled below
+      // rather than left resumable
+      r = await this.require(requestId);
+    }
     if (r.status === 'paused') {
       // nobody runs it: close it here, keeping what it streamed before the pause
       if (await this.runs.cancelPaused(requestId)) await this.closer.closeFromStoredEvents(r, 'cancelled');
       return this.get(requestId);
     }
-    if (r.status !== 'running') throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is already ${r.status}`);
-    await this.runs.requestControl(requestId, 'cancel');
-    if (!this.control.cancelLocal(requestId, 'cancelled')) await this.control.broadcast(requestId, 'cancel');
-    return this.get(requestId);
+    throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is already ${r.status}`);
   }
 
   /** Asks a running run to stop at its next natural pause point (protocols that have one). */
@@ -149,31 +157,69 @@ export class RunsService {
   }
 
   /**
-   * Checks that a run can continue from the checkpoint of `phaseIndex` and says how: a paused
-   * run's latest checkpoint resumes in place; an older checkpoint, or any checkpoint of a
-   * finished run, forks (a new run continues from it, so the tools that ran after it in the
-   * parent are neither forgotten there nor run twice in one run).
+   * Checks that a paused run can resume in place from the checkpoint of `phaseIndex`: its latest
+   * one only (from an older one, the tools that ran after it would be forgotten or run twice in
+   * one run). A cancelled run is never resumed: the user stopped it. Continuing a finished run,
+   * or from an older checkpoint, is a fork (`planFork`), a request of its own; the refusals here
+   * say so and list the checkpoints.
    */
   async planResume(requestId: string, phaseIndex: number): Promise<ResumePlan> {
     const run = await this.require(requestId);
-    const strategy = this.strategyOf(run.protocol);
-    if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
-      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${run.protocol}; only two-stage runs can be resumed`);
-    }
+    // a cancel is final whatever the run was: said before anything else about it
+    if (run.status === 'cancelled') throw runCancelled(run);
+    const strategy = this.checkpointReader(run);
     if (run.status === 'running') {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);
     }
-    const finished = run.status !== 'paused';
-    const byPhase = run.checkpoint?.byPhase ?? {};
-    const checkpoints = Object.keys(byPhase).map(Number).sort((a, b) => a - b);
-    if (finished && checkpoints.length === 0) {
-      throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status} and ran no tool, so it has no checkpoint to fork from`, { checkpoints });
+    const checkpoints = checkpointsOf(run);
+    if (run.status !== 'paused') {
+      throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status}; only a paused run can be resumed${forkHint(requestId, checkpoints)}`, { checkpoints });
     }
-    const state = byPhase[String(phaseIndex)];
+    const state = run.checkpoint?.byPhase[String(phaseIndex)];
     if (state === undefined) {
       throw new RunsException(RunsExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${requestId} has no checkpoint at phase ${phaseIndex}`, { checkpoints });
     }
-    const fork = finished || phaseIndex !== checkpoints.at(-1);
+    if (phaseIndex !== checkpoints.at(-1)) {
+      throw new RunsException(
+        RunsExceptionCode.RUN_NOT_RESUMABLE,
+        `Run ${requestId} resumes only from its latest checkpoint (phase ${checkpoints.at(-1)})${forkHint(requestId, checkpoints)}`,
+        { checkpoints },
+      );
+    }
+    return this.readPlan(run, strategy, phaseIndex, state, false);
+  }
+
+  /**
+   * Checks that a new run can be forked from the checkpoint of `phaseIndex`: any checkpoint of
+   * a paused, completed, cancelled or failed run. A running run is refused: its checkpoints are
+   * still being written, and pausing or cancelling it first is the user's choice.
+   */
+  async planFork(requestId: string, phaseIndex: number): Promise<ResumePlan> {
+    const run = await this.require(requestId);
+    const strategy = this.checkpointReader(run);
+    if (run.status === 'running') {
+      throw new RunsException(RunsExceptionCode.RUN_IN_PROGRESS, `Run ${requestId} is running; pause or cancel it, or let it end, before forking it`, { requestId });
+    }
+    const checkpoints = checkpointsOf(run);
+    const state = run.checkpoint?.byPhase[String(phaseIndex)];
+    if (state === undefined) {
+      const none = checkpoints.length === 0 ? ' (it ran no tool, so it has none)' : '';
+      throw new RunsException(RunsExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${requestId} has no checkpoint at phase ${phaseIndex}${none}`, { checkpoints });
+    }
+    return this.readPlan(run, strategy, phaseIndex, state, true);
+  }
+
+  /** How the run's protocol reads its checkpoints; 409 when it cannot continue from one (only two-stage can). */
+  private checkpointReader(run: RunEntity): CheckpointReader {
+    const strategy = this.strategyOf(run.protocol);
+    if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
+      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${run.requestId} uses ${run.protocol}; only two-stage runs can be resumed or forked`);
+    }
+    return { readCheckpoint: strategy.readCheckpoint.bind(strategy) };
+  }
+
+  /** The plan, once the checkpoint reads as its protocol's state. */
+  private readPlan(run: RunEntity, strategy: CheckpointReader, phaseIndex: number, state: Record<string, unknown>, fork: boolean): ResumePlan {
     try {
       return { run, phaseIndex, fork, state, baseMessages: strategy.readCheckpoint(state).baseMessages };
     } catch (err) {
@@ -210,6 +256,8 @@ export class RunsService {
   async claimResume(plan: ResumePlan): Promise<ResumePoint> {
     const { requestId } = plan.run;
     if (!(await this.runs.claimForResume(requestId, INSTANCE_ID, this.config.get('RUN_LEASE_MS')))) {
+      // a cancel that landed between the plan and the claim is final too
+      if ((await this.runs.findById(requestId))?.status === 'cancelled') throw runCancelled(plan.run);
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is being resumed by another request`);
     }
     const point = this.pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
@@ -238,4 +286,23 @@ export class RunsService {
   private strategyOf(protocol: string): ProtocolStrategy | undefined {
     return this.orchestration.protocolNames().includes(protocol) ? this.orchestration.protocol(protocol) : undefined;
   }
+}
+
+/** The phase indexes of a run's stored checkpoints, in order. */
+function checkpointsOf(run: RunEntity): number[] {
+  return Object.keys(run.checkpoint?.byPhase ?? {})
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** 409 run_cancelled: a cancel is final; the run's checkpoints can still be forked. */
+function runCancelled(run: RunEntity): RunsException {
+  const checkpoints = checkpointsOf(run);
+  return new RunsException(RunsExceptionCode.RUN_CANCELLED, `Run ${run.requestId} was cancelled, and a cancelled run is never resumed${forkHint(run.requestId, checkpoints)}`, { checkpoints });
+}
+
+/** How a refused resume can still go on: the fork route, when the run has a checkpoint to fork from. */
+function forkHint(requestId: string, checkpoints: number[]): string {
+  if (checkpoints.length === 0) return ' (it has no checkpoint to fork from either)';
+  return `; to continue from one of its checkpoints (${checkpoints.join(', ')}) as a new run, fork it: POST /api/chat/runs/${requestId}/fork {"fromPhaseIndex": n}`;
 }

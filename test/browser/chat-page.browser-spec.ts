@@ -205,6 +205,32 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     expect(problems.errors).toEqual([]);
   });
 
+  it('a paused run cancelled elsewhere is over: Resume is refused (409 run_cancelled) and no longer offered, nothing is forked', async () => {
+    llm.enqueue(respond.turn([{ text: 'Checking the files. ' }, { toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 150 } }));
+    await open();
+    await send('What files are there?');
+    await waitForState((s) => s.content.includes('Checking'));
+    await page.click('#pause');
+    await waitForState((s) => s.status === 'paused', 10_000);
+    await page.waitForSelector('#resume', { state: 'visible', timeout: 5_000 });
+    const { requestId, conversationId } = await state();
+
+    // another client (another tab, another device) presses Stop on the paused run
+    expect((await fetch(`${t.url}/api/chat/runs/${requestId}/cancel`, { method: 'POST' })).status).toBe(202);
+    const sent = llm.chatRequests.length;
+    await page.click('#resume');
+    const s = await waitForState((x) => x.status === 'stopped', 10_000);
+    expect(s).toMatchObject({ stopReason: 'cancelled', error: { code: 'run_cancelled' } });
+    await page.waitForSelector('#resume', { state: 'hidden', timeout: 5_000 });
+    await page.waitForFunction(() => !(document.getElementById('send') as HTMLButtonElement).disabled, undefined, { timeout: 5_000 });
+    expect(await page.textContent('.message.live .turn-error')).toContain('cancelled');
+    // the run stays cancelled, with no fork and no model call
+    expect(await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', forks: [] });
+    expect(llm.chatRequests.length).toBe(sent);
+    expect(await storedAnswer(conversationId, requestId)).toEqual([expect.objectContaining({ content: 'Checking the files. ', status: 'cancelled' })]);
+    expect(problems.errors).toEqual(['HTTP 409 POST /api/chat/messages_two_stage/resume']);
+  });
+
   it('reconnects by itself after the connection drops mid-turn and shows the whole answer once', async () => {
     const answer = words(16, 'part');
     llm.enqueue(respond.turn(answer, { faults: { delayMs: 100 } }));

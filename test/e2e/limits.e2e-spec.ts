@@ -118,7 +118,7 @@ describe('limits', () => {
     }
   }, 60_000);
 
-  it("counts a resume against its run's project, not the default one", async () => {
+  it("counts a resume or a fork against its run's project, not the default one", async () => {
     const { llm, open } = await gatedModel((body) => body.includes('hold the slot'));
     try {
       t = await startApp({ API_KEYS: KEY, RATE_LIMIT_PER_MINUTE: '0', MAX_CONCURRENT_TURNS_PER_PROJECT: '1', TWO_STAGE_ENABLED: 'true', LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
@@ -134,6 +134,11 @@ describe('limits', () => {
       const text = await resume.text();
       expect(resume.status).not.toBe(429);
       expect(text).not.toContain('MAX_CONCURRENT_TURNS_PER_PROJECT');
+      // likewise a fork, which names its run in the path
+      const fork = await fetch(`${t.url}/api/chat/runs/${beta.events[0].data.requestId}/fork`, { method: 'POST', headers: auth, body: JSON.stringify({ fromPhaseIndex: 1 }) });
+      const forkText = await fork.text();
+      expect(fork.status).not.toBe(429);
+      expect(forkText).not.toContain('MAX_CONCURRENT_TURNS_PER_PROJECT');
     } finally {
       open();
       await llm.close();

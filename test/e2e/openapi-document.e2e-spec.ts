@@ -67,7 +67,7 @@ describe('the OpenAPI document', () => {
 
   it('documents the SSE routes as text/event-stream with a schema per event type', () => {
     const streams = operations(served).filter(([, , op]) => op.responses['200']?.content?.['text/event-stream']);
-    expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'resumeTwoStageRun', 'sendMessage', 'sendMessageTwoStage', 'streamRunEvents']);
+    expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'resumeTwoStageRun', 'sendMessage', 'sendMessageTwoStage', 'streamRunEvents']);
     const send = served.paths['/api/chat/messages'].post.responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
     const events = Object.fromEntries(send.oneOf.map((o) => [o.properties.event.enum[0], o.properties.data.$ref]));
     expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'paused', 'done']);

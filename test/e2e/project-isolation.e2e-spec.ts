@@ -80,6 +80,7 @@ describe('keys bound to projects', () => {
     ['POST', '/api/chat/runs/<runA>/cancel', () => `/api/chat/runs/${runA}/cancel`, undefined],
     ['POST', '/api/chat/runs/<runA>/pause', () => `/api/chat/runs/${runA}/pause`, undefined],
     ['POST', '/api/chat/messages_two_stage/resume', () => '/api/chat/messages_two_stage/resume', () => ({ requestId: runA, resumeFromPhaseIndex: 1 })],
+    ['POST', '/api/chat/runs/<runA>/fork', () => `/api/chat/runs/${runA}/fork`, { fromPhaseIndex: 1 }],
     ['POST', '/api/chat/messages', () => '/api/chat/messages', { content: 'hi', projectId: 'alpha' }],
     ['POST', '/api/chat/messages', () => '/api/chat/messages', () => ({ content: 'hi', projectId: 'beta', conversationId: convA })],
     ['POST', '/api/chat/messages', () => '/api/chat/messages', { content: 'hi' }],

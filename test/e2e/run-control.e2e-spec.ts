@@ -50,7 +50,7 @@ describe('run control on one instance', () => {
   });
   beforeEach(() => llm.reset());
 
-  it('cancel ends the live stream with done{cancelled}, aborts the model request, stores the partial answer; resume is then 409', async () => {
+  it('cancel ends the live stream with done{cancelled}, aborts the model request, stores the partial answer; resume is then 409 run_cancelled', async () => {
     llm.enqueue(respond.turn([{ text: 'one ' }, { text: 'two ' }, { text: 'three ' }, { text: 'four ' }, { text: 'five' }], { faults: { delayMs: 300 } }));
     let cancelledAt = 0;
     let cancel: Promise<Response> | undefined;
@@ -80,6 +80,7 @@ describe('run control on one instance', () => {
     expect(msgs[1]).toMatchObject({ role: 'assistant', status: 'cancelled', content: textOf(res.events) });
     const resume = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
     expect(resume.status).toBe(409);
+    expect((await resume.json()).error).toBe('run_cancelled');
     expect((await post(`${t.url}/api/chat/runs/${requestId}/cancel`, {})).status).toBe(409);
   });
 
@@ -129,16 +130,20 @@ describe('run control on one instance', () => {
     // the whole run, replayed from the start, is both streams back to back
     const replay = await sse(`${t.url}/api/chat/runs/${requestId}/events`);
     expect(replay.events.map((e) => [e.id, e.event])).toEqual([...first.events, ...second.events].map((e) => [e.id, e.event]));
-    // a finished run is never resumed in place again: from then on its checkpoint forks a new run (issue 13)
+    // a finished run is never resumed again (issue 29: 409 run_finished naming the fork route);
+    // its checkpoint forks a new run on the fork route (issue 13)
+    const refused = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ error: 'run_finished', checkpoints: [2], message: expect.stringContaining(`/api/chat/runs/${requestId}/fork`) });
     llm.enqueue(respond.turn([{ text: 'Again.' }]));
-    const again = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 2 } });
+    const again = await sse(`${t.url}/api/chat/runs/${requestId}/fork`, { body: { fromPhaseIndex: 2 } });
     expect(again.events[0].data).toMatchObject({ parentRequestId: requestId });
     expect(again.events[0].data.requestId).not.toBe(requestId);
     const replayAfter = await sse(`${t.url}/api/chat/runs/${requestId}/events`);
     expect(replayAfter.body).toBe(replay.body);
   });
 
-  it('resumes in place only from the latest checkpoint; an older one forks, so a completed tool never runs again in one run', async () => {
+  it('resumes in place only from the latest checkpoint; an older one is refused (fork it instead), so a completed tool never runs again in one run', async () => {
     llm.enqueue(
       respond.turn([{ toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 50 } }),
       respond.turn([{ toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }], { faults: { delayMs: 50 } }),
@@ -150,9 +155,13 @@ describe('run control on one instance', () => {
     expect(first.events.at(-1)!.data.resumeFromPhaseIndex).toBe(2);
     const second = await pauseAt(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
     expect(second.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 4 } });
-    // issue 13: the older checkpoint is a new run forked from the parent, which stays paused at phase 4
+    // issue 29: resuming from the older checkpoint is refused and names the fork route
+    const older = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(older.status).toBe(409);
+    expect(await older.json()).toMatchObject({ error: 'run_not_resumable', checkpoints: [2, 4], message: expect.stringContaining(`/api/chat/runs/${requestId}/fork`) });
+    // issue 13: forked from it, a new run continues, and the parent stays paused at phase 4
     llm.enqueue(respond.turn([{ text: 'Forked.' }]));
-    const fork = await sse(`${t.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 2 } });
+    const fork = await sse(`${t.url}/api/chat/runs/${requestId}/fork`, { body: { fromPhaseIndex: 2 } });
     expect(fork.events[0].data).toMatchObject({ resumed: true, resumeFromPhaseIndex: 2, parentRequestId: requestId });
     expect(fork.events[0].data.requestId).not.toBe(requestId);
     expect(await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'paused', checkpoints: [2, 4] });

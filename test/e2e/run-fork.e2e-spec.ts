@@ -1,38 +1,22 @@
 import { DataSource } from 'typeorm';
-import type { ToolDefinition, ToolExecuteResult } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
-
-/** Counts its executions at the tool itself, whichever instance runs it (both share `calls`). */
-class ProbeTool implements ToolDefinition {
-  readonly description = 'Looks something up';
-  readonly parameters = { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] };
-  readonly origin = 'builtin' as const;
-  constructor(
-    readonly name: string,
-    private readonly calls: string[],
-  ) {}
-  isAvailable(): boolean {
-    return true;
-  }
-  async execute(args: Record<string, unknown>): Promise<ToolExecuteResult> {
-    this.calls.push(`${this.name}:${String(args.step)}`);
-    return { output: { found: `${this.name} result for ${String(args.step)}` } };
-  }
-}
+import { probeTool } from '../support/test-tools';
 
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const textOf = (events: SseEvent[]) => events.filter((e) => e.event === 'chunk').map((e) => e.data.content).join('');
 const call = (name: string, step: string, id: string) => respond.turn([{ toolCall: { name, args: { step }, id } }]);
+const forkUrl = (t: TestApp, requestId: string) => `${t.url}/api/chat/runs/${requestId}/fork`;
 
 /**
- * Issue 13, item 9: resuming from a checkpoint older than the latest (or from any checkpoint of
- * a finished run) forks a new run from it; the parent is left exactly as it was. Instance A runs
- * the parent, instance B forks it (on PostgreSQL two instances share the database; PGlite in
- * memory cannot be shared, so there A and B are one instance).
+ * Issue 13, item 9, and issue 29: `POST /api/chat/runs/:requestId/fork` continues a new run from
+ * any checkpoint of a paused or ended run; the parent is left exactly as it was. The resume route
+ * no longer forks: it refuses a finished run or an older checkpoint and names the fork route.
+ * Instance A runs the parent, instance B forks it (on PostgreSQL two instances share the
+ * database; PGlite in memory cannot be shared, so there A and B are one instance).
  */
 describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instances' : 'one instance'})`, () => {
   let llm: ReplayServer;
@@ -47,8 +31,8 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     b = onPostgres() ? await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl }) : a;
     for (const t of new Set([a, b])) {
       const registry = t.app.get(ToolRegistryService);
-      registry.register(new ProbeTool('probe_first', calls));
-      registry.register(new ProbeTool('probe_second', calls));
+      registry.register(probeTool('probe_first', calls));
+      registry.register(probeTool('probe_second', calls));
     }
   });
   afterAll(async () => {
@@ -94,10 +78,18 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     calls.length = 0;
     const sentBefore = llm.chatRequests.length;
 
+    // issue 29: the resume route no longer forks a finished run; its refusal names the fork route
+    const refused = await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(refused.status).toBe(409);
+    const refusal = await refused.json();
+    expect(refusal).toMatchObject({ error: 'run_finished', checkpoints: [2, 4] });
+    expect(refusal.message).toContain(`POST /api/chat/runs/${requestId}/fork`);
+    expect(llm.chatRequests.length).toBe(sentBefore);
+
     // the fork's model first asks for the phase-2 call again (refused: it ran before the
     // checkpoint), then takes another path than the parent did
     llm.enqueue(call('probe_first', 'one', 'f1'), call('probe_second', 'three', 'f2'), respond.turn([{ text: 'Fork answer.' }]));
-    const fork = await sse(`${b.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 2 } });
+    const fork = await sse(forkUrl(b, requestId), { body: { fromPhaseIndex: 2 } });
     expect(fork.status).toBe(200);
     checkEnvelope(fork.events);
     const start = fork.events[0];
@@ -157,8 +149,8 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     const { requestId, conversationId } = await finishedParent();
     calls.length = 0;
     llm.enqueue(respond.turn([{ toolCall: { name: 'probe_second', args: { step: 'three' }, id: 'f1' } }], { faults: { delayMs: 100 } }));
-    const paused = await sse(`${b.url}/api/chat/messages_two_stage/resume`, {
-      body: { requestId, resumeFromPhaseIndex: 2 },
+    const paused = await sse(forkUrl(b, requestId), {
+      body: { fromPhaseIndex: 2 },
       onEvent: (e) => (e.event === 'start' ? void post(`${b.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
     });
     expect(paused.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 4 } });
@@ -173,7 +165,7 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
 
     // a fork of the fork starts with both ancestors' text
     llm.enqueue(respond.turn([{ text: 'Second fork.' }]));
-    const again = await sse(`${b.url}/api/chat/messages_two_stage/resume`, { body: { requestId: forkId, resumeFromPhaseIndex: 4 } });
+    const again = await sse(forkUrl(b, forkId), { body: { fromPhaseIndex: 4 } });
     expect(again.events[0].data.parentRequestId).toBe(forkId);
     expect(again.events.at(-1)!.data.fullContent).toBe(`Looking it up. ${textOf(paused.events)}${textOf(again.events)}`);
     expect(calls).toEqual(['probe_second:three']);
@@ -189,8 +181,8 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
   it('a paused fork that is cancelled stores its answer with its parent\'s text and link', async () => {
     const { requestId, conversationId } = await finishedParent();
     llm.enqueue(respond.turn([{ text: 'Trying again. ' }, { toolCall: { name: 'probe_second', args: { step: 'four' }, id: 'f1' } }], { faults: { delayMs: 100 } }));
-    const paused = await sse(`${b.url}/api/chat/messages_two_stage/resume`, {
-      body: { requestId, resumeFromPhaseIndex: 2 },
+    const paused = await sse(forkUrl(b, requestId), {
+      body: { fromPhaseIndex: 2 },
       onEvent: (e) => (e.event === 'start' ? void post(`${b.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
     });
     expect(paused.events.at(-1)!.event).toBe('paused');
@@ -200,33 +192,69 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     expect(messages.find((m) => m.requestId === forkId)).toMatchObject({ status: 'cancelled', content: 'Looking it up. Trying again. ', parentRequestId: requestId });
   });
 
-  it('refuses an unknown checkpoint and a run without one, changing nothing', async () => {
+  it('refuses a running run, a unified run, bad input, an unknown run or checkpoint, changing nothing', async () => {
     const { requestId, conversationId } = await finishedParent();
     const before = await snapshot(requestId, conversationId);
     const sent = llm.chatRequests.length;
-    const missing = await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 3 });
-    expect(missing.status).toBe(404);
-    expect(await missing.json()).toMatchObject({ error: 'checkpoint_not_found', checkpoints: [2, 4] });
-    const unknown = await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId: '00000000-0000-4000-8000-000000000000', resumeFromPhaseIndex: 2 });
-    expect(unknown.status).toBe(404);
-    expect((await unknown.json()).error).toBe('run_not_found');
+    const refusal = async (res: Response) => ({ status: res.status, ...((await res.json()) as Record<string, unknown>) });
 
-    // a finished run that ran no tool has nothing to fork from
+    expect(await refusal(await post(forkUrl(b, requestId), { fromPhaseIndex: 3 }))).toMatchObject({ status: 404, error: 'checkpoint_not_found', checkpoints: [2, 4] });
+    expect(await refusal(await post(forkUrl(b, '00000000-0000-4000-8000-000000000000'), { fromPhaseIndex: 2 }))).toMatchObject({ status: 404, error: 'run_not_found' });
+    for (const [id, body] of [
+      [requestId, { fromPhaseIndex: 0 }],
+      [requestId, { fromPhaseIndex: '2' }],
+      [requestId, {}],
+      [requestId, { fromPhaseIndex: 2, resumeFromPhaseIndex: 2 }],
+      ['not-a-uuid', { fromPhaseIndex: 2 }],
+    ] as const) {
+      expect(await refusal(await post(forkUrl(b, id), body))).toMatchObject({ status: 400 });
+    }
+
+    // a finished run that ran no tool has no checkpoint to resume or fork from
     llm.enqueue(respond.turn([{ text: 'No tools.' }]));
     const plain = await sse(`${a.url}/api/chat/messages_two_stage`, { body: { content: 'hi', conversationId } });
-    const noTools = await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId: plain.events[0].data.requestId, resumeFromPhaseIndex: 2 });
-    expect(noTools.status).toBe(409);
-    expect((await noTools.json()).error).toBe('run_finished');
+    const plainId = plain.events[0].data.requestId as string;
+    expect(await refusal(await post(forkUrl(b, plainId), { fromPhaseIndex: 2 }))).toMatchObject({ status: 404, error: 'checkpoint_not_found', checkpoints: [] });
+    expect(await refusal(await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId: plainId, resumeFromPhaseIndex: 2 }))).toMatchObject({
+      status: 409,
+      error: 'run_finished',
+      checkpoints: [],
+    });
+
+    // a unified run keeps no checkpoints
+    llm.enqueue(respond.turn([{ text: 'Unified.' }]));
+    const unified = await sse(`${a.url}/api/chat/messages`, { body: { content: 'hi', conversationId } });
+    expect(await refusal(await post(forkUrl(b, unified.events[0].data.requestId as string), { fromPhaseIndex: 2 }))).toMatchObject({ status: 409, error: 'run_not_resumable' });
+
+    // a running run (its model stalls after one chunk until it is cancelled): pause or cancel it first
+    llm.enqueue(respond.turn([{ text: 'Thinking ' }, { text: 'it over.' }], { faults: { stallAfter: 2 } }));
+    let whileRunning: Promise<Record<string, unknown>> | undefined;
+    const running = await sse(`${a.url}/api/chat/messages_two_stage`, {
+      body: { content: 'take your time', conversationId },
+      onEvent: (e) => {
+        if (e.event !== 'chunk' || whileRunning) return;
+        const id = e.data.requestId as string;
+        whileRunning = post(forkUrl(b, id), { fromPhaseIndex: 1 }).then(async (res) => {
+          const answer = await refusal(res);
+          await post(`${a.url}/api/chat/runs/${id}/cancel`, {});
+          return answer;
+        });
+      },
+    });
+    expect(await whileRunning).toMatchObject({ status: 409, error: 'run_in_progress' });
+    expect(running.events.at(-1)!.data.stopReason).toBe('cancelled');
 
     const after = await snapshot(requestId, conversationId);
     expect([after.status, after.events, after.message]).toEqual([before.status, before.events, before.message]);
     expect(after.forks).toEqual([]);
-    expect(llm.chatRequests.length).toBe(sent + 1);
-    const forks = await a.app.get(DataSource).query(`SELECT count(*)::int AS n FROM runs WHERE parent_request_id = $1`, [requestId]);
+    expect(llm.chatRequests.length).toBe(sent + 3);
+    // counted at the tool: only the parent's two calls ever ran
+    expect(calls).toEqual(['probe_first:one', 'probe_second:two']);
+    const forks = await a.app.get(DataSource).query(`SELECT count(*)::int AS n FROM runs WHERE parent_request_id IS NOT NULL AND conversation_id = $1`, [conversationId]);
     expect(forks[0].n).toBe(0);
   });
 
-  it('a run paused at its latest checkpoint still resumes in place; forking its older one leaves it paused', async () => {
+  it('a run paused at its latest checkpoint still resumes in place; its older checkpoint is refused by resume and forked by the fork route, leaving it paused', async () => {
     llm.enqueue(call('probe_first', 'one', 'c1'), call('probe_second', 'two', 'c2'));
     const pauseAt = (url: string, body: unknown) =>
       sse(url, { body, onEvent: (e) => (e.event === 'start' ? void post(`${a.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined) });
@@ -235,8 +263,17 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     const second = await pauseAt(`${a.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
     expect(second.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 4 } });
 
+    // issue 29: resume never forks; the refusal names the fork route
+    const sent = llm.chatRequests.length;
+    const refused = await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+    expect(refused.status).toBe(409);
+    const refusal = await refused.json();
+    expect(refusal).toMatchObject({ error: 'run_not_resumable', checkpoints: [2, 4] });
+    expect(refusal.message).toContain(`POST /api/chat/runs/${requestId}/fork`);
+    expect(llm.chatRequests.length).toBe(sent);
+
     llm.enqueue(respond.turn([{ text: 'Forked.' }]));
-    const fork = await sse(`${b.url}/api/chat/messages_two_stage/resume`, { body: { requestId, resumeFromPhaseIndex: 2 } });
+    const fork = await sse(forkUrl(b, requestId), { body: { fromPhaseIndex: 2 } });
     expect(fork.events[0].data).toMatchObject({ parentRequestId: requestId, resumeFromPhaseIndex: 2 });
     expect(fork.events.at(-1)!.data.stopReason).toBe('final_answer');
     expect(await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'paused', checkpoints: [2, 4] });

@@ -13,3 +13,21 @@ export function failingTool(name: string, message: string): ToolDefinition {
     },
   };
 }
+
+/**
+ * A tool that counts its executions at the tool itself: each call appends `name:step` to
+ * `calls`, whichever instance runs it (instances in one test process can share the array).
+ */
+export function probeTool(name: string, calls: string[]): ToolDefinition {
+  return {
+    name,
+    description: 'Looks something up',
+    parameters: { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] },
+    origin: 'builtin',
+    isAvailable: () => true,
+    execute: async (args: Record<string, unknown>): Promise<ToolExecuteResult> => {
+      calls.push(`${name}:${String(args.step)}`);
+      return { output: { found: `${name} result for ${String(args.step)}` } };
+    },
+  };
+}

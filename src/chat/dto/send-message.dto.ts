@@ -83,3 +83,10 @@ export class ResumeRunDto {
   @IsInt({ message: 'resumeFromPhaseIndex must be an integer' }) @Min(1)
   resumeFromPhaseIndex: number;
 }
+
+/** Body of POST /api/chat/runs/:requestId/fork. */
+export class ForkRunDto {
+  @ApiProperty({ minimum: 1, description: 'the phase whose checkpoint the fork continues from (one of the run\'s checkpoints)' })
+  @IsInt({ message: 'fromPhaseIndex must be an integer' }) @Min(1)
+  fromPhaseIndex: number;
+}

@@ -2,9 +2,9 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /**
  * The body of every error answer (AllExceptionsFilter): Nest's shape, with the domain code in
- * `error` when there is one. Some codes add fields (a refused resume lists the run's `checkpoints`,
- * a 429 its `limit`, `max` and `retryAfter`). The OpenAPI document shows one example per code
- * (common/openapi/error-examples.ts).
+ * `error` when there is one. Some codes add fields (a refused resume or fork lists the run's
+ * `checkpoints`, a 429 its `limit`, `max` and `retryAfter`). The OpenAPI document shows one
+ * example per code (common/openapi/error-examples.ts).
  */
 export class ErrorResponseDto {
   @ApiProperty({ example: 404 }) statusCode: number;
@@ -16,7 +16,7 @@ export class ErrorResponseDto {
     description: 'what went wrong; validation errors list every failed constraint',
   })
   message: string | string[];
-  @ApiPropertyOptional({ type: [Number], description: 'a refused resume: the phase indexes with a stored checkpoint (resume from the last)' })
+  @ApiPropertyOptional({ type: [Number], description: 'a refused resume or fork: the phase indexes with a stored checkpoint (a paused run resumes from the last; a fork may start from any)' })
   checkpoints?: number[];
   @ApiPropertyOptional({ type: [String], description: 'model_not_allowed: the models LLM_MODELS allows' })
   allowed?: string[];

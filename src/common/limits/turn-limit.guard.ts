@@ -64,15 +64,23 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     return true;
   }
 
-  /** The project the turn runs in: the body's `projectId` (absent = default), or the project of the run a resume names. */
+  /**
+   * The project the turn runs in: that of the run a fork names in its path, else the body's
+   * `projectId` (absent = default), or the project of the run a resume names in its body.
+   */
   private async projectOf(req: Request): Promise<string> {
+    const params = (req.params ?? {}) as { requestId?: unknown };
     const body = (req.body ?? {}) as { projectId?: unknown; requestId?: unknown };
+    if (typeof params.requestId === 'string') return this.projectOfRun(params.requestId);
     if (typeof body.projectId === 'string') return body.projectId;
-    if (typeof body.requestId === 'string' && UUID.test(body.requestId)) {
-      const rows = (await this.ds.query('SELECT project_id FROM runs WHERE request_id = $1', [body.requestId])) as Array<{ project_id: string }>;
-      if (rows[0]) return rows[0].project_id;
-    }
+    if (typeof body.requestId === 'string') return this.projectOfRun(body.requestId);
     return 'default';
+  }
+
+  private async projectOfRun(requestId: string): Promise<string> {
+    if (!UUID.test(requestId)) return 'default';
+    const rows = (await this.ds.query('SELECT project_id FROM runs WHERE request_id = $1', [requestId])) as Array<{ project_id: string }>;
+    return rows[0]?.project_id ?? 'default';
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -230,6 +230,12 @@ export class TurnRunner {
       return this.finish('failed', null);
     }
     if (kind === 'resume') {
+      if (err.code === 'run_cancelled') {
+        // stopped elsewhere (another tab, another client) while it was paused: a cancel is
+        // final, so this turn is over and offers no Resume
+        s.error = { ...error, message: 'This run was cancelled while it was paused, so it cannot be resumed.' };
+        return this.finish('stopped', 'cancelled');
+      }
       s.error = { ...error, message: `Could not resume: ${err.message}` };
       s.status = 'paused';
       return this.changed();

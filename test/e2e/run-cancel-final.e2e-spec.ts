@@ -1,0 +1,136 @@
+import { DataSource } from 'typeorm';
+import { ToolRegistryService } from '../../src/tools/tool-registry.service';
+import { startApp, type TestApp } from '../support/app';
+import { onPostgres } from '../support/db';
+import { ReplayServer, respond } from '../support/replay-server';
+import { sse } from '../support/sse-client';
+import { probeTool } from '../support/test-tools';
+
+const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const call = (name: string, step: string, id: string) => respond.turn([{ toolCall: { name, args: { step }, id } }]);
+
+/**
+ * Issue 29: a user who pressed Stop can rely on it. Resuming a cancelled run is
+ * `409 run_cancelled` and changes nothing, whichever instance is asked and however the run was
+ * cancelled (while it streamed, or while it was paused); continuing from one of its checkpoints
+ * is a deliberate fork on the fork route. Instance A runs the turn, B is asked (on PostgreSQL two
+ * instances share the database; PGlite in memory cannot be shared, so there A and B are one).
+ */
+describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : 'one instance'})`, () => {
+  let llm: ReplayServer;
+  let a: TestApp;
+  let b: TestApp;
+  const calls: string[] = [];
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' };
+    a = await startApp(env);
+    b = onPostgres() ? await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl }) : a;
+    for (const t of new Set([a, b])) {
+      const registry = t.app.get(ToolRegistryService);
+      registry.register(probeTool('probe_first', calls));
+      registry.register(probeTool('probe_second', calls));
+    }
+  });
+  afterAll(async () => {
+    if (b !== a) await b.app.close();
+    await a.close();
+    await llm.close();
+  });
+  beforeEach(() => {
+    llm.reset();
+    calls.length = 0;
+  });
+
+  /** Everything a client can read about a run and its conversation, as bytes. */
+  const snapshot = async (requestId: string, conversationId: string) => ({
+    run: await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).text(),
+    events: await (await fetch(`${a.url}/api/chat/runs/${requestId}/events`)).text(),
+    messages: await (await fetch(`${a.url}/api/chat/conversations/${conversationId}/messages`)).text(),
+  });
+
+  /** Resume from every instance and every checkpoint: each answer is 409 run_cancelled naming the fork route. */
+  const expectRefusedEverywhere = async (requestId: string, checkpoints: number[]) => {
+    for (const t of new Set([a, b])) {
+      for (const resumeFromPhaseIndex of checkpoints) {
+        const res = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex });
+        expect(res.status).toBe(409);
+        const body = await res.json();
+        expect(body).toMatchObject({ statusCode: 409, error: 'run_cancelled', checkpoints });
+        expect(body.message).toContain(`POST /api/chat/runs/${requestId}/fork`);
+      }
+    }
+  };
+
+  it('a run cancelled while streaming after a checkpoint: resume is 409 run_cancelled on every instance; the fork route forks it', async () => {
+    // a tool phase (checkpoint 2), then a model call that stalls after its first text until it is cancelled
+    llm.enqueue(
+      respond.turn([{ text: 'Looking it up. ' }, { toolCall: { name: 'probe_first', args: { step: 'one' }, id: 'c1' } }]),
+      respond.turn([{ text: 'Almost ' }, { text: 'there.' }], { faults: { stallAfter: 2 } }),
+    );
+    let cancel: Promise<Response> | undefined;
+    const parent = await sse(`${a.url}/api/chat/messages_two_stage`, {
+      body: { content: 'Find it' },
+      onEvent: (e) => {
+        if (e.event === 'chunk' && Number(e.data.phaseIndex) > 2 && !cancel) cancel = post(`${b.url}/api/chat/runs/${e.data.requestId}/cancel`, {});
+      },
+    });
+    expect((await cancel!).status).toBe(202);
+    expect(parent.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'cancelled' } });
+    const requestId = parent.events[0].data.requestId as string;
+    const conversationId = parent.events[0].data.conversationId as string;
+    expect(await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', checkpoints: [2] });
+    expect(calls).toEqual(['probe_first:one']);
+
+    const before = await snapshot(requestId, conversationId);
+    const sent = llm.chatRequests.length;
+    await expectRefusedEverywhere(requestId, [2]);
+    // nothing changed: no model request, no tool run, no new run, the run and its answer as they were
+    expect(llm.chatRequests.length).toBe(sent);
+    expect(calls).toEqual(['probe_first:one']);
+    expect(await snapshot(requestId, conversationId)).toEqual(before);
+    const runs = await a.app.get(DataSource).query(`SELECT count(*)::int AS n FROM runs WHERE conversation_id = $1`, [conversationId]);
+    expect(runs[0].n).toBe(1);
+
+    // forking is the deliberate way on: a new run from checkpoint 2, the phase-2 tool not run again
+    calls.length = 0;
+    llm.enqueue(call('probe_first', 'one', 'f1'), call('probe_second', 'two', 'f2'), respond.turn([{ text: 'Found it.' }]));
+    const fork = await sse(`${b.url}/api/chat/runs/${requestId}/fork`, { body: { fromPhaseIndex: 2 } });
+    expect(fork.status).toBe(200);
+    const forkId = fork.events[0].data.requestId as string;
+    expect(forkId).not.toBe(requestId);
+    expect(fork.events[0]).toMatchObject({ event: 'start', id: '1', data: { resumed: true, resumeFromPhaseIndex: 2, parentRequestId: requestId, conversationId } });
+    expect(fork.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'final_answer' } });
+    expect(fork.events.at(-1)!.data.fullContent).toMatch(/^Looking it up\. .*Found it\.$/s);
+    // counted at the tool: the call made before the checkpoint was refused as a duplicate, the new one ran
+    expect(calls).toEqual(['probe_second:two']);
+    // the cancelled parent stays cancelled, and is still not resumable
+    expect(await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', forks: [{ requestId: forkId, fromPhaseIndex: 2 }] });
+    await expectRefusedEverywhere(requestId, [2]);
+  });
+
+  it('a paused run cancelled before its resume: resume is 409 run_cancelled on every instance', async () => {
+    llm.enqueue(call('probe_first', 'one', 'c1'), respond.turn([{ text: 'Never sent.' }]));
+    const paused = await sse(`${a.url}/api/chat/messages_two_stage`, {
+      body: { content: 'look' },
+      onEvent: (e) => (e.event === 'start' ? void post(`${b.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
+    });
+    expect(paused.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 2 } });
+    const requestId = paused.events[0].data.requestId as string;
+    const conversationId = paused.events[0].data.conversationId as string;
+
+    expect((await post(`${b.url}/api/chat/runs/${requestId}/cancel`, {})).status).toBe(202);
+    expect(await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', checkpoints: [2] });
+
+    const before = await snapshot(requestId, conversationId);
+    const sent = llm.chatRequests.length;
+    await expectRefusedEverywhere(requestId, [2]);
+    expect(llm.chatRequests.length).toBe(sent);
+    expect(calls).toEqual(['probe_first:one']);
+    expect(await snapshot(requestId, conversationId)).toEqual(before);
+    // the answer stays the cancelled one
+    const messages = JSON.parse(before.messages) as Array<Record<string, unknown>>;
+    expect(messages.filter((m) => m.role === 'assistant')).toEqual([expect.objectContaining({ requestId, status: 'cancelled' })]);
+  });
+});
