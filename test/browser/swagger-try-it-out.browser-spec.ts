@@ -96,6 +96,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect([twoStage.status, JSON.parse(twoStage.text).error]).toEqual([404, 'two_stage_disabled']);
       const resume = await run('resumeTwoStageRun');
       expect([resume.status, JSON.parse(resume.text).error]).toEqual([404, 'two_stage_disabled']);
+      const fork = await run('forkRun', { params: { requestId: /"requestId":"([0-9a-f-]{36})"/.exec(send.text)![1] } });
+      expect([fork.status, JSON.parse(fork.text).error]).toEqual([404, 'two_stage_disabled']);
 
       const execute = await run('executeTools');
       expect(execute.status).toBe(200);
@@ -147,8 +149,11 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       const requestId = /"requestId":"([0-9a-f-]{36})"/.exec(twoStage.text)![1];
       const runInfo = (await (await fetch(`${t.url}/api/chat/runs/${requestId}`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })).json()) as { checkpoints: number[] };
       expect(runInfo.checkpoints.length).toBeGreaterThan(0);
+      // a completed run is not resumed (its documented 409 names the fork route); it is forked
       const resume = await run('resumeTwoStageRun', { body: { ...(exampleOf(doc, 'resumeTwoStageRun') as object), requestId, resumeFromPhaseIndex: runInfo.checkpoints[0] } });
-      expect([resume.status, streamEnded(resume.text, 'done')]).toEqual([200, true]);
+      expect([resume.status, JSON.parse(resume.text).error, JSON.parse(resume.text).message]).toEqual([409, 'run_finished', expect.stringContaining(`POST /api/chat/runs/${requestId}/fork`)]);
+      const fork = await run('forkRun', { params: { requestId }, body: { ...(exampleOf(doc, 'forkRun') as object), fromPhaseIndex: runInfo.checkpoints[0] } });
+      expect([fork.status, streamEnded(fork.text, 'done'), fork.text.includes(`"parentRequestId":"${requestId}"`)]).toEqual([200, true, true]);
 
       expect((await run('executeTools')).status).toBe(200);
       const stream = await run('executeToolsStream');
@@ -164,7 +169,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect(auth.length).toBe(tried.size);
       expect(new Set(auth)).toEqual(new Set([`Bearer ${ADMIN_KEY}`]));
       await screenshot(page, 'swagger-try-it-out-keys', true);
-      expect(problems.errors.filter((e) => !e.startsWith('HTTP 404'))).toEqual([]);
+      // the one error answer asked for: the resume of a completed run (above)
+      expect(problems.errors.filter((e) => !e.startsWith('HTTP 404'))).toEqual(['HTTP 409 POST /api/chat/messages_two_stage/resume']);
     } finally {
       await context.close();
       await t.close();

@@ -49,8 +49,11 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       else op.responses['401'] ??= { description: 'API_KEYS is set and the request has no valid key' };
       // the global ValidationPipe (and ParseUUIDPipe) refuse bad input on every route that takes any
       if ((op.requestBody || op.parameters?.length) && !op.responses['400']) op.responses['400'] = { description: 'invalid parameters or body (nothing changes)' };
-      // the body limit (bootstrap) applies to every body; the key throttler to every keyed route
-      if (op.requestBody) op.responses['413'] ??= { description: 'the body is over 256 KB (nothing changes)' };
+      // the body checks (RequestBodyGuard) apply to every body; the key throttler to every keyed route
+      if (op.requestBody) {
+        op.responses['413'] ??= { description: 'the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes)' };
+        op.responses['415'] ??= { description: 'the body is not sent as Content-Type: application/json (nothing changes)' };
+      }
       if (!isPublic) op.responses['429'] ??= tooManyResponse((OPERATION_ERRORS[id] ?? []).includes('too_many_turns'));
       for (const code of OPERATION_ERRORS[id] ?? []) op.responses[String(ERROR_EXAMPLES[code].status)] ??= { description: ERROR_EXAMPLES[code].summary };
       for (const [status, response] of Object.entries(op.responses)) {

@@ -22,6 +22,8 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   },
   // a run of yours: a two-stage run's requestId (its start event) and one of its checkpoints (GET /api/chat/runs/{requestId})
   resumeTwoStageRun: { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', resumeFromPhaseIndex: 2 },
+  // any checkpoint of one of your two-stage runs that is not running (the run's id goes in the path)
+  forkRun: { fromPhaseIndex: 2 },
   renameConversation: { title: 'Roadmap notes' },
   updateConversationSettings: { orchestratorEnabled: true, customInstructions: 'Answer in one short paragraph.' },
   executeTools: {
@@ -46,7 +48,9 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
 /** Operations whose example needs an id of the caller's own (Swagger UI shows the note). */
 export const REQUEST_EXAMPLE_NOTES: Readonly<Record<string, string>> = {
   resumeTwoStageRun:
-    'Example: put the requestId of one of your two-stage runs (its `start` event) and one of its `checkpoints` (GET /api/chat/runs/{requestId}); a finished run forks from it.',
+    'Example: put the requestId of one of your paused two-stage runs (its `start` event) and its latest checkpoint (the last of `checkpoints` in GET /api/chat/runs/{requestId}). A finished or cancelled run is not resumed: fork it (POST /api/chat/runs/{requestId}/fork).',
+  forkRun:
+    'Example: put the requestId of one of your two-stage runs that is not running in the path, and one of its `checkpoints` (GET /api/chat/runs/{requestId}).',
   approveMcpTool: 'Example: put the `pendingHash` GET /api/admin/mcp-tools lists for the tool you reviewed.',
 };
 
@@ -93,19 +97,24 @@ function turn(protocol: 'unified' | 'two-stage', startExtra: Record<string, unkn
   return `\n${events.join('')}`;
 }
 
-/** A fork of a finished two-stage run from its checkpoint 2 (the tool result): its own requestId, seq from 1. */
-function fork(): string {
+/**
+ * The rest of a two-stage run from its checkpoint 2 (the tool result). A resume continues the
+ * paused run in place (its requestId, seq after the last stored event: 8 events up to `paused`);
+ * a fork is a new run (its own requestId, seq from 1, start names the parent).
+ */
+function continuation(kind: 'resume' | 'fork'): string {
   const answer = "[replay] This is a recorded demo reply, not a real model. I listed the project's files: the folder has no Markdown or text file to read.";
   const cut = answer.indexOf('I listed');
-  const parentRequestId = '3ffcfccd-90b2-4231-bd5f-7daa156cfbf2';
+  const origin = kind === 'fork' ? { parentRequestId: '3ffcfccd-90b2-4231-bd5f-7daa156cfbf2' } : {};
+  const seq = kind === 'fork' ? 0 : 8;
   return (
     '\n' +
-    message('start', 1, 'tool_phase', 2, 1, { protocol: 'two-stage', userMessageId: '7c9e6679-7425-40de-944b-e07fc1f90ae7', model: 'replay', resumed: true, resumeFromPhaseIndex: 2, parentRequestId }) +
-    message('phase', 2, 'action_phase', 3, 1, { status: 'start' }) +
-    message('chunk', 3, 'action_phase', 3, 1, { content: answer.slice(0, cut) }) +
-    message('chunk', 4, 'action_phase', 3, 1, { content: answer.slice(cut) }) +
-    message('phase', 5, 'action_phase', 3, 1, { status: 'end', reason: 'final_answer' }) +
-    message('done', 6, 'complete', 3, 1, {
+    message('start', seq + 1, 'tool_phase', 2, 1, { protocol: 'two-stage', userMessageId: '7c9e6679-7425-40de-944b-e07fc1f90ae7', model: 'replay', resumed: true, resumeFromPhaseIndex: 2, ...origin }) +
+    message('phase', seq + 2, 'action_phase', 3, 1, { status: 'start' }) +
+    message('chunk', seq + 3, 'action_phase', 3, 1, { content: answer.slice(0, cut) }) +
+    message('chunk', seq + 4, 'action_phase', 3, 1, { content: answer.slice(cut) }) +
+    message('phase', seq + 5, 'action_phase', 3, 1, { status: 'end', reason: 'final_answer' }) +
+    message('done', seq + 6, 'complete', 3, 1, {
       fullContent: answer,
       stopReason: 'final_answer',
       usage: { promptTokens: 1794, completionTokens: 44, totalTokens: 1838, llmCalls: 2 },
@@ -150,7 +159,8 @@ function toolOnlyRun(): string {
 export const STREAM_EXAMPLES: Readonly<Record<string, string>> = {
   sendMessage: turn('unified'),
   sendMessageTwoStage: turn('two-stage'),
-  resumeTwoStageRun: fork(),
+  resumeTwoStageRun: continuation('resume'),
+  forkRun: continuation('fork'),
   streamRunEvents: turn('unified'),
   executeToolsStream: toolOnlyRun(),
 };
