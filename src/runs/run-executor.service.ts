@@ -74,7 +74,7 @@ export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0,
 @Injectable()
 export class RunExecutorService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('RunExecutor');
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly secrets: SecretRegistry;
   private shuttingDown = false;
   /** stops the waits of streams that lost their lease (sendStoredEnd) on shutdown */
@@ -94,14 +94,14 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     this.secrets = secrets ?? SecretRegistry.fromConfig(config);
   }
 
-  /** Runs the turn to its end; resolves when the run is closed (or paused). */
-  execute(p: ExecuteRunParams): Promise<void> {
+  /** Runs the turn to its end; resolves when the run is closed (or paused), with how it ended. */
+  execute(p: ExecuteRunParams): Promise<'done' | 'paused' | null> {
     const job = this.run(p).finally(() => this.inFlight.delete(job));
     this.inFlight.add(job);
     return job;
   }
 
-  private async run(p: ExecuteRunParams): Promise<void> {
+  private async run(p: ExecuteRunParams): Promise<'done' | 'paused' | null> {
     const live = this.control.attach(p.requestId);
     const { client } = p;
     // nobody watches from the start: like a disconnect, this cancels unless detached
@@ -201,6 +201,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       void this.trace.flush();
       if (leaseLost && client) await this.sendStoredEnd(p, client, clientSeq, stream.envelope);
     }
+    return ended;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import type { ClientFlow } from '../common/sse/client-flow';
@@ -56,6 +56,8 @@ export interface ResumePoint {
  */
 @Injectable()
 export class RunsService {
+  private readonly logger = new Logger(RunsService.name);
+
   constructor(
     private readonly runs: RunRepository,
     private readonly events: RunEventRepository,
@@ -90,10 +92,13 @@ export class RunsService {
     if (p.detach) flow.outlive?.(whenEnded);
     const run = (client: ExecuteRunParams['client']) => {
       started = true;
-      return this.executor.execute({ ...p, client }).finally(() => {
-        ended = true;
-        finished();
-      });
+      return this.executor
+        .execute({ ...p, client })
+        .then((end) => (end === 'paused' ? this.cancelIfRequestedWhilePausing(p) : undefined))
+        .finally(() => {
+          ended = true;
+          finished();
+        });
     };
     clientGone.addEventListener('abort', () => void (!started && run(null)), { once: true });
     return new Observable<SentEvent>((subscriber) => {
@@ -144,6 +149,20 @@ export class RunsService {
     throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is already ${r.status}`);
   }
 
+  /**
+   * A cancel that was stored while the run was pausing (cancel saw it running; the pause closed
+   * it first, keeping the flag) is carried out once the pause is stored: the run is closed as
+   * cancelled, as a paused run is cancelled, so the cancel the caller was told about is final.
+   */
+  private async cancelIfRequestedWhilePausing(p: { requestId: string; conversationId: string; projectId: string }): Promise<void> {
+    try {
+      if (await this.runs.cancelPausedIfRequested(p.requestId)) await this.closer.closeFromStoredEvents(p, 'cancelled');
+    } catch (err) {
+      // the flag stays stored: resume still refuses the run, and a cancel call closes it
+      this.logger.error(`run ${p.requestId}: could not finish the cancel that arrived while it paused: ${(err as Error).message}`);
+    }
+  }
+
   /** Asks a running run to stop at its next natural pause point (protocols that have one). */
   async pause(requestId: string): Promise<RunDto> {
     const r = await this.require(requestId);
@@ -165,8 +184,9 @@ export class RunsService {
    */
   async planResume(requestId: string, phaseIndex: number): Promise<ResumePlan> {
     const run = await this.require(requestId);
-    // a cancel is final whatever the run was: said before anything else about it
-    if (run.status === 'cancelled') throw runCancelled(run);
+    // a cancel is final whatever the run was: said before anything else about it (a paused run
+    // still flagged 'cancel' was cancelled while it paused; its close is under way)
+    if (run.status === 'cancelled' || (run.status === 'paused' && run.control === 'cancel')) throw runCancelled(run);
     const strategy = this.checkpointReader(run);
     if (run.status === 'running') {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);

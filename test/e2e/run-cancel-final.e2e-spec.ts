@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import type { ToolDefinition } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
@@ -24,13 +25,16 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
-    const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' };
+    // a long lease: no renewal reads a stored control flag during a test (the pause race below
+    // stores one that the executing instance must not hear of before it pauses)
+    const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: '120000' };
     a = await startApp(env);
     b = onPostgres() ? await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl }) : a;
     for (const t of new Set([a, b])) {
       const registry = t.app.get(ToolRegistryService);
       registry.register(probeTool('probe_first', calls));
       registry.register(probeTool('probe_second', calls));
+      registry.register(gatedTool);
     }
   });
   afterAll(async () => {
@@ -42,6 +46,21 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     llm.reset();
     calls.length = 0;
   });
+
+  /** A tool that runs until the test opens its gate. */
+  let openGate: () => void = () => undefined;
+  const gatedTool: ToolDefinition = {
+    name: 'probe_gate',
+    description: 'Waits for something',
+    parameters: { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] },
+    origin: 'builtin',
+    isAvailable: () => true,
+    execute: async (args: Record<string, unknown>) => {
+      calls.push(`probe_gate:${String(args.step)}`);
+      await new Promise<void>((resolve) => (openGate = resolve));
+      return { output: { found: 'gate result' } };
+    },
+  };
 
   /** Everything a client can read about a run and its conversation, as bytes. */
   const snapshot = async (requestId: string, conversationId: string) => ({
@@ -108,6 +127,41 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     // the cancelled parent stays cancelled, and is still not resumable
     expect(await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', forks: [{ requestId: forkId, fromPhaseIndex: 2 }] });
     await expectRefusedEverywhere(requestId, [2]);
+  });
+
+  it('a cancel stored while the run was pausing is carried out: the run ends cancelled, not paused and resumable', async () => {
+    llm.enqueue(call('probe_gate', 'one', 'c1'), respond.turn([{ text: 'Never sent.' }]));
+    const db = a.app.get(DataSource);
+    const paused = await sse(`${a.url}/api/chat/messages_two_stage`, {
+      body: { content: 'wait for it' },
+      onEvent: (e) => {
+        if (e.event !== 'tool_progress' || e.data.action !== 'calling') return;
+        void (async () => {
+          const requestId = e.data.requestId as string;
+          // the pause is asked for; then a cancel is stored as another instance's cancel call
+          // stores it (its notification has not reached this instance yet); then the tool ends
+          // and the run reaches its pause point
+          expect((await post(`${a.url}/api/chat/runs/${requestId}/pause`, {})).status).toBe(202);
+          await db.query(`UPDATE runs SET control = 'cancel' WHERE request_id = $1 AND status = 'running'`, [requestId]);
+          openGate();
+        })();
+      },
+    });
+    // the stream ended at the pause it had already sent; the run did not stay paused
+    expect(paused.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 2 } });
+    const requestId = paused.events[0].data.requestId as string;
+    const conversationId = paused.events[0].data.conversationId as string;
+    expect(await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', stopReason: 'cancelled', control: null, checkpoints: [2] });
+    const stored = await sse(`${b.url}/api/chat/runs/${requestId}/events`, { method: 'GET' });
+    expect(stored.events.map((e) => e.event).slice(-2)).toEqual(['paused', 'done']);
+    expect(stored.events.at(-1)).toMatchObject({ data: { stopReason: 'cancelled' } });
+
+    const sent = llm.chatRequests.length;
+    await expectRefusedEverywhere(requestId, [2]);
+    expect(llm.chatRequests.length).toBe(sent);
+    expect(calls).toEqual(['probe_gate:one']);
+    const messages = (await (await fetch(`${a.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<Record<string, unknown>>;
+    expect(messages.filter((m) => m.role === 'assistant')).toEqual([expect.objectContaining({ requestId, status: 'cancelled' })]);
   });
 
   it('a paused run cancelled before its resume: resume is 409 run_cancelled on every instance', async () => {

@@ -172,9 +172,12 @@ export class RunEventRepository {
     if (closing) {
       params.push(closing.status, closing.stopReason, rows[rows.length - 1].seq);
       const n = params.length;
+      // a cancel stored while the run was pausing survives the pause: the run stays paused but
+      // can no longer be resumed, and RunsService finishes the cancel (a cancel is final)
+      const control = closing.status === 'paused' ? `CASE WHEN runs.control = 'cancel' THEN runs.control END` : 'NULL';
       update = `, closed AS (
         UPDATE runs SET status = $${n - 2}, stop_reason = COALESCE($${n - 1}, runs.stop_reason), last_seq = GREATEST(runs.last_seq, $${n}::int),
-               ${lastPhase ? indicesOf(lastPhase, params) : ''} lease_owner = NULL, lease_expires_at = NULL, control = NULL, updated_at = now()
+               ${lastPhase ? indicesOf(lastPhase, params) : ''} lease_owner = NULL, lease_expires_at = NULL, control = ${control}, updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id RETURNING runs.request_id)`;
     } else if (lastPhase) {
       params.push(lastPhase.seq);
@@ -183,7 +186,7 @@ export class RunEventRepository {
         UPDATE runs SET ${indicesOf(lastPhase, params)} last_seq = GREATEST(runs.last_seq, $${n}::int), updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id)`;
     }
-    // prepared: one of four texts (closing or not, with a phase row or not)
+    // prepared: one of six texts (not closing, closing paused or ended; with a phase row or not)
     const res = await preparedQuery(
       this.events.manager.connection,
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}

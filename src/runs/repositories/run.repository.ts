@@ -116,8 +116,21 @@ export class RunRepository {
     const res: [unknown[], number] = await this.runs.query(
       `UPDATE runs SET status = 'running', control = NULL, lease_owner = $2,
               lease_expires_at = now() + ($3 || ' milliseconds')::interval, updated_at = now()
-        WHERE request_id = $1 AND status = 'paused' RETURNING request_id`,
+        WHERE request_id = $1 AND status = 'paused' AND control IS DISTINCT FROM 'cancel' RETURNING request_id`,
       [requestId, owner, String(leaseMs)],
+    );
+    return countOf(res) > 0;
+  }
+
+  /**
+   * Cancels a paused run whose cancel arrived while it was pausing (its `paused` closing kept the
+   * flag); false when there is none, or a cancel call closed it already.
+   */
+  async cancelPausedIfRequested(requestId: string): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', control = NULL, updated_at = now()
+        WHERE request_id = $1 AND status = 'paused' AND control = 'cancel' RETURNING request_id`,
+      [requestId],
     );
     return countOf(res) > 0;
   }
