@@ -23,7 +23,7 @@ describe('request errors that say what to fix', () => {
     // no SEARXNG_URL: web_search is registered but cannot run
     local = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
     keyed = await startApp({ API_KEYS: KEY, MAX_BODY_BYTES: '4096' });
-  });
+  }, 60_000);
   afterAll(async () => {
     await local?.close();
     await keyed?.close();
