@@ -184,9 +184,9 @@ export class RunsService {
    */
   async planResume(requestId: string, phaseIndex: number): Promise<ResumePlan> {
     const run = await this.require(requestId);
-    // a cancel is final whatever the run was: said before anything else about it (a paused run
-    // still flagged 'cancel' was cancelled while it paused; its close is under way)
-    if (run.status === 'cancelled' || (run.status === 'paused' && run.control === 'cancel')) throw runCancelled(run);
+    // a cancel is final whatever the run was: said before anything else about it (a run still
+    // flagged 'cancel', running or paused, had its cancel accepted; its close is under way)
+    if (run.status === 'cancelled' || run.control === 'cancel') throw runCancelled(run);
     const strategy = this.checkpointReader(run);
     if (run.status === 'running') {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);

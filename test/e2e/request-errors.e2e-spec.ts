@@ -47,6 +47,14 @@ describe('request errors that say what to fix', () => {
       expect(llm.chatRequests).toHaveLength(0);
     });
 
+    it('echoes a very long Content-Type cut to 100 characters', async () => {
+      const type = `text/plain; x=${'y'.repeat(6000)}`;
+      const res = await answer(await post(`${local.url}/api/chat/messages`, '{"content":"hi"}', { 'content-type': type }));
+      expect(res.status).toBe(415);
+      expect(res.body.message).toContain(`got "${type.slice(0, 100)}…"`);
+      expect(res.body.message.length).toBeLessThan(300);
+    });
+
     it('is a 415 when no Content-Type is sent at all', async () => {
       // undici adds text/plain to a string body; a Uint8Array goes without any Content-Type
       const res = await answer(await fetch(`${local.url}/api/chat/messages`, { method: 'POST', body: new TextEncoder().encode('{"content":"hi"}') }));

@@ -132,6 +132,7 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
   it('a cancel stored while the run was pausing is carried out: the run ends cancelled, not paused and resumable', async () => {
     llm.enqueue(call('probe_gate', 'one', 'c1'), respond.turn([{ text: 'Never sent.' }]));
     const db = a.app.get(DataSource);
+    let resumedEarly: unknown[] = [];
     const paused = await sse(`${a.url}/api/chat/messages_two_stage`, {
       body: { content: 'wait for it' },
       onEvent: (e) => {
@@ -143,10 +144,14 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
           // and the run reaches its pause point
           expect((await post(`${a.url}/api/chat/runs/${requestId}/pause`, {})).status).toBe(202);
           await db.query(`UPDATE runs SET control = 'cancel' WHERE request_id = $1 AND status = 'running'`, [requestId]);
+          // still running, but its cancel was accepted: a resume is told so, not to pause it first
+          const early = await post(`${b.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex: 2 });
+          resumedEarly = [early.status, (await early.json()).error];
           openGate();
         })();
       },
     });
+    expect(resumedEarly).toEqual([409, 'run_cancelled']);
     // the stream ended at the pause it had already sent; the run did not stay paused
     expect(paused.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 2 } });
     const requestId = paused.events[0].data.requestId as string;

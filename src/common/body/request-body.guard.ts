@@ -28,7 +28,9 @@ export class RequestBodyGuard implements CanActivate {
     if (carriesBody(req) && !req.is('application/json')) {
       // without this, an unparsed body reaches validation as "no body" and the caller reads
       // messages about missing fields instead of the header to fix
-      const sent = req.headers['content-type'] ? `got "${req.headers['content-type']}"` : 'no Content-Type header was sent';
+      // the header is echoed so the caller sees what to fix, cut short: it is theirs, but unbounded
+      const type = req.headers['content-type'];
+      const sent = type ? `got "${type.length > 100 ? `${type.slice(0, 100)}…` : type}"` : 'no Content-Type header was sent';
       throw new HttpException({ statusCode: 415, error: 'Unsupported Media Type', message: `The request body must be JSON: send the header Content-Type: application/json (${sent})` }, 415);
     }
     await new Promise<void>((resolve, reject) => this.parse(req, http.getResponse<Response>(), (err?: unknown) => (err ? reject(this.explain(err)) : resolve())));

@@ -49,8 +49,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       else op.responses['401'] ??= { description: 'API_KEYS is set and the request has no valid key' };
       // the global ValidationPipe (and ParseUUIDPipe) refuse bad input on every route that takes any
       if ((op.requestBody || op.parameters?.length) && !op.responses['400']) op.responses['400'] = { description: 'invalid parameters or body (nothing changes)' };
-      // the body checks (RequestBodyGuard) apply to every body; the key throttler to every keyed route
-      if (op.requestBody) {
+      // the body checks (RequestBodyGuard) apply to every body, also one sent where none is
+      // expected (a cancel, a delete); the key throttler to every keyed route
+      if (op.requestBody || (method !== 'get' && method !== 'head')) {
         op.responses['413'] ??= { description: 'the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes)' };
         op.responses['415'] ??= { description: 'the body is not sent as Content-Type: application/json (nothing changes)' };
       }

@@ -44,7 +44,7 @@ export class NarrowTopKStrategy implements ToolModeStrategy {
     yield { stage: 'PrepareTools', exposedTools: specs.map((s) => s.name), candidates };
     if (specs.length === 0) {
       return this.done(
-        finishResult(this.name, input, started, { exposedTools: [], error: 'no_candidates', errorMessage: `No tool scored above ${minScoreThreshold} for this input`, candidates }),
+        finishResult(this.name, input, started, { exposedTools: [], error: 'no_candidates', errorMessage: `No tool scored at least ${minScoreThreshold} for this input`, candidates }),
         narrowTopK,
       );
     }
