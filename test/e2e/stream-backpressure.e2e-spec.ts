@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { DataSource } from 'typeorm';
 import { startApp, type TestApp } from '../support/app';
+import { waitFor } from '../support/mcp-test-kit';
 import { ReplayServer, respond } from '../support/replay-server';
 import { SseParser, sse, type SseEvent } from '../support/sse-client';
 
@@ -71,6 +72,14 @@ describe('SSE backpressure and stored events', () => {
     expect(chunks).toHaveLength(DELTAS);
     expect(events.at(-1)!.event).toBe('done');
     expect(events.at(-1)!.data.stopReason).toBe('final_answer');
+    // The next turn starts once this one's answer reads back. Started at once, on a loaded machine,
+    // the next turn got no event at all (not even start) within 120 s, on PGlite, on this release
+    // and the one before: a race not yet found, written in the README's Limitations.
+    const conversationId = events[0].data.conversationId as string;
+    await waitFor(async () => {
+      const messages = (await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<{ role: string }>;
+      return messages.some((m) => m.role === 'assistant');
+    }, 10_000, 'the stored answer');
   }, 60_000);
 
   it('stores exactly the events it sent, in order, with no gaps', async () => {
