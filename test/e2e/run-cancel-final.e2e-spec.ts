@@ -69,8 +69,15 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     messages: await (await fetch(`${a.url}/api/chat/conversations/${conversationId}/messages`)).text(),
   });
 
-  /** Resume from every instance and every checkpoint: each answer is 409 run_cancelled naming the fork route. */
-  const expectRefusedEverywhere = async (requestId: string, checkpoints: number[]) => {
+  /**
+   * Resume from every instance and every checkpoint: each answer is 409 run_cancelled naming the
+   * fork route, and nothing changes (no model request, no tool run, the run, its events and its
+   * messages byte-equal). Returns what a client read before.
+   */
+  const expectRefusedEverywhere = async (requestId: string, conversationId: string, checkpoints: number[]) => {
+    const before = await snapshot(requestId, conversationId);
+    const sent = llm.chatRequests.length;
+    const ran = [...calls];
     for (const t of new Set([a, b])) {
       for (const resumeFromPhaseIndex of checkpoints) {
         const res = await post(`${t.url}/api/chat/messages_two_stage/resume`, { requestId, resumeFromPhaseIndex });
@@ -80,6 +87,10 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
         expect(body.message).toContain(`POST /api/chat/runs/${requestId}/fork`);
       }
     }
+    expect(llm.chatRequests.length).toBe(sent);
+    expect(calls).toEqual(ran);
+    expect(await snapshot(requestId, conversationId)).toEqual(before);
+    return before;
   };
 
   it('a run cancelled while streaming after a checkpoint: resume is 409 run_cancelled on every instance; the fork route forks it', async () => {
@@ -102,13 +113,9 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     expect(await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', checkpoints: [2] });
     expect(calls).toEqual(['probe_first:one']);
 
-    const before = await snapshot(requestId, conversationId);
-    const sent = llm.chatRequests.length;
-    await expectRefusedEverywhere(requestId, [2]);
     // nothing changed: no model request, no tool run, no new run, the run and its answer as they were
-    expect(llm.chatRequests.length).toBe(sent);
+    await expectRefusedEverywhere(requestId, conversationId, [2]);
     expect(calls).toEqual(['probe_first:one']);
-    expect(await snapshot(requestId, conversationId)).toEqual(before);
     const runs = await a.app.get(DataSource).query(`SELECT count(*)::int AS n FROM runs WHERE conversation_id = $1`, [conversationId]);
     expect(runs[0].n).toBe(1);
 
@@ -126,7 +133,7 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     expect(calls).toEqual(['probe_second:two']);
     // the cancelled parent stays cancelled, and is still not resumable
     expect(await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', forks: [{ requestId: forkId, fromPhaseIndex: 2 }] });
-    await expectRefusedEverywhere(requestId, [2]);
+    await expectRefusedEverywhere(requestId, conversationId, [2]);
   });
 
   it('a cancel stored while the run was pausing is carried out: the run ends cancelled, not paused and resumable', async () => {
@@ -161,9 +168,7 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     expect(stored.events.map((e) => e.event).slice(-2)).toEqual(['paused', 'done']);
     expect(stored.events.at(-1)).toMatchObject({ data: { stopReason: 'cancelled' } });
 
-    const sent = llm.chatRequests.length;
-    await expectRefusedEverywhere(requestId, [2]);
-    expect(llm.chatRequests.length).toBe(sent);
+    await expectRefusedEverywhere(requestId, conversationId, [2]);
     expect(calls).toEqual(['probe_gate:one']);
     const messages = (await (await fetch(`${a.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<Record<string, unknown>>;
     expect(messages.filter((m) => m.role === 'assistant')).toEqual([expect.objectContaining({ requestId, status: 'cancelled' })]);
@@ -182,12 +187,8 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     expect((await post(`${b.url}/api/chat/runs/${requestId}/cancel`, {})).status).toBe(202);
     expect(await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', checkpoints: [2] });
 
-    const before = await snapshot(requestId, conversationId);
-    const sent = llm.chatRequests.length;
-    await expectRefusedEverywhere(requestId, [2]);
-    expect(llm.chatRequests.length).toBe(sent);
+    const before = await expectRefusedEverywhere(requestId, conversationId, [2]);
     expect(calls).toEqual(['probe_first:one']);
-    expect(await snapshot(requestId, conversationId)).toEqual(before);
     // the answer stays the cancelled one
     const messages = JSON.parse(before.messages) as Array<Record<string, unknown>>;
     expect(messages.filter((m) => m.role === 'assistant')).toEqual([expect.objectContaining({ requestId, status: 'cancelled' })]);
