@@ -175,6 +175,12 @@ export class RunRepository {
   async setLastSeq(requestId: string, lastSeq: number): Promise<void> {
     await this.runs.query(`UPDATE runs SET last_seq = GREATEST(last_seq, $2) WHERE request_id = $1`, [requestId, lastSeq]);
   }
+
+  /** The project of a run; undefined when there is no such run. */
+  async projectOf(requestId: string): Promise<string | undefined> {
+    const rows = (await this.runs.query('SELECT project_id FROM runs WHERE request_id = $1', [requestId])) as Array<{ project_id: string }>;
+    return rows[0]?.project_id ?? undefined;
+  }
 }
 
 /** `UPDATE … RETURNING` through TypeORM's postgres driver yields `[rows, count]`. */
