@@ -11,7 +11,7 @@ import { DataSource } from 'typeorm';
 import { readDotEnv } from '../src/config/config.module';
 import { validateEnv } from '../src/config/env.schema';
 import { openDatabase } from '../src/database/data-source';
-import { ApiKeysStore } from '../src/admin/api-keys.store';
+import { ApiKeyRepository } from '../src/admin/repositories/api-key.repository';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   const target = await openDatabase(env.DATABASE_URL, env.DATA_DIR);
   const ds = await new DataSource(target.options).initialize();
   try {
-    const store = new ApiKeysStore(ds);
+    const store = new ApiKeyRepository(ds);
     const [cmd, ...args] = process.argv.slice(2);
     if (cmd === 'create') {
       const [name, projects, role, expiresAt] = args;

@@ -21,7 +21,7 @@ import { AdminModule } from './admin/admin.module';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { KeyThrottlerGuard } from './common/limits/key-throttler.guard';
 import { DatabaseThrottlerStorage } from './common/limits/database-throttler.storage';
-import { DataSource } from 'typeorm';
+import { RATE_LIMIT_WINDOWS, type RateLimitWindowsPort } from './common/limits/rate-limit-windows.port';
 import { TurnLimitGuard } from './common/limits/turn-limit.guard';
 import { AppConfigService } from './config/app-config.service';
 import { SecretsModule } from './common/secrets/secrets.module';
@@ -35,11 +35,12 @@ export class AppModule {
       module: AppModule,
       imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
         ThrottlerModule.forRootAsync({
-          inject: [AppConfigService, DataSource],
-          useFactory: (config: AppConfigService, ds: DataSource) => {
+          imports: [AdminModule],
+          inject: [AppConfigService, RATE_LIMIT_WINDOWS],
+          useFactory: (config: AppConfigService, windows: RateLimitWindowsPort) => {
             const limit = config.get('RATE_LIMIT_PER_MINUTE');
             // counted on the shared database, so the rate holds across instances
-            return { throttlers: [{ ttl: 60_000, limit: limit > 0 ? limit : Number.MAX_SAFE_INTEGER }], storage: new DatabaseThrottlerStorage(ds) };
+            return { throttlers: [{ ttl: 60_000, limit: limit > 0 ? limit : Number.MAX_SAFE_INTEGER }], storage: new DatabaseThrottlerStorage(windows) };
           },
         }),
       ],

@@ -4,12 +4,14 @@ import { ApiKeysController } from './api-keys.controller';
 import { ApiKeysService } from './api-keys.service';
 import { McpToolsController } from './mcp-tools.controller';
 import { ToolsModule } from '../tools/tools.module';
+import { RATE_LIMIT_WINDOWS } from '../common/limits/rate-limit-windows.port';
+import { RateLimitWindowRepository } from './repositories/rate-limit-window.repository';
 
-/** Key management and MCP tool approvals (issue 14): the admin routes. */
+/** Key management (with the keys' rate-limit windows) and MCP tool approvals (issue 14): the admin routes. */
 @Module({
   imports: [ToolsModule],
   controllers: [ApiKeysController, McpToolsController],
-  providers: [ApiKeysService, { provide: KEY_RESOLVER, useExisting: ApiKeysService }],
-  exports: [KEY_RESOLVER, ApiKeysService],
+  providers: [ApiKeysService, { provide: KEY_RESOLVER, useExisting: ApiKeysService }, RateLimitWindowRepository, { provide: RATE_LIMIT_WINDOWS, useExisting: RateLimitWindowRepository }],
+  exports: [KEY_RESOLVER, ApiKeysService, RATE_LIMIT_WINDOWS],
 })
 export class AdminModule {}

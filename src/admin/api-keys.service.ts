@@ -2,12 +2,12 @@ import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common'
 import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import type { KeyResolver, Principal } from '../common/auth/principal';
-import { ApiKeysStore } from './api-keys.store';
+import { ApiKeyRepository } from './repositories/api-key.repository';
 
 /** The database keys as the ApiKeyGuard sees them, and the start-up line saying which mode runs. */
 @Injectable()
 export class ApiKeysService implements KeyResolver, OnApplicationBootstrap {
-  readonly store: ApiKeysStore;
+  readonly store: ApiKeyRepository;
   /** once a key exists the service stays keyed (rows are never deleted), so true is cached */
   private keyed = false;
 
@@ -15,7 +15,7 @@ export class ApiKeysService implements KeyResolver, OnApplicationBootstrap {
     ds: DataSource,
     private readonly config: AppConfigService,
   ) {
-    this.store = new ApiKeysStore(ds);
+    this.store = new ApiKeyRepository(ds);
   }
 
   resolve(token: string): Promise<Principal | null> {

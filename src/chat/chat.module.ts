@@ -10,6 +10,10 @@ import { ConversationEntity } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { CommandStrategy } from './commands/command.strategy';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
+import { PROJECT_OWNERSHIP } from '../common/auth/project-ownership.port';
+import { TURN_SLOT_STORE } from '../common/limits/turn-slot-store.port';
+import { TurnSlotRepository } from '../runs/repositories/turn-slot.repository';
+import { ProjectOwnership } from './project-ownership';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
 
@@ -17,6 +21,13 @@ const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMes
 @Module({
   imports: [conversationTables, OrchestrationModule, RunsModule.register({ imports: [conversationTables], store: ConversationRepository })],
   controllers: [ChatController],
-  providers: [ConversationRepository, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard],
+  providers: [
+    ConversationRepository, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
+    // what the global guards (common/auth, common/limits) ask of the runs and conversations
+    ProjectOwnership,
+    { provide: PROJECT_OWNERSHIP, useExisting: ProjectOwnership },
+    { provide: TURN_SLOT_STORE, useExisting: TurnSlotRepository },
+  ],
+  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE],
 })
 export class ChatModule {}

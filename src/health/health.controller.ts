@@ -5,6 +5,7 @@ import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags 
 import { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo } from '../database/database-info';
+import { pingDatabase } from '../database/database-ping';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
 import { LlmModels } from '../llm/llm-models';
 import { TraceWriterService } from '../trace/trace-writer.service';
@@ -64,7 +65,7 @@ export class HealthController {
   async health(): Promise<HealthDto> {
     let db: HealthDto['db'];
     try {
-      await this.ds.query('SELECT 1');
+      await pingDatabase(this.ds);
       db = { status: 'up', kind: this.db.kind };
     } catch (err) {
       db = { status: 'down', kind: this.db.kind, error: (err as Error).message };

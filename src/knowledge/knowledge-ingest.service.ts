@@ -8,7 +8,7 @@ import { KNOWLEDGE_EMBEDDING_PROVIDER, type EmbeddingProvider } from './embeddin
 import { findDocuments, readDocument, type SkippedFile } from './ingest/workspace-documents';
 import { KnowledgeException, KnowledgeExceptionCode } from './knowledge.exception';
 import { moduleOfPath } from './knowledge-module-name.util';
-import { KnowledgeRepository } from './knowledge.repository';
+import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { ModuleSummaryCache } from './module-summary.cache';
 
 export interface IngestRequest {

@@ -5,7 +5,7 @@ import { KNOWLEDGE_EMBEDDING_PROVIDER } from './embedding/embedding-provider.por
 import { KnowledgeController } from './knowledge.controller';
 import { KnowledgeIngestService } from './knowledge-ingest.service';
 import { KNOWLEDGE_RETRIEVER } from './knowledge-retriever.port';
-import { KnowledgeRepository } from './knowledge.repository';
+import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { KnowledgeService } from './knowledge.service';
 import { ModuleSummaryCache } from './module-summary.cache';
 

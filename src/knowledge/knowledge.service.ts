@@ -9,7 +9,7 @@ import type {
   RetrievedSource,
 } from './knowledge-retriever.port';
 import { displayNameOf } from './knowledge-module-name.util';
-import { KnowledgeRepository } from './knowledge.repository';
+import { KnowledgeRepository } from './repositories/knowledge.repository';
 import { ModuleSummaryCache } from './module-summary.cache';
 import { bestConfidence, fuseTextAndVector, rankText, type ScoredHit, type VectorHit } from './retrieval/retrieval-scoring';
 

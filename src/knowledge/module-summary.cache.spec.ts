@@ -1,5 +1,5 @@
 import type { DbNotifierService } from '../database/db-notifier.service';
-import type { ModuleSummaryRow } from './knowledge.repository';
+import type { ModuleSummaryRow } from './repositories/knowledge.repository';
 import { KNOWLEDGE_CHANGED_CHANNEL, MODULES_TTL_MS, ModuleSummaryCache } from './module-summary.cache';
 
 /** Several instances on one database: a notification reaches every listener, the sender's too. */

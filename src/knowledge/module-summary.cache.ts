@@ -1,6 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DbNotifierService } from '../database/db-notifier.service';
-import type { ModuleSummaryRow } from './knowledge.repository';
+import type { ModuleSummaryRow } from './repositories/knowledge.repository';
 
 /** Every instance drops a project's entry when this names it (an ingest changed its modules). */
 export const KNOWLEDGE_CHANGED_CHANNEL = 'orion_knowledge_changed';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { queryResult } from '../database/query-result';
-import { EVENTS_IN_ROW } from './repositories/run-event.repository';
+import { RunEventRepository } from './repositories/run-event.repository';
+import { RunRepository } from './repositories/run.repository';
 import { TraceDeletionService } from '../trace/trace-deletion.service';
 import { RunsException, RunsExceptionCode } from './runs.exception';
 
@@ -22,7 +22,11 @@ export interface DeletedRuns {
  */
 @Injectable()
 export class RunDeletionService {
-  constructor(private readonly traces: TraceDeletionService) {}
+  constructor(
+    private readonly traces: TraceDeletionService,
+    private readonly runs: RunRepository,
+    private readonly events: RunEventRepository,
+  ) {}
 
   /** Call before the transaction (see TraceDeletionService.settle). */
   settle(): Promise<void> {
@@ -30,11 +34,8 @@ export class RunDeletionService {
   }
 
   async deleteConversationRuns(m: EntityManager, conversationId: string): Promise<DeletedRuns> {
-    // FOR UPDATE: a cancel, resume or sweep racing the deletion waits for it, then finds nothing
-    const rows: Array<{ request_id: string; status: string }> = await m.query(
-      `SELECT request_id, status FROM runs WHERE conversation_id = $1 ORDER BY created_at FOR UPDATE`,
-      [conversationId],
-    );
+    // locked: a cancel, resume or sweep racing the deletion waits for it, then finds nothing
+    const rows = await this.runs.lockConversationRuns(m, conversationId);
     const running = rows.find((r) => r.status === 'running');
     if (running) {
       throw new RunsException(
@@ -46,11 +47,8 @@ export class RunDeletionService {
     const requestIds = rows.map((r) => r.request_id);
     if (requestIds.length === 0) return { requestIds, runs: 0, runEvents: 0, traceEvents: 0 };
     const traceEvents = await this.traces.deleteForRequests(m, requestIds);
-    const runEvents = (queryResult(await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING ${EVENTS_IN_ROW} AS n`, [requestIds])).rows as Array<{ n: number }>).reduce(
-      (sum, r) => sum + Number(r.n),
-      0,
-    );
-    const runs = queryResult(await m.query(`DELETE FROM runs WHERE request_id = ANY($1::uuid[]) RETURNING request_id`, [requestIds])).count;
+    const runEvents = await this.events.deleteForRuns(m, requestIds);
+    const runs = await this.runs.deleteMany(m, requestIds);
     return { requestIds, runs, runEvents, traceEvents };
   }
 

@@ -7,6 +7,7 @@ import { RunEntity } from './entities/run.entity';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
+import { TurnSlotRepository } from './repositories/turn-slot.repository';
 import { RunControlService } from './run-control.service';
 import { RunDeletionService } from './run-deletion.service';
 import { RunEventBus } from './run-event-bus.service';
@@ -40,8 +41,9 @@ export class RunsModule {
         RunsService,
         RunEventsService,
         RunDeletionService,
+        TurnSlotRepository,
       ],
-      exports: [RunsService, RunDeletionService],
+      exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository],
     };
   }
 }

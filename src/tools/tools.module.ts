@@ -14,6 +14,7 @@ import { ToolRunnerService } from './tool-runner.service';
 import { ToolsController } from './tools.controller';
 import { McpClientManagerService } from './mcp/mcp-client-manager.service';
 import { McpToolPinsService } from './mcp/mcp-tool-pins.service';
+import { McpToolPinRepository } from './mcp/repositories/mcp-tool-pin.repository';
 import { DefaultProjectFolder } from './default-project-folder';
 
 /** The built-in tool instances, collected by BUILTIN_TOOL_PROVIDERS below. */
@@ -51,6 +52,7 @@ const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? 
     { provide: TOOL_RUNNER, useExisting: ToolRunnerService },
     ...BUILTIN_TOOL_PROVIDERS,
     { provide: BUILTIN_TOOLS, useFactory: (...tools: ToolDefinition[]) => tools, inject: BUILTIN_TOOL_TOKENS },
+    McpToolPinRepository,
     McpToolPinsService,
     McpClientManagerService,
     DefaultProjectFolder,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { TraceWriterService } from './trace-writer.service';
-import { queryResult } from '../database/query-result';
+import { TraceEventRepository } from './repositories/trace-event.repository';
 
 /**
  * Deletes the stored trace of given requests (a deleted conversation's runs). Trace rows have
@@ -10,7 +10,10 @@ import { queryResult } from '../database/query-result';
  */
 @Injectable()
 export class TraceDeletionService {
-  constructor(private readonly writer: TraceWriterService) {}
+  constructor(
+    private readonly writer: TraceWriterService,
+    private readonly events: TraceEventRepository,
+  ) {}
 
   /**
    * Stores what this instance still queues, so the deletion sees it. Call it before the
@@ -23,7 +26,6 @@ export class TraceDeletionService {
   /** Deletes the trace events of these requests; returns how many. */
   async deleteForRequests(m: EntityManager, requestIds: string[]): Promise<number> {
     if (requestIds.length === 0) return 0;
-    const res: unknown = await m.query(`DELETE FROM trace_events WHERE request_id = ANY($1::varchar[]) RETURNING id`, [requestIds]);
-    return queryResult(res).count;
+    return this.events.deleteForRequests(m, requestIds);
   }
 }

@@ -1,5 +1,5 @@
 import type { AppConfigService } from '../config/app-config.service';
-import type { TraceEventRepository } from './trace-event.repository';
+import type { TraceEventRepository } from './repositories/trace-event.repository';
 import type { TraceRecord } from './trace-sink.port';
 import { TraceWriterService } from './trace-writer.service';
 

@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, O
 import { AppConfigService } from '../config/app-config.service';
 import { SecretRegistry } from '../common/secrets/secret-registry';
 import { redactSecrets } from '../common/util/redact.util';
-import { TraceEventRepository } from './trace-event.repository';
+import { TraceEventRepository } from './repositories/trace-event.repository';
 import type { TraceRecord, TraceSink } from './trace-sink.port';
 
 /** Sees every record as it is made (already redacted), with the time it was made (epoch ms). */

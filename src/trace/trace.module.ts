@@ -2,7 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { TraceController } from './trace.controller';
 import { TraceEventEntity } from './trace-event.entity';
-import { TraceEventRepository } from './trace-event.repository';
+import { TraceEventRepository } from './repositories/trace-event.repository';
 import { TraceService } from './trace.service';
 import { TRACE_SINK } from './trace-sink.port';
 import { TraceWriterService } from './trace-writer.service';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { TraceEventDto, TraceQueryDto } from './dto/trace-query.dto';
-import { TraceEventRepository } from './trace-event.repository';
+import { TraceEventRepository } from './repositories/trace-event.repository';
 import { TraceWriterService } from './trace-writer.service';
 
 @Injectable()

@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
+import { RunEntity } from '../../src/runs/entities/run.entity';
+import { RunEventRepository } from '../../src/runs/repositories/run-event.repository';
+import { RunRepository } from '../../src/runs/repositories/run.repository';
 import { RunDeletionService } from '../../src/runs/run-deletion.service';
 import { RunsException } from '../../src/runs/runs.exception';
 import { TraceDeletionService } from '../../src/trace/trace-deletion.service';
 import { TraceEventEntity } from '../../src/trace/trace-event.entity';
-import { TraceEventRepository } from '../../src/trace/trace-event.repository';
+import { TraceEventRepository } from '../../src/trace/repositories/trace-event.repository';
 import { TraceWriterService } from '../../src/trace/trace-writer.service';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
 
@@ -16,7 +20,7 @@ describe('RunDeletionService (medium)', () => {
   let writer: TraceWriterService;
 
   beforeAll(async () => {
-    db = await startDatabaseContext([TraceEventEntity], [TraceEventRepository, TraceWriterService, TraceDeletionService, RunDeletionService]);
+    db = await startDatabaseContext([TraceEventEntity, RunEntity, RunEventEntity], [TraceEventRepository, RunRepository, RunEventRepository, TraceWriterService, TraceDeletionService, RunDeletionService]);
     ds = db.ds;
     deletion = db.ctx.get(RunDeletionService);
     writer = db.ctx.get(TraceWriterService);

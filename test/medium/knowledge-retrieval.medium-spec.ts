@@ -8,7 +8,7 @@ import { DatabaseModule } from '../../src/database/database.module';
 import { KNOWLEDGE_EMBEDDING_PROVIDER, type EmbeddingProvider } from '../../src/knowledge/embedding/embedding-provider.port';
 import { KnowledgeIngestService } from '../../src/knowledge/knowledge-ingest.service';
 import { KnowledgeModule } from '../../src/knowledge/knowledge.module';
-import { KnowledgeRepository } from '../../src/knowledge/knowledge.repository';
+import { KnowledgeRepository } from '../../src/knowledge/repositories/knowledge.repository';
 import { KnowledgeService } from '../../src/knowledge/knowledge.service';
 import { RagQueryTool } from '../../src/tools/builtins/rag-query.tool';
 import type { ToolProgress } from '../../src/tools/tool-definition';

@@ -17,7 +17,7 @@ import { RunEventsService } from '../../src/runs/run-events.service';
 import { INSTANCE_ID, RunExecutorService } from '../../src/runs/run-executor.service';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { TraceEventEntity } from '../../src/trace/trace-event.entity';
-import { TraceEventRepository } from '../../src/trace/trace-event.repository';
+import { TraceEventRepository } from '../../src/trace/repositories/trace-event.repository';
 import { TRACE_SINK } from '../../src/trace/trace-sink.port';
 import { TraceWriterService } from '../../src/trace/trace-writer.service';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';

@@ -118,4 +118,10 @@ export class ConversationRepository {
     const rows = await this.messages.find({ where: { conversationId }, order: { createdAt: 'DESC' }, take: limit });
     return rows.reverse();
   }
+
+  /** The project of a conversation; undefined when there is no such conversation. */
+  async projectOf(id: string): Promise<string | undefined> {
+    const rows = (await this.conversations.query('SELECT project_id FROM conversations WHERE id = $1', [id])) as Array<{ project_id: string }>;
+    return rows[0]?.project_id ?? undefined;
+  }
 }

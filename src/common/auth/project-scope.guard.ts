@@ -1,10 +1,10 @@
-import { BadRequestException, CanActivate, ExecutionContext, ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
+import { BadRequestException, CanActivate, ExecutionContext, ForbiddenException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
-import { DataSource } from 'typeorm';
 import { IS_PUBLIC } from './public.decorator';
 import { ANY_PROJECT, PROJECT_SCOPE, type ScopeSource } from './project-scope.decorator';
 import { canUseProject, principalOf } from './principal';
+import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from './project-ownership.port';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -18,7 +18,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class ProjectScopeGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
-    private readonly ds: DataSource,
+    @Inject(PROJECT_OWNERSHIP) private readonly owners: ProjectOwnershipPort,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -65,10 +65,8 @@ export class ProjectScopeGuard implements CanActivate {
   }
 
   /** The project of a run or conversation; undefined when it does not exist (the route's own 404). */
-  private async ownerOf(kind: 'run' | 'conversation', id: string): Promise<string | undefined> {
-    const sql = kind === 'run' ? 'SELECT project_id FROM runs WHERE request_id = $1' : 'SELECT project_id FROM conversations WHERE id = $1';
-    const rows = (await this.ds.query(sql, [id])) as Array<{ project_id: string }>;
-    return rows[0]?.project_id ?? undefined;
+  private ownerOf(kind: 'run' | 'conversation', id: string): Promise<string | undefined> {
+    return kind === 'run' ? this.owners.runProject(id) : this.owners.conversationProject(id);
   }
 }
 

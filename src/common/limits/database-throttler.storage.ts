@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
-import type { DataSource } from 'typeorm';
+import type { RateLimitWindowsPort } from './rate-limit-windows.port';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -10,8 +10,8 @@ const WARN_EVERY_MS = 60_000;
 /**
  * @nestjs/throttler's storage on the shared database, so RATE_LIMIT_PER_MINUTE holds for a key
  * across every instance (the package's own storage counts per process). A fixed window per key:
- * one upsert counts the hit and opens a new window once the old one ended; a key over its limit
- * is blocked until its window ends. The package ships no SQL storage, hence this one.
+ * the windows port counts the hit and opens a new window once the old one ended; a key over its
+ * limit is blocked until its window ends. The package ships no SQL storage, hence this one.
  *
  * If the database cannot answer, the request is counted in this instance's memory instead: a
  * rate limit that fails open for a while beats one that turns every request into a 5xx.
@@ -21,21 +21,12 @@ export class DatabaseThrottlerStorage implements ThrottlerStorage {
   private readonly fallback = new ThrottlerStorageService();
   private warnedAt = 0;
 
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly windows: RateLimitWindowsPort) {}
 
   async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
     try {
-      const rows = (await this.ds.query(
-        `INSERT INTO rate_limit_windows AS w (key, hits, window_ends_at)
-         VALUES ($1, 1, now() + make_interval(secs => $2::float8 / 1000))
-         ON CONFLICT (key) DO UPDATE SET
-           hits = CASE WHEN w.window_ends_at <= now() THEN 1 ELSE w.hits + 1 END,
-           window_ends_at = CASE WHEN w.window_ends_at <= now() THEN EXCLUDED.window_ends_at ELSE w.window_ends_at END
-         RETURNING hits, GREATEST(0, EXTRACT(EPOCH FROM (window_ends_at - now())))::float8 AS left_s`,
-        [key.slice(0, 200), ttl],
-      )) as Array<{ hits: number; left_s: number }>;
-      const { hits, left_s } = rows[0];
-      const left = Math.max(1, Math.ceil(Number(left_s)));
+      const { hits, leftSeconds } = await this.windows.hit(key, ttl);
+      const left = Math.max(1, Math.ceil(leftSeconds));
       const blocked = Number(hits) > limit;
       return { totalHits: Number(hits), timeToExpire: left, isBlocked: blocked, timeToBlockExpire: blocked ? left : 0 };
     } catch (err) {

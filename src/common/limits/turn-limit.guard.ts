@@ -1,12 +1,13 @@
-import { type CanActivate, type ExecutionContext, Injectable, type OnModuleDestroy, SetMetadata } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnModuleDestroy, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { DataSource } from 'typeorm';
 import { AppConfigService } from '../../config/app-config.service';
 import { principalOf } from '../auth/principal';
+import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../auth/project-ownership.port';
 import { tooMany } from './too-many';
 import { holdTurn } from './turn-hold';
 import { TurnSlots } from './turn-slots';
+import { TURN_SLOT_STORE, type TurnSlotStorePort } from './turn-slot-store.port';
 
 export const STARTS_TURN = 'orion:startsTurn';
 /** The route starts a model turn: it counts against the concurrent-turn limits. */
@@ -36,9 +37,10 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
   constructor(
     private readonly reflector: Reflector,
     private readonly config: AppConfigService,
-    private readonly ds: DataSource,
+    @Inject(PROJECT_OWNERSHIP) private readonly owners: ProjectOwnershipPort,
+    @Inject(TURN_SLOT_STORE) store: TurnSlotStorePort,
   ) {
-    this.slots = new TurnSlots(ds, config.get('RUN_LEASE_MS'));
+    this.slots = new TurnSlots(store, config.get('RUN_LEASE_MS'));
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -79,8 +81,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
 
   private async projectOfRun(requestId: string): Promise<string> {
     if (!UUID.test(requestId)) return 'default';
-    const rows = (await this.ds.query('SELECT project_id FROM runs WHERE request_id = $1', [requestId])) as Array<{ project_id: string }>;
-    return rows[0]?.project_id ?? 'default';
+    return (await this.owners.runProject(requestId)) ?? 'default';
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { type JsonCell, jsonRows, RawJson } from '../../database/json-rows';
 import { preparedQuery } from '../../database/prepared-query';
+import { queryResult } from '../../database/query-result';
 import { RunEventEntity } from '../entities/run-event.entity';
 
 /** How a run ends together with its terminal event (`done` or `paused`). */
@@ -245,5 +246,11 @@ export class RunEventRepository {
   async maxSeq(requestId: string): Promise<number> {
     const [r]: Array<{ max: string | number }> = await this.events.query(`SELECT COALESCE(MAX(COALESCE(last_seq, seq)), 0) AS max FROM run_events WHERE request_id = $1`, [requestId]);
     return Number(r?.max ?? 0);
+  }
+
+  /** Deletes the events of these runs in `m`'s transaction; how many events they held (a grouped row holds several). */
+  async deleteForRuns(m: EntityManager, requestIds: string[]): Promise<number> {
+    const res: unknown = await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING ${EVENTS_IN_ROW} AS n`, [requestIds]);
+    return (queryResult(res).rows as Array<{ n: number }>).reduce((sum, r) => sum + Number(r.n), 0);
   }
 }

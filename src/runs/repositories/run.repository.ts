@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { RunEntity, type RunControl, type RunOptions, type RunStatus } from '../entities/run.entity';
 import { storageSafe } from '../../common/util/text-safety.util';
+import { queryResult } from '../../database/query-result';
 import { withPrelude, type StatementPrelude } from '../../database/statement-prelude';
 
 export interface NewRun {
@@ -174,6 +175,25 @@ export class RunRepository {
 
   async setLastSeq(requestId: string, lastSeq: number): Promise<void> {
     await this.runs.query(`UPDATE runs SET last_seq = GREATEST(last_seq, $2) WHERE request_id = $1`, [requestId, lastSeq]);
+  }
+
+  /** The project of a run; undefined when there is no such run. */
+  async projectOf(requestId: string): Promise<string | undefined> {
+    const rows = (await this.runs.query('SELECT project_id FROM runs WHERE request_id = $1', [requestId])) as Array<{ project_id: string }>;
+    return rows[0]?.project_id ?? undefined;
+  }
+
+  /**
+   * The runs of a conversation, oldest first, locked in `m`'s transaction (FOR UPDATE: a cancel,
+   * resume or sweep racing a deletion waits for it, then finds nothing).
+   */
+  lockConversationRuns(m: EntityManager, conversationId: string): Promise<Array<{ request_id: string; status: string }>> {
+    return m.query(`SELECT request_id, status FROM runs WHERE conversation_id = $1 ORDER BY created_at FOR UPDATE`, [conversationId]);
+  }
+
+  /** Deletes these runs in `m`'s transaction; how many there were. */
+  async deleteMany(m: EntityManager, requestIds: string[]): Promise<number> {
+    return queryResult(await m.query(`DELETE FROM runs WHERE request_id = ANY($1::uuid[]) RETURNING request_id`, [requestIds])).count;
   }
 }
 

@@ -1,10 +1,12 @@
 import { Injectable, Optional, type OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { DataSource } from 'typeorm';
 import { canonicalJson } from '../../common/util/canonical-json.util';
 import { AppConfigService } from '../../config/app-config.service';
 import { DbNotifierService } from '../../database/db-notifier.service';
+import { McpToolPinRepository, type DriftedPin, type NewPin, type PinnedDefinition, type PinRow, type PinStatus } from './repositories/mcp-tool-pin.repository';
+
+export type { PinnedDefinition, PinStatus } from './repositories/mcp-tool-pin.repository';
 
 /** NOTIFY channel of approvals, so every instance re-checks that server's tools (payload: server name). */
 const APPROVALS = 'mcp_tool_approved';
@@ -12,16 +14,6 @@ const APPROVALS = 'mcp_tool_approved';
 /** Why a pinned tool is held: its definition differs from the trusted one, or it was never approved. */
 export const PIN_CHANGED = 'definition changed';
 export const PIN_PENDING = 'awaiting approval';
-
-export type PinStatus = 'pinned' | 'approved' | 'changed' | 'pending';
-
-/** What is hashed of a tool: what the model reads and what steers how Orion runs it. */
-export interface PinnedDefinition {
-  title: string | null;
-  description: string | null;
-  inputSchema: unknown;
-  annotations: Record<string, boolean>;
-}
 
 export interface SeenTool {
   /** the tool's name on its server */
@@ -47,21 +39,6 @@ export interface ToolPin {
   approvedBy: string | null;
 }
 
-interface Row {
-  server: string;
-  tool: string;
-  name: string;
-  status: PinStatus;
-  hash: string | null;
-  definition: PinnedDefinition | null;
-  pending_hash: string | null;
-  pending_definition: PinnedDefinition | null;
-  first_seen_at: Date;
-  changed_at: Date | null;
-  approved_at: Date | null;
-  approved_by: string | null;
-}
-
 /** MCP servers come from MCP_CONFIG, one set for the whole deployment: their pins hold for every project. */
 const SCOPE = '*';
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
@@ -83,8 +60,8 @@ export class PinConflict extends Error {}
 /**
  * Trust on first use for MCP tool definitions (issue 14). The first listing of a server pins every
  * tool it offers; afterwards a changed definition, and a tool the server adds (unless
- * MCP_AUTO_APPROVE), is held until an admin approves the exact definition by its hash. Plain SQL
- * on the shared database, so every instance and every restart sees the same pins.
+ * MCP_AUTO_APPROVE), is held until an admin approves the exact definition by its hash. The pins
+ * live in the shared database (McpToolPinRepository), so every instance and every restart sees them.
  */
 @Injectable()
 export class McpToolPinsService implements OnModuleInit {
@@ -92,7 +69,7 @@ export class McpToolPinsService implements OnModuleInit {
   private readonly listeners = new Set<(server: string) => Promise<void> | void>();
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly pins: McpToolPinRepository,
     config: AppConfigService,
     @Optional() private readonly notifier?: DbNotifierService,
   ) {
@@ -115,29 +92,18 @@ export class McpToolPinsService implements OnModuleInit {
    * changed is caught.
    */
   async reconcile(server: string, seen: SeenTool[]): Promise<Map<string, string>> {
-    let rows = await this.rows(server);
+    let rows = await this.pins.ofServer(SCOPE, server);
     const firstSight = rows.length === 0;
     const byTool = new Map(rows.map((r) => [r.tool, r]));
-    const missing = seen.filter((s) => !byTool.has(s.tool));
-    for (const s of missing) {
-      const status: PinStatus = firstSight ? 'pinned' : this.autoApprove ? 'approved' : 'pending';
-      const trusted = status !== 'pending';
-      await this.ds.query(
-        `INSERT INTO mcp_tool_pins (project_id, server, tool, name, status, hash, definition, pending_hash, pending_definition, approved_at, approved_by, changed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9::jsonb, $10, $11, $12) ON CONFLICT (project_id, server, tool) DO NOTHING`,
-        [
-          SCOPE, server, s.tool, s.name, status,
-          trusted ? s.hash : null, trusted ? JSON.stringify(s.definition) : null,
-          trusted ? null : s.hash, trusted ? null : JSON.stringify(s.definition),
-          status === 'approved' ? new Date() : null, status === 'approved' ? 'MCP_AUTO_APPROVE' : null,
-          status === 'pending' ? new Date() : null,
-        ],
-      );
-    }
+    const status: PinStatus = firstSight ? 'pinned' : this.autoApprove ? 'approved' : 'pending';
+    const missing: NewPin[] = seen.filter((s) => !byTool.has(s.tool)).map((s) => ({ tool: s.tool, name: s.name, status, hash: s.hash, definition: s.definition }));
+    await this.pins.insertMissing(SCOPE, server, missing);
     // another instance may have written some of them first: its rows win
-    if (missing.length) rows = await this.rows(server);
+    if (missing.length) rows = await this.pins.ofServer(SCOPE, server);
     const current = new Map(rows.map((r) => [r.tool, r]));
     const held = new Map<string, string>();
+    const restored: string[] = [];
+    const drifted: DriftedPin[] = [];
     for (const s of seen) {
       const row = current.get(s.tool);
       if (!row) {
@@ -145,36 +111,22 @@ export class McpToolPinsService implements OnModuleInit {
         continue;
       }
       if (row.hash === s.hash) {
-        if (row.status === 'changed' || row.pending_hash) {
-          // the server went back to the trusted definition
-          await this.ds.query(
-            `UPDATE mcp_tool_pins SET status = CASE WHEN approved_at IS NULL THEN 'pinned' ELSE 'approved' END, pending_hash = NULL, pending_definition = NULL
-             WHERE project_id = $1 AND server = $2 AND tool = $3`,
-            [SCOPE, server, s.tool],
-          );
-        }
+        // the server went back to the trusted definition
+        if (row.status === 'changed' || row.pending_hash) restored.push(s.tool);
         continue;
       }
-      const status: PinStatus = row.hash === null ? 'pending' : 'changed';
-      if (row.pending_hash !== s.hash || row.status !== status) {
-        await this.ds.query(
-          `UPDATE mcp_tool_pins SET status = $4, pending_hash = $5, pending_definition = $6::jsonb, changed_at = now()
-           WHERE project_id = $1 AND server = $2 AND tool = $3`,
-          [SCOPE, server, s.tool, status, s.hash, JSON.stringify(s.definition)],
-        );
-      }
+      const status = row.hash === null ? 'pending' : 'changed';
+      if (row.pending_hash !== s.hash || row.status !== status) drifted.push({ tool: s.tool, status, hash: s.hash, definition: s.definition });
       held.set(s.name, status === 'pending' ? PIN_PENDING : PIN_CHANGED);
     }
+    await this.pins.restoreTrusted(SCOPE, server, restored);
+    await this.pins.markDrifted(SCOPE, server, drifted);
     return held;
   }
 
   /** Pins awaiting approval (changed or new), or every pin. */
   async list(all = false): Promise<ToolPin[]> {
-    const rows = (await this.ds.query(
-      `SELECT * FROM mcp_tool_pins WHERE project_id = $1 ${all ? '' : "AND status IN ('changed', 'pending')"} ORDER BY server, name, tool`,
-      [SCOPE],
-    )) as Row[];
-    return rows.map(toPin);
+    return (await this.pins.list(SCOPE, all)).map(toPin);
   }
 
   /**
@@ -183,14 +135,9 @@ export class McpToolPinsService implements OnModuleInit {
    * when nothing awaits approval or the server changed the definition again since.
    */
   async approve(name: string, hash: string, approvedBy: string): Promise<ToolPin | undefined> {
-    const rows = (await this.ds.query(
-      `WITH u AS (UPDATE mcp_tool_pins SET status = 'approved', hash = pending_hash, definition = pending_definition,
-         pending_hash = NULL, pending_definition = NULL, approved_at = now(), approved_by = $3
-       WHERE project_id = $1 AND name = $2 AND pending_hash = $4 RETURNING *) SELECT * FROM u`,
-      [SCOPE, name, approvedBy.slice(0, 200), hash],
-    )) as Row[];
+    const rows = await this.pins.approve(SCOPE, name, hash, approvedBy.slice(0, 200));
     if (!rows.length) {
-      const existing = (await this.ds.query('SELECT * FROM mcp_tool_pins WHERE project_id = $1 AND name = $2', [SCOPE, name])) as Row[];
+      const existing = await this.pins.byName(SCOPE, name);
       if (!existing.length) return undefined;
       const pending = existing.find((r) => r.pending_hash);
       throw new PinConflict(
@@ -208,13 +155,9 @@ export class McpToolPinsService implements OnModuleInit {
   private async approved(server: string): Promise<void> {
     for (const l of this.listeners) await l(server);
   }
-
-  private async rows(server: string): Promise<Row[]> {
-    return (await this.ds.query('SELECT * FROM mcp_tool_pins WHERE project_id = $1 AND server = $2', [SCOPE, server])) as Row[];
-  }
 }
 
-function toPin(r: Row): ToolPin {
+function toPin(r: PinRow): ToolPin {
   const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
   return {
     name: r.name, server: r.server, tool: r.tool, status: r.status,

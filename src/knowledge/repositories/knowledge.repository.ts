@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { DocType } from './chunking/doc-type';
-import type { TextHit, VectorHit } from './retrieval/retrieval-scoring';
+import type { DocType } from '../chunking/doc-type';
+import type { TextHit, VectorHit } from '../retrieval/retrieval-scoring';
 
 /** What the knowledge base remembers of an ingested file. */
 export interface KnowledgeFileRecord {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import type { KeyRole, Principal } from '../common/auth/principal';
+import type { KeyRole, Principal } from '../../common/auth/principal';
 
 export interface StoredKey {
   id: string;
@@ -31,9 +31,10 @@ interface Row {
 
 /**
  * The api_keys table, with plain SQL on a DataSource so that the HTTP routes and the shell
- * script (`npm run keys`) share it without booting Nest.
+ * script (`npm run keys`) share it without booting Nest (hence no @Injectable: ApiKeysService
+ * builds it).
  */
-export class ApiKeysStore {
+export class ApiKeyRepository {
   constructor(private readonly ds: DataSource) {}
 
   async create(k: NewKey): Promise<StoredKey & { key: string }> {

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
-import { jsonRows, RawJson } from '../database/json-rows';
-import { preparedQuery } from '../database/prepared-query';
-import { TraceEventEntity } from './trace-event.entity';
-import type { TraceRecord } from './trace-sink.port';
+import type { EntityManager, Repository } from 'typeorm';
+import { jsonRows, RawJson } from '../../database/json-rows';
+import { preparedQuery } from '../../database/prepared-query';
+import { queryResult } from '../../database/query-result';
+import { TraceEventEntity } from '../trace-event.entity';
+import type { TraceRecord } from '../trace-sink.port';
 
 export interface TraceQuery {
   requestId?: string;
@@ -36,5 +37,11 @@ export class TraceEventRepository {
     if (q.types?.length) qb.andWhere('t.type IN (:...types)', { types: q.types });
     if (q.afterId) qb.andWhere('t.id > :afterId', { afterId: q.afterId });
     return qb.getMany();
+  }
+
+  /** Deletes the trace events of these requests in `m`'s transaction; how many there were. */
+  async deleteForRequests(m: EntityManager, requestIds: string[]): Promise<number> {
+    const res: unknown = await m.query(`DELETE FROM trace_events WHERE request_id = ANY($1::varchar[]) RETURNING id`, [requestIds]);
+    return queryResult(res).count;
   }
 }
