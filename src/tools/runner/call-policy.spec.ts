@@ -11,7 +11,7 @@ function policyWith(secret: string): ToolCallPolicy {
 }
 
 function call(args: Record<string, unknown>, argumentRefusal: PolicyCall['argumentRefusal'] = null): PolicyCall {
-  return { name: 'echo', def, args, ctx: { projectId: 'p' }, argumentRefusal };
+  return { name: 'echo', def, args, ctx: { projectId: 'p', requestId: 'r', signal: new AbortController().signal }, argumentRefusal };
 }
 
 describe('ToolCallPolicy.decide (the seam a call passes before it runs)', () => {
