@@ -1,3 +1,4 @@
+import { deadline, type Deadline, type DeadlineCause } from '../common/util/abort.util';
 import type { LlmErrorInfo } from './llm-adapter.port';
 
 /** Why a guarded request was cut: the caller aborted, the whole request took too long, or the stream went silent. */
@@ -16,38 +17,41 @@ export interface RequestGuardOptions {
  * One AbortSignal per LLM request that fires on the first of: the caller's signal, the overall
  * timeout, the idle timeout. It remembers which one fired, so the adapter can report
  * `aborted`, `timeout` or `idle_timeout` instead of a bare AbortError. `dispose()` clears the
- * timers; call it in a `finally`.
+ * timers; call it in a `finally`. The first two are the shared `deadline()`; the idle timer is
+ * the guard's own.
  */
 export class RequestGuard {
-  private readonly controller = new AbortController();
-  private readonly overallTimer: NodeJS.Timeout;
+  /** the caller's signal and the overall timeout; the idle timeout fires it as the owner's stop */
+  private readonly deadline: Deadline;
   private idleTimer: NodeJS.Timeout | undefined;
   /** between armIdle and disarmIdle: the idle timer firing then is a stall */
   private waiting = false;
-  private firedCause: GuardCause | undefined;
-  private readonly onCallerAbort = () => this.fire('aborted');
   /** Rejects when the guard fires (with the signal's reason). */
   readonly fired: Promise<never>;
 
   constructor(private readonly options: RequestGuardOptions) {
-    this.fired = new Promise<never>((_, reject) => {
-      this.controller.signal.addEventListener('abort', () => reject(this.controller.signal.reason), { once: true });
+    this.deadline = deadline(options.signal, options.timeoutMs, {
+      unref: true,
+      reason: (cause) => guardError(CAUSES[cause]),
     });
+    const signal = this.deadline.signal;
+    this.fired = signal.aborted
+      ? Promise.reject(signal.reason)
+      : new Promise<never>((_, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        });
     this.fired.catch(() => undefined); // observed by whoever races it; never an unhandled rejection
-    this.overallTimer = setTimeout(() => this.fire('timeout'), options.timeoutMs);
-    this.overallTimer.unref?.();
-    if (options.signal?.aborted) this.fire('aborted');
-    else options.signal?.addEventListener('abort', this.onCallerAbort, { once: true });
   }
 
   /** Aborts on any of the causes; pass it to fetch / the SDK. */
   get signal(): AbortSignal {
-    return this.controller.signal;
+    return this.deadline.signal;
   }
 
   /** Which cause fired, if any. */
   get cause(): GuardCause | undefined {
-    return this.firedCause;
+    const cause = this.deadline.cause;
+    return cause ? CAUSES[cause] : undefined;
   }
 
   /**
@@ -56,14 +60,14 @@ export class RequestGuard {
    */
   armIdle(): void {
     const ms = this.options.idleTimeoutMs;
-    if (!ms || this.firedCause) return;
+    if (!ms || this.deadline.cause) return;
     this.waiting = true;
     // one timer per request, restarted per wait: a new timer per chunk was an allocation and a
     // timer-list insertion for every chunk of every stream
     if (this.idleTimer) this.idleTimer.refresh();
     else {
       this.idleTimer = setTimeout(() => {
-        if (this.waiting) this.fire('idle_timeout');
+        if (this.waiting) this.deadline.abort();
       }, ms);
       this.idleTimer.unref?.();
     }
@@ -76,7 +80,7 @@ export class RequestGuard {
 
   /** The error to report for the cause that fired (undefined while nothing fired). */
   errorInfo(): LlmErrorInfo | undefined {
-    switch (this.firedCause) {
+    switch (this.cause) {
       case 'aborted':
         return { code: 'aborted', message: 'The LLM request was aborted', retryable: false };
       case 'timeout':
@@ -89,16 +93,16 @@ export class RequestGuard {
   }
 
   dispose(): void {
-    clearTimeout(this.overallTimer);
+    this.deadline.dispose();
     if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.options.signal?.removeEventListener('abort', this.onCallerAbort);
   }
+}
 
-  private fire(cause: GuardCause): void {
-    if (this.firedCause) return;
-    this.firedCause = cause;
-    const err = new Error(`LLM request ${cause}`);
-    err.name = 'AbortError';
-    this.controller.abort(err);
-  }
+/** The deadline's causes as the guard names them: its own stop is the idle timeout. */
+const CAUSES: Record<DeadlineCause, GuardCause> = { aborted: 'aborted', timeout: 'timeout', stopped: 'idle_timeout' };
+
+function guardError(cause: GuardCause): Error {
+  const err = new Error(`LLM request ${cause}`);
+  err.name = 'AbortError';
+  return err;
 }

@@ -1,5 +1,6 @@
 import type { LateDeltas, LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
 import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } from '../llm/tool-call-accumulator';
+import { deadline, type Deadline } from '../common/util/abort.util';
 
 /** How one streamed model response ended. */
 export interface ModelStreamResult {
@@ -54,8 +55,8 @@ export class ModelStream {
   readonly events: AsyncIterable<LlmStreamEvent>;
   private readonly result: ModelStreamResult = { text: '', reasoningChars: 0, calls: [], invalid: [], stoppedEarly: false };
   private readonly acc = new ToolCallAccumulator();
-  private readonly local = new AbortController();
-  private readonly onAbort = () => this.local.abort(this.signal.reason);
+  /** the caller's signal plus our own early stop at the first complete call */
+  private readonly local: Deadline;
   private closed = false;
   private led = false;
   /** a `finish` event came: the response is over, whatever the adapter sends next */
@@ -73,9 +74,8 @@ export class ModelStream {
     private readonly signal: AbortSignal,
     private readonly opts: ModelStreamOptions = {},
   ) {
-    // one listener instead of AbortSignal.any(): cheaper per model call, removed on close
-    if (signal.aborted) this.local.abort(signal.reason);
-    else signal.addEventListener('abort', this.onAbort, { once: true });
+    // deadline() without a limit: one listener instead of AbortSignal.any(), cheaper per model call, removed on close
+    this.local = deadline(signal);
     this.events = llm.stream(request, this.local.signal);
   }
 
@@ -203,7 +203,7 @@ export class ModelStream {
   close(): ModelStreamResult {
     if (!this.closed) {
       this.closed = true;
-      this.signal.removeEventListener('abort', this.onAbort);
+      this.local.dispose();
       // a clean end of stream is a boundary too; a failed stream's open calls are never run
       if (!this.result.error) this.acc.finish();
       const complete = this.acc.completed;

@@ -3,7 +3,9 @@ import type { AppConfigService } from '../config/app-config.service';
 import type { TraceRecord, TraceSink } from '../trace/trace-sink.port';
 import { ToolFailure, type ToolDefinition, type ToolExecutionContext, type ToolRunResult } from './tool-definition';
 import { ToolRegistryService } from './tool-registry.service';
-import { capJsonText, cutUtf8, toJsonText, ToolRunnerService } from './tool-runner.service';
+import { ToolRunnerService } from './tool-runner.service';
+import { toJsonText } from './runner/json-text';
+import { capJsonText, cutUtf8 } from './runner/result-cap';
 
 /** In-memory TraceSink: collects what the runner records. */
 class MemoryTraceSink implements TraceSink {

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { AppConfigService } from '../../config/app-config.service';
-import { abortReason, anySignal } from '../../common/util/abort.util';
+import { abortReason, deadline } from '../../common/util/abort.util';
 import { excerptOf } from '../net/readable-text';
 import { decoderFor, discardBody, readCapped } from '../net/response-body';
 import {
@@ -129,8 +129,8 @@ export class WebSearchTool implements ToolDefinition {
     const url = new URL('search', base);
     url.searchParams.set('q', query);
     url.searchParams.set('format', 'json');
-    const deadline = AbortSignal.timeout(this.requestTimeoutMs);
-    const combined = anySignal(signal, deadline);
+    const limit = deadline(signal, this.requestTimeoutMs, { unref: true });
+    const combined = limit.signal;
     try {
       const res = await request(url, { method: 'GET', dispatcher: this.dispatcher, signal: combined, headers: { accept: 'application/json' } });
       if (res.statusCode !== 200) {
@@ -148,9 +148,11 @@ export class WebSearchTool implements ToolDefinition {
       }
     } catch (err) {
       if (signal.aborted) throw abortReason(signal);
-      if (deadline.aborted) throw new ToolFailure('timeout', `SearXNG did not answer within ${this.requestTimeoutMs} ms`);
+      if (limit.timedOut) throw new ToolFailure('timeout', `SearXNG did not answer within ${this.requestTimeoutMs} ms`);
       if (err instanceof ToolFailure) throw err;
       throw new ToolFailure('exception', `SearXNG request failed: ${(err as Error)?.message ?? String(err)}`);
+    } finally {
+      limit.dispose();
     }
   }
 }

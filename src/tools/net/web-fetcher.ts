@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
-import { abortReason, anySignal } from '../../common/util/abort.util';
+import { abortReason, deadline } from '../../common/util/abort.util';
 import { AddressPolicy, describeVerdict } from './address-policy';
 import { BlockedAddressError, createGuardedDispatcher, type HostResolver } from './guarded-dispatcher';
 import {
@@ -94,17 +94,18 @@ export class WebFetcher {
 
   /** Fetches `url`; throws WebFetchError, or the caller signal's reason when it aborts. */
   async fetch(url: string, signal?: AbortSignal): Promise<FetchedResource> {
-    const deadline = AbortSignal.timeout(this.timeoutMs);
-    const combined = anySignal(signal, deadline);
     const first = this.checkUrl(url);
+    const limit = deadline(signal, this.timeoutMs, { unref: true });
     try {
-      return await this.follow(first, combined);
+      return await this.follow(first, limit.signal);
     } catch (err) {
       if (signal?.aborted) throw abortReason(signal);
-      if (deadline.aborted) {
+      if (limit.timedOut) {
         throw new WebFetchError('timeout', `Timed out after ${this.timeoutMs} ms fetching ${first.href}`, { url: first.href });
       }
       throw this.classify(err, first.href);
+    } finally {
+      limit.dispose();
     }
   }
 

@@ -3,6 +3,7 @@ import { AppConfigService } from '../../../config/app-config.service';
 import { KNOWLEDGE_EMBEDDING_PROVIDER, type EmbeddingProvider } from '../../../knowledge/embedding/embedding-provider.port';
 import { summarizeParameters } from './tool-text.util';
 import { assertUnreachable } from '../../../common/util/assert-unreachable.util';
+import { deadline } from '../../../common/util/abort.util';
 import { ToolRegistryService, type ToolRegistryChange } from '../../../tools/tool-registry.service';
 import { ToolIndex, type ToolIndexHit } from './tool-index';
 import { fuseTasks, searchMultiIntent, tasksOf } from './multi-intent-search';
@@ -93,11 +94,13 @@ export class ToolIndexService implements OnModuleDestroy {
     const tasks = tasksOf(query);
     const texts = tasks.length > 1 ? [query, ...tasks] : [query];
     let vecs: number[][] | undefined;
+    const limit = deadline(signal, ToolIndexService.EMBED_QUERY_TIMEOUT_MS, { unref: true });
     try {
-      const timeout = AbortSignal.timeout(ToolIndexService.EMBED_QUERY_TIMEOUT_MS);
-      vecs = await this.embedder.embed(texts, signal ? AbortSignal.any([signal, timeout]) : timeout);
+      vecs = await this.embedder.embed(texts, limit.signal);
     } catch (err) {
       this.logger.warn(`query embedding failed, BM25 only: ${(err as Error).message}`);
+    } finally {
+      limit.dispose();
     }
     if (!vecs || vecs.length !== texts.length) return this.search(query, k, minScore, filter);
     const byText = new Map(texts.map((t, i) => [t, vecs[i]] as const));

@@ -12,6 +12,7 @@ import { runToolStep, stepMessages, type ExecutedCall } from './unified.tool-ste
 import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
+import { withTimeout as limitTime } from '../../../common/util/abort.util';
 
 /** The instruction of the final, tool-free model call, by why the loop stopped. */
 const FINAL_ANSWER_INSTRUCTION = {
@@ -377,10 +378,5 @@ async function retrieveFor(ctx: ProtocolExecutionContext, prompt: string): Promi
 }
 
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p.catch(() => undefined), new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return limitTime(p.catch(() => undefined), ms, undefined);
 }
