@@ -31,10 +31,10 @@ describe('CloseIdleOnShutdown', () => {
           res.on('end', resolve);
         }).end();
       });
-      await waitFor(() => pending, { what: 'the request to reach the server' });
+      const open = await waitFor(() => pending, { what: 'the request to reach the server' });
       if (installed) new CloseIdleOnShutdown({ httpAdapter: { getHttpServer: () => server } } as unknown as HttpAdapterHost).beforeApplicationShutdown();
       const closed = new Promise<string>((r) => server.close(() => r('closed')));
-      pending.end();
+      open.end();
       await body;
       // well inside the 5 s keep-alive timeout that would otherwise hold the connection
       expect(await Promise.race([closed, scriptedDelay(1_000).then(() => 'still open')])).toBe(expected);
