@@ -13,7 +13,7 @@ class SkipSummaryReporter {
         if (t.status !== 'pending' && t.status !== 'skipped' && t.status !== 'todo') continue;
         skipped++;
         const m = TAG.exec([...t.ancestorTitles, t.title].join(' '));
-        const need = m ? m[1] : 'no reason given';
+        const need = m ? m[1] : 'without a reason in their title (an it.skip, or left out by -t)';
         const entry = byNeed.get(need) ?? { count: 0, reasons: new Set() };
         entry.count++;
         if (m) entry.reasons.add(m[2]);
