@@ -24,4 +24,6 @@ module.exports = {
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   modulePathIgnorePatterns: ['<rootDir>/dist/'],
   maxWorkers: 2,
+  // the summary of skipped cases and why (PostgreSQL-only, Chromium) after the default output
+  reporters: ['default', '<rootDir>/test/support/skip-summary-reporter.js'],
 };

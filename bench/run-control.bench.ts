@@ -16,6 +16,7 @@ import { createServer, request, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SseReader } from '../test/support/sse-reader';
 
 const RUNS = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 20;
 const DIST = join(__dirname, '..', 'dist', 'main.js');
@@ -76,17 +77,12 @@ function oneRun(a: number, b: number, model: { closedAt: Map<string, number> }):
   return new Promise((resolve, reject) => {
     let sentAt = 0;
     let requestId = '';
-    let buf = '';
+    const sse = new SseReader();
     const req = request({ host: '127.0.0.1', port: a, path: '/api/chat/messages_two_stage', method: 'POST', headers: { 'content-type': 'application/json' } }, (res: IncomingMessage) => {
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? '{}');
+      res.on('data', (chunk: Buffer) => {
+        for (const f of sse.push(chunk)) {
+          const event = f.event;
+          const data = JSON.parse(f.data || '{}');
           if (event === 'start') requestId = data.requestId;
           if (event === 'chunk' && !sentAt) {
             sentAt = Date.now();

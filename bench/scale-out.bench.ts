@@ -20,6 +20,7 @@ import { scratchDatabase } from './load/scratch-db';
 import { statementsSent } from './load/orion-metrics';
 import { cpuMs } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
+import { readSseFrames } from '../test/support/sse-reader';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -49,25 +50,13 @@ interface SseEvent {
 /** Reads an SSE answer event by event; `onEvent` returning true stops reading (the connection is dropped). */
 async function readSse(res: Response, onEvent: (e: SseEvent) => boolean | void): Promise<SseEvent[]> {
   const seen: SseEvent[] = [];
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return seen;
-    buf += decoder.decode(value, { stream: true });
-    let k: number;
-    while ((k = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, k);
-      buf = buf.slice(k + 2);
-      const e: SseEvent = { id: Number(/^id: (.*)$/m.exec(block)?.[1] ?? 0), event: /^event: (.*)$/m.exec(block)?.[1] ?? 'message', data: JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? '{}') };
-      seen.push(e);
-      if (onEvent(e)) {
-        await reader.cancel();
-        return seen;
-      }
-    }
-  }
+  // stopping early ends the iteration, which cancels the body (the connection is dropped)
+  await readSseFrames(res.body as unknown as AsyncIterable<Uint8Array>, (f) => {
+    const e: SseEvent = { id: Number(f.id ?? 0), event: f.event, data: JSON.parse(f.data || '{}') };
+    seen.push(e);
+    return onEvent(e) === true;
+  });
+  return seen;
 }
 
 const post = (port: number, path: string, body: unknown) => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

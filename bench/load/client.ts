@@ -4,6 +4,7 @@
  * latency is arrival time minus the emit time the fake model wrote into the delta's content.
  */
 import { Agent, request } from 'node:http';
+import { SseReader } from '../../test/support/sse-reader';
 
 export interface LoadResult {
   completed: number;
@@ -65,25 +66,21 @@ export async function runLoad(opts: { port: number; path: string; n: number; ram
           res.on('error', () => finish(`HTTP ${res.statusCode}`));
           return;
         }
-        let buf = '';
+        const sse = new SseReader();
         let done = false;
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
+        res.on('data', (c: Buffer) => {
           const at = now();
           r.dataEvents++;
-          r.sseBytes += Buffer.byteLength(c);
-          buf += c;
-          let k: number;
-          while ((k = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, k);
-            buf = buf.slice(k + 2);
-            const event = /^event: (.*)$/m.exec(block)?.[1];
-            if (event === 'chunk') for (const m of block.matchAll(STAMP)) lat.push(at - Number(m[1]));
+          r.sseBytes += c.length;
+          for (const f of sse.push(c)) {
+            const event = f.event;
+            const data = f.data;
+            if (event === 'chunk') for (const m of data.matchAll(STAMP)) lat.push(at - Number(m[1]));
             else if (event === 'tool_calls') r.toolCalls++;
-            else if (event === 'error') return finish(`error event: ${/"code":"([^"]*)","message":"([^"]{0,160})/.exec(block)?.slice(1).join(': ') ?? block.slice(0, 200)}`);
+            else if (event === 'error') return finish(`error event: ${/"code":"([^"]*)","message":"([^"]{0,160})/.exec(data)?.slice(1).join(': ') ?? data.slice(0, 200)}`);
             else if (event === 'done') {
               done = true;
-              const stop = /"stopReason":"(\w+)"/.exec(block)?.[1];
+              const stop = /"stopReason":"(\w+)"/.exec(data)?.[1];
               if (stop !== 'final_answer') return finish(`stopReason ${stop}`);
             }
           }

@@ -11,6 +11,7 @@ import { readdir } from 'node:fs/promises';
 import { Agent, createServer, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { SseReader } from '../../test/support/sse-reader';
 
 const MODEL = new URL(process.env.FLOOR_MODEL_URL ?? 'http://127.0.0.1:1/v1');
 const WORKSPACE = process.env.FLOOR_WORKSPACE ?? '.';
@@ -25,15 +26,10 @@ type Msg = Record<string, unknown>;
 function callModel(messages: Msg[], res: ServerResponse): Promise<ToolCall | undefined> {
   return new Promise((resolve, reject) => {
     const req = request({ host: MODEL.hostname, port: MODEL.port, path: `${MODEL.pathname}/chat/completions`, method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (up) => {
-      let buf = '';
+      const sse = new SseReader();
       let call: ToolCall | undefined;
-      up.setEncoding('utf8');
-      up.on('data', (c: string) => {
-        buf += c;
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const line = buf.slice(6, i);
-          buf = buf.slice(i + 2);
+      up.on('data', (c: Buffer) => {
+        for (const { data: line } of sse.push(c)) {
           if (line === '[DONE]') continue;
           const delta = JSON.parse(line).choices?.[0]?.delta;
           if (delta?.content) res.write(`event: chunk\ndata: ${JSON.stringify({ content: delta.content })}\n\n`);

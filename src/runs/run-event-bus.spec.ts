@@ -20,9 +20,13 @@ function fakeNotifier() {
 }
 
 const ev = (seq: number) => [{ seq, type: 'chunk', data: { seq } }];
-const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// the bus batches NOTIFYs over an interval: the tests move the clock past it (fake timers) instead of waiting it out
+const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
 describe('RunEventBus', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   it('announces a streaming run by NOTIFY only while a follower on another instance watches it; its end always', async () => {
     const { notifier, sent } = fakeNotifier();
     const executing = new RunEventBus(notifier);
@@ -30,16 +34,16 @@ describe('RunEventBus', () => {
     const events = () => sent.filter(([c]) => c === RUN_EVENTS_CHANNEL).length;
 
     executing.publish('r1', ev(1));
-    await tick(RunEventBus.NOTIFY_INTERVAL_MS + 30);
+    await advance(RunEventBus.NOTIFY_INTERVAL_MS + 30);
     executing.publish('r1', ev(2));
-    await tick(RunEventBus.NOTIFY_INTERVAL_MS + 30);
+    await advance(RunEventBus.NOTIFY_INTERVAL_MS + 30);
     expect(events()).toBe(0);
 
     let wakes = 0;
     const stop = await elsewhere.watch('r1', () => wakes++);
     expect(sent).toContainEqual([RUN_WATCH_CHANNEL, 'r1']);
     executing.publish('r1', ev(3));
-    await tick(RunEventBus.NOTIFY_INTERVAL_MS + 30);
+    await advance(RunEventBus.NOTIFY_INTERVAL_MS + 30);
     expect(events()).toBe(1);
     expect(wakes).toBe(1);
 
@@ -58,7 +62,7 @@ describe('RunEventBus', () => {
     const stop = await bus.watch('r2', () => wakes++);
     bus.publish('r2', ev(2));
     expect(wakes).toBe(1);
-    await tick(RunEventBus.NOTIFY_INTERVAL_MS + 30);
+    await advance(RunEventBus.NOTIFY_INTERVAL_MS + 30);
     expect(sent).toEqual([]);
     stop();
     await bus.onApplicationShutdown();

@@ -2,13 +2,14 @@ import type { RunEventRepository, StoredRunEvent } from './repositories/run-even
 import type { SentEvent } from './run-event-bus.service';
 import fc from 'fast-check';
 import { RunStream } from './run-stream';
+import { scriptedDelay } from '../../test/support/scripted-delay';
 
 /** A repository that stores slowly, to see whether anything is sent before it is stored. */
 function slowRepo(delayMs: number) {
   const stored: StoredRunEvent[] = [];
   const repo = {
     insertMany: async (_id: string, rows: StoredRunEvent[]) => {
-      await new Promise((r) => setTimeout(r, delayMs));
+      await scriptedDelay(delayMs);
       stored.push(...rows);
     },
   } as unknown as RunEventRepository;
@@ -119,7 +120,7 @@ describe('RunStream', () => {
     // the model's stream goes on while [a] is stored: no chunk below a full batch makes it wait
     expect(stream.chunk('b')).toBeNull();
     expect(stream.chunk('c')).toBeNull();
-    await new Promise((r) => setTimeout(r, RunStream.CHUNK_BATCH_MS * 2));
+    await scriptedDelay(RunStream.CHUNK_BATCH_MS * 2); // the batch time passes
     expect(inserted).toEqual([['a']]); // their batch time passed, but [a] is still in flight
     releases[0]();
     await first;

@@ -273,10 +273,10 @@ describe('ToolRunnerService', () => {
 
     it('uses TOOL_TIMEOUT_MS when the tool sets none, and abandons a tool that ignores its signal', async () => {
       const { runner } = setup([tool({ name: 'hang', execute: () => new Promise(() => undefined) })], { TOOL_TIMEOUT_MS: 80 });
-      const t0 = Date.now();
+      // the tool never settles: an outcome at all means the runner gave up on it, at TOOL_TIMEOUT_MS
       const r = await runner.run({ name: 'hang', arguments: '{}' }, ctx());
       expect(r.outcome).toBe('timeout');
-      expect(Date.now() - t0).toBeLessThan(2000);
+      expect((r.output as { message: string }).message).toContain('timed out after 80 ms');
     });
 
     it('classifies a caller abort during execution as outcome "cancelled" (not a tool failure)', async () => {

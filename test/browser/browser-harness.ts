@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { NEEDS_CHROMIUM, skippedTitle } from '../support/skip-reason';
 
 /**
  * Headless Chromium for the browser suites (issue #7): Debian's `chromium` driven by
@@ -47,7 +48,7 @@ export function describeBrowser(name: string, body: () => void): void {
   }
   // straight to stderr: Jest drops the console buffer of a file whose tests are all skipped
   process.stderr.write(`\nSKIPPED browser suite "${name}": ${how}. Set ORION_REQUIRE_BROWSER=1 to fail instead.\n`);
-  describe.skip(name, body);
+  describe.skip(skippedTitle(name, NEEDS_CHROMIUM, `not found at ${CHROMIUM_PATH}`), body);
 }
 
 export async function launchChromium(): Promise<Browser> {

@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { describeBrowser, launchChromium, openPage, screenshot, unlabeledControls, type PageProblems } from './browser-harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue #7, the chat page at `/` in headless Chromium against the whole app, with a local
@@ -53,14 +54,18 @@ describeBrowser('chat page (/) in headless Chromium', () => {
   const state = () => page.evaluate(() => (window as any).__orion?.state() ?? null).catch(() => null); // null while navigating
   /** Polls the page's turn state from here: the page's CSP forbids the eval a string predicate would need. */
   const waitForState = async (predicate: (s: any) => boolean, timeout = 15_000) => {
-    const until = Date.now() + timeout;
     let last: any = null;
-    while (Date.now() < until) {
-      last = await state();
-      if (last && predicate(last)) return last;
-      await new Promise((r) => setTimeout(r, 40));
+    try {
+      return await waitFor(
+        async () => {
+          last = await state();
+          return last && predicate(last) ? last : null;
+        },
+        { timeoutMs: timeout, intervalMs: 40, what: 'the turn state' },
+      );
+    } catch (e) {
+      throw new Error(`${(e as Error).message}; last: ${JSON.stringify(last && { status: last.status, content: last.content, error: last.error })}`);
     }
-    throw new Error(`turn state not reached in ${timeout} ms; last: ${JSON.stringify(last && { status: last.status, content: last.content, error: last.error })}`);
   };
   const words = (n: number, prefix = 'w') => Array.from({ length: n }, (_, i) => ({ text: `${prefix}${i + 1} ` }));
   const storedAnswer = async (conversationId: string, requestId: string) => {
@@ -372,8 +377,8 @@ describeBrowser('chat page (/) in headless Chromium', () => {
       await screenshot(page.locator('.message.live'), 'chat-sources-card');
 
       // the CSP on its own: an outside image and an inline script added behind the sanitizer's back
-      const violations = await page.evaluate(async (src) => {
-        const seen: string[] = [];
+      await page.evaluate((src) => {
+        const seen: string[] = ((window as any).__cspSeen = []);
         document.addEventListener('securitypolicyviolation', (e) => seen.push(e.violatedDirective));
         const img = document.createElement('img');
         img.src = `${src}/csp.png`;
@@ -381,9 +386,10 @@ describeBrowser('chat page (/) in headless Chromium', () => {
         const s = document.createElement('script');
         s.textContent = "window.__pwned = 'inline'";
         document.body.append(s);
-        await new Promise((r) => setTimeout(r, 300));
-        return { seen, pwned: (window as any).__pwned };
       }, px);
+      // the browser reports violations asynchronously: wait for both reports, then look
+      await waitFor(async () => ((await page.evaluate(() => (window as any).__cspSeen)) as string[]).length >= 2, { what: 'the page to report two CSP violations' });
+      const violations = await page.evaluate(() => ({ seen: (window as any).__cspSeen as string[], pwned: (window as any).__pwned }));
       expect(violations.pwned).toBeUndefined();
       expect(violations.seen).toEqual(expect.arrayContaining(['img-src', 'script-src-elem']));
       expect(tracked).toEqual([]);

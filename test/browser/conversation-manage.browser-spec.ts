@@ -93,9 +93,17 @@ describeBrowser('chat page: rename and delete conversations', () => {
     expect(await page.locator('#conversation-title').textContent()).toBe('delete me');
 
     const dialogs: string[] = [];
+    // counts the DELETEs the page starts: a refused confirmation must start none
+    await page.evaluate(() => {
+      const w = window as any;
+      const f = window.fetch.bind(window);
+      w.__deletes = 0;
+      window.fetch = (input: RequestInfo | URL, init?: RequestInit) => (init?.method === 'DELETE' && w.__deletes++, f(input, init));
+    });
     page.once('dialog', answerDialog(false, dialogs));
     await page.getByRole('button', { name: 'Delete delete me' }).click();
-    await page.waitForTimeout(200); // a refused confirmation sends nothing; give a wrong DELETE the time to land
+    // the click's handler has run to its end (a fetch it made was started) before this evaluation runs
+    expect(await page.evaluate(() => (window as any).__deletes)).toBe(0);
     expect(dialogs[0]).toContain('delete me');
     expect(await titles()).toEqual(['keep me', 'delete me']);
 

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ConversationRepository } from '../../src/chat/repositories/conversation.repository';
 import { startApp, type TestApp } from '../support/app';
-import { onPostgres } from '../support/db';
+import { itOnPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue 18: renaming and deleting a conversation over HTTP, on PGlite here and PostgreSQL on
@@ -183,7 +184,7 @@ describe('rename and delete a conversation', () => {
   });
 
   // PostgreSQL only: PGlite has one connection, so no second one can hold the lock meanwhile
-  (onPostgres() ? it : it.skip)('a turn whose conversation is deleted while the turn opens gets 404 and stores nothing', async () => {
+  itOnPostgres('PGlite has one connection, so no second one can hold the lock', 'a turn whose conversation is deleted while the turn opens gets 404 and stores nothing', async () => {
     const { conversationId } = await turn('soon gone', 'gone');
     const qr = ds.createQueryRunner();
     await qr.connect();
@@ -194,7 +195,9 @@ describe('rename and delete a conversation', () => {
       llm.enqueue(respond.turn([{ text: 'never' }]));
       const sent = json(`${t.url}/api/chat/messages`, 'POST', { content: 'one more', projectId: 'gone', conversationId });
       // the turn reads the conversation (still committed), then its opening statement waits for the lock
-      await new Promise((r) => setTimeout(r, 500));
+      await waitFor(async () => (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).length > 0, {
+        what: "the turn's opening statement to wait for the conversation's lock",
+      });
       await qr.commitTransaction();
       const res = await sent;
       expect(res.status).toBe(404);

@@ -7,6 +7,7 @@ import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
 import { startCanary, startTestServer, type Canary, type TestServer } from '../support/net-test-servers';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue 14 item 4 over HTTP: instructions planted in a page, a workspace file, a knowledge
@@ -79,7 +80,7 @@ describe('injection canaries', () => {
     const stored = await (await fetch(`${t.url}/api/chat/runs/${requestId}/events`)).text();
     const messages = await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).text();
     const trace: Array<{ type: string; details: Record<string, unknown> }> = await (await fetch(`${t.url}/api/trace?requestId=${requestId}&limit=5000`)).json();
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => captured.requestLogged(`/api/trace?requestId=${requestId}`), { what: 'the log line of the last request' });
     // a `sources` event quotes what was read to the user (a knowledge citation's snippet): that is the source, not a leak
     const notSources = (blocks: string[]) => blocks.filter((b) => !/^event: sources$/m.test(b) && !b.includes('"event":"sources"'));
     return {

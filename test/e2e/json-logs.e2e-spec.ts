@@ -5,6 +5,7 @@ import { loggingParams } from '../../src/observability/logging';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /** The service's JSON logs, captured from the pino destination: one object a line, the turn's requestId on its lines, no key. */
 describe('structured JSON logs', () => {
@@ -42,7 +43,8 @@ describe('structured JSON logs', () => {
     expect(res.events.at(-1)!.event).toBe('done');
     // the one route that takes a query-string key (an EventSource reopening the stream)
     await sse(`${t.url}/api/chat/runs/${requestId}/events?access_token=${KEY}`, { timeoutMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    // the access line is written when the response finishes, possibly after the client read it
+    await waitFor(() => lines.find((l) => l.msg === 'request completed' && l.req?.url?.startsWith('/api/chat/runs/')), { what: "the reopened stream's access log line" });
 
     const completed = lines.find((l) => l.msg === 'request completed' && l.req?.url?.startsWith('/api/chat/messages'));
     expect(completed).toMatchObject({ level: 30, service: 'orion', requestId, res: { statusCode: 200 } });

@@ -4,6 +4,7 @@ import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue #29: a stream whose instance lost its run's lease (it stalled past it and another
@@ -47,15 +48,6 @@ describe('a stream whose instance lost its run lease', () => {
     await llm?.close();
   });
   beforeEach(() => llm.reset());
-
-  const waitFor = async (cond: () => boolean | Promise<boolean>, ms = 10_000) => {
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      if (await cond()) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error('condition not met in time');
-  };
 
   /** what the claim of an expired lease does to the run (RunRepository.claimExpired), for this run */
   const claim = (requestId: string) =>
@@ -123,7 +115,7 @@ describe('a stream whose instance lost its run lease', () => {
     const { requestId, events } = await turnTakenOver('/api/chat/messages', async (id) => {
       await claim(id);
       // the end is stored only once this instance has stopped the turn (its model request closed)
-      void waitFor(() => llm.chatRequests.at(-1)?.closedEarlyAt !== undefined).then(() => close(id));
+      void waitFor(() => llm.chatRequests.at(-1)?.closedEarlyAt !== undefined, { timeoutMs: 10_000, what: 'the model request to close' }).then(() => close(id));
     });
     expect(llm.chatRequests.at(-1)?.closedEarlyAt).toBeDefined();
     await expectStoredEnd(requestId, events);

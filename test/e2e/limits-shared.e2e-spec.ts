@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { startApp, type TestApp } from '../support/app';
-import { onPostgres } from '../support/db';
+import { describeOnPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
+import { waitFor } from '../support/wait-for';
 
 const KEY = 'shared-limit-key';
 const auth = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -55,7 +56,7 @@ describe('limits shared through the database', () => {
     }
   }, 60_000);
 
-  (onPostgres() ? describe : describe.skip)('across two instances on one PostgreSQL', () => {
+  describeOnPostgres('two instances share one database only on a PostgreSQL server', 'across two instances on one PostgreSQL', () => {
     let a: TestApp;
     let b: TestApp;
     afterEach(async () => {
@@ -103,7 +104,8 @@ describe('limits shared through the database', () => {
       const keyId = `env:${createHash('sha256').update(KEY).digest().subarray(0, 4).toString('hex')}`;
       await a.app.get(DataSource).query(`INSERT INTO turn_slots (key_id, project_id, instance, expires_at) VALUES ($1, 'default', 'gone:1', now() + interval '1 second')`, [keyId]);
       expect(await startTurn(a.url)).toMatchObject({ status: 429, limit: 'MAX_CONCURRENT_TURNS_PER_KEY' });
-      await new Promise((r) => setTimeout(r, 1200));
+      const ds = a.app.get(DataSource);
+      await waitFor(async () => (await ds.query(`SELECT 1 FROM turn_slots WHERE instance = 'gone:1' AND expires_at > now()`)).length === 0, { what: 'the dead instance\'s slot lease to lapse' });
       llm.enqueue(slowTurn(30));
       expect((await startTurn(a.url)).status).toBe(200);
     }, 60_000);

@@ -1,7 +1,9 @@
+import { DataSource } from 'typeorm';
 import { startApp, type TestApp } from '../support/app';
 import { openAiChunksFromSteps } from '../support/llm-wire';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 const KEY = 'burst-key';
 const auth = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -94,7 +96,8 @@ describe('limits', () => {
         ids.push(started.events[0].data.requestId as string);
       }
       const status = async (id: string) => ((await (await fetch(`${t.url}/api/chat/runs/${id}`, { headers: auth })).json()) as { status: string }).status;
-      await new Promise((r) => setTimeout(r, 200));
+      // both runs reached the model after their clients left: they go on without a client
+      await waitFor(() => llm.chatRequests.length >= 2, { what: 'both detached runs to call the model' });
       expect(await Promise.all(ids.map(status))).toEqual(['running', 'running']);
       // both runs go on without a client and still count: a third turn is refused
       const third = await fetch(`${t.url}/api/chat/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ content: 'third' }) });
@@ -105,10 +108,10 @@ describe('limits', () => {
       expect(execute.status).toBe(429);
       await execute.text();
       open();
-      for (let i = 0; i < 100 && (await Promise.all(ids.map(status))).some((s) => s === 'running'); i++) await new Promise((r) => setTimeout(r, 100));
+      await waitFor(async () => !(await Promise.all(ids.map(status))).includes('running'), { timeoutMs: 10_000, what: 'both runs to end once the model answers' });
       expect(await Promise.all(ids.map(status))).toEqual(['completed', 'completed']);
       // their slots are back: a turn is accepted again
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(async () => (await t.app.get(DataSource).query('SELECT 1 FROM turn_slots')).length === 0, { what: 'the runs to give their slots back' });
       const after = await sse(`${t.url}/api/chat/messages`, { body: { content: 'after' }, headers: auth });
       expect(after.status).toBe(200);
       expect(after.events.at(-1)!.event).toBe('done');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { startApp, type TestApp } from '../support/app';
-import { onPostgres } from '../support/db';
+import { itOnPostgres, onPostgres } from '../support/db';
 import { startHttpMcpServer, type HttpMcpTestServer } from '../support/mcp-http-server';
 import { waitFor } from '../support/mcp-test-kit';
 import { ReplayServer, respond } from '../support/replay-server';
@@ -165,7 +165,7 @@ describe('pinned MCP tools', () => {
     }
   }, 90_000);
 
-  (onPostgres() ? it : it.skip)('an approval on one instance releases the tool on another running instance (PostgreSQL NOTIFY)', async () => {
+  itOnPostgres('LISTEN/NOTIFY between instances needs a PostgreSQL server', 'an approval on one instance releases the tool on another running instance (PostgreSQL NOTIFY)', async () => {
     const a = await start();
     const b = await start({}, { databaseUrl: a.databaseUrl });
     try {

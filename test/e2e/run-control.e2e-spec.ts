@@ -3,9 +3,10 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { startApp, type TestApp } from '../support/app';
-import { onPostgres } from '../support/db';
+import { describeOnPostgres, onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue #7, server side: cancel, pause/resume from a checkpoint, reconnect with Last-Event-ID,
@@ -26,14 +27,6 @@ function seedWorkspace(t: TestApp): void {
 
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const textOf = (events: SseEvent[]) => events.filter((e) => e.event === 'chunk').map((e) => e.data.content).join('');
-const waitFor = async (cond: () => Promise<boolean>, ms = 5000) => {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('condition not met in time');
-};
 
 describe('run control on one instance', () => {
   let llm: ReplayServer;
@@ -52,26 +45,24 @@ describe('run control on one instance', () => {
 
   it('cancel ends the live stream with done{cancelled}, aborts the model request, stores the partial answer; resume is then 409 run_cancelled', async () => {
     llm.enqueue(respond.turn([{ text: 'one ' }, { text: 'two ' }, { text: 'three ' }, { text: 'four ' }, { text: 'five' }], { faults: { delayMs: 300 } }));
-    let cancelledAt = 0;
     let cancel: Promise<Response> | undefined;
     const res = await sse(`${t.url}/api/chat/messages_two_stage`, {
       body: { content: 'count' },
       onEvent: (e) => {
-        if (e.event === 'chunk' && !cancelledAt) {
-          cancelledAt = Date.now();
+        if (e.event === 'chunk' && !cancel) {
           cancel = post(`${t.url}/api/chat/runs/${e.data.requestId}/cancel`, {});
         }
       },
     });
     expect((await cancel!).status).toBe(202);
     // the model request was aborted, not left to finish
-    await waitFor(async () => llm.chatRequests[0].closedEarlyAt !== undefined);
-    expect(llm.chatRequests[0].closedEarlyAt! - cancelledAt).toBeLessThan(1500);
+    await waitFor(() => llm.chatRequests[0].closedEarlyAt !== undefined, { what: 'the model request to close' });
+    // before the model got to its last words (it sends one every 300 ms); latency is bench:run-control's job
+    expect(llm.chatRequests[0].framesSent).toBeLessThan(5);
     const done = res.events.at(-1)!;
     expect(done.event).toBe('done');
     expect(done.data.stopReason).toBe('cancelled');
-    // a sanity bound well under the turn's natural length (5 × 300 ms); latency is bench:run-control's job
-    expect(Date.now() - cancelledAt).toBeLessThan(1500);
+    expect(res.events.filter((e) => e.event === 'chunk').length).toBeLessThan(5);
     expect(textOf(res.events)).not.toContain('five');
     const requestId = res.events[0].data.requestId as string;
     const run = await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json();
@@ -276,8 +267,10 @@ describe('run control on one instance', () => {
       JSON.stringify({ ...base, seq: 2, content: 'Half an ' }),
       JSON.stringify({ ...base, seq: 3, content: 'answer' }),
     ]);
-    const follower = sse(`${t.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': '1' } });
-    await new Promise((r) => setTimeout(r, 200));
+    let replayed = 0;
+    const follower = sse(`${t.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': '1' }, onEvent: () => void replayed++ });
+    // the follower is attached once the stored chunks after Last-Event-ID reached it
+    await waitFor(() => replayed >= 2, { what: 'the follower to receive the two stored chunks' });
     expect(await t.app.get(RunSweeperService).sweep()).toEqual([requestId]);
     const followed = await follower;
     expect(followed.events.map((e) => e.event)).toEqual(['chunk', 'chunk', 'error', 'done']);
@@ -290,7 +283,7 @@ describe('run control on one instance', () => {
   });
 });
 
-(onPostgres() ? describe : describe.skip)('run control across two instances on one PostgreSQL', () => {
+describeOnPostgres('two instances share one database only on a PostgreSQL server', 'run control across two instances on one PostgreSQL', () => {
   let llm: ReplayServer;
   let a: TestApp;
   let b: TestApp;
@@ -310,23 +303,24 @@ describe('run control on one instance', () => {
 
   it('a cancel sent to B stops a run streaming from A within a second and aborts its model request', async () => {
     llm.enqueue(respond.turn(Array.from({ length: 40 }, (_, i) => ({ text: `t${i} ` })), { faults: { delayMs: 100 } }));
-    let sentAt = 0;
+    let sent = false;
     const res = await sse(`${a.url}/api/chat/messages_two_stage`, {
       body: { content: 'stream slowly' },
       onEvent: (e) => {
-        if (e.event === 'chunk' && !sentAt) {
-          sentAt = Date.now();
+        if (e.event === 'chunk' && !sent) {
+          sent = true;
           void post(`${b.url}/api/chat/runs/${e.data.requestId}/cancel`, {});
         }
       },
     });
     expect(res.events.at(-1)!.data.stopReason).toBe('cancelled');
-    // issue #7: within a second (p95 measured by bench:run-control); the turn itself would take 4 s
-    expect(Date.now() - sentAt).toBeLessThan(2000);
+    // issue #7: within a second (p95 measured by bench:run-control). Counted in the model's words,
+    // one per 100 ms: fewer than 20 means it stopped well within 2 s, the turn itself has 40
+    expect(res.events.filter((e) => e.event === 'chunk').length).toBeLessThan(20);
     expect(textOf(res.events)).not.toContain('t39');
     // A's request to the model was aborted
-    await waitFor(async () => llm.chatRequests[0].closedEarlyAt !== undefined);
-    expect(llm.chatRequests[0].closedEarlyAt! - sentAt).toBeLessThan(2000);
+    await waitFor(() => llm.chatRequests[0].closedEarlyAt !== undefined, { what: "A's model request to close" });
+    expect(llm.chatRequests[0].framesSent).toBeLessThan(20);
   });
 
   it('a run paused on A resumes on B and completes with each tool run once', async () => {
@@ -366,7 +360,7 @@ describe('run control on one instance', () => {
     expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
     expect(rest.events.at(-1)!.event).toBe('done');
     expect(textOf(all)).toBe(Array.from({ length: 30 }, (_, i) => `x${i} `).join(''));
-    await waitFor(async () => (await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).status === 'completed');
+    await waitFor(async () => (await (await fetch(`${b.url}/api/chat/runs/${requestId}`)).json()).status === 'completed', { what: 'the run to read completed on B' });
   });
 });
 
@@ -378,7 +372,6 @@ describe('shutdown during a turn', () => {
     try {
       llm.enqueue(respond.turn(Array.from({ length: 100 }, (_, i) => ({ text: `s${i} ` })), { faults: { delayMs: 100 } }));
       let closing: Promise<void> | null = null;
-      const started = Date.now();
       const res = await sse(`${t.url}/api/chat/messages_two_stage`, {
         body: { content: 'long', options: { detach: true } },
         onEvent: (e) => {
@@ -386,7 +379,9 @@ describe('shutdown during a turn', () => {
         },
       });
       await closing;
-      expect(Date.now() - started).toBeLessThan(5000); // not the ~10 s the turn would take
+      // the model was cut off, not left to finish its 100 words (~10 s at one per 100 ms)
+      expect(res.events.filter((e) => e.event === 'chunk').length).toBeLessThan(50);
+      expect(llm.chatRequests[0].framesSent).toBeLessThan(50);
       expect(res.events.at(-1)!.event).toBe('done');
       expect(res.events.at(-1)!.data.stopReason).toBe('cancelled');
       if (onPostgres()) {

@@ -8,6 +8,7 @@ import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
 import { startCanary, type Canary } from '../support/net-test-servers';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseEvent } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /** Issue 14 item 5 over HTTP: an MCP server's env value and the model key are secrets that never leave. */
 const MCP_CANARY = 'mcp-env-canary-7Q2xK9vLp4';
@@ -49,7 +50,7 @@ describe('secret canaries', () => {
     const trace = await (await fetch(`${t.url}/api/trace?requestId=${requestId}&limit=5000`)).text();
     // the checkpoint a paused run would resume from is stored too
     const [run] = await t.app.get(DataSource).query('SELECT checkpoint::text AS checkpoint FROM runs WHERE request_id = $1', [requestId]);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => captured.requestLogged(`/api/trace?requestId=${requestId}`), { what: 'the log line of the last request' });
     return { raw, stored, messages, trace, checkpoint: String(run?.checkpoint ?? ''), logs: logs.join('') };
   };
   const occurrences = (texts: Record<string, string>, needle: string) =>
@@ -117,7 +118,7 @@ describe('secret canaries', () => {
     expect(text).toContain('refused by policy');
     const trace = await (await fetch(`${t.url}/api/trace?requestId=${body.requestId}&limit=5000`)).text();
     expect(trace).toContain('tool_call_refused');
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => captured.requestLogged(`/api/trace?requestId=${body.requestId}`), { what: 'the log line of the last request' });
     expect(occurrences({ answer: text, trace, logs: logs.join('') }, KEY_CANARY)).toEqual({ answer: 0, trace: 0, logs: 0 });
   });
 });

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { startApp, type TestApp } from '../support/app';
 import { waitFor } from '../support/mcp-test-kit';
 import { ReplayServer, respond } from '../support/replay-server';
+import { scriptedDelay } from '../support/scripted-delay';
 import { SseParser, sse, type SseEvent } from '../support/sse-client';
 
 /**
@@ -46,8 +47,8 @@ describe('SSE backpressure and stored events', () => {
             if (!requestId && events.length) requestId = events[0].data.requestId as string;
             if (!paused && requestId) {
               paused = true;
-              res.pause(); // a client that stops reading
-              setTimeout(async () => {
+              res.pause(); // a client that stops reading, for a second and a half
+              void scriptedDelay(1500).then(async () => {
                 try {
                   const storedWhilePaused = (await storedEvents(requestId)).length;
                   // the server produced only what the socket buffers could take, not the whole answer
@@ -57,7 +58,7 @@ describe('SSE backpressure and stored events', () => {
                 } catch (e) {
                   reject(e);
                 }
-              }, 1500);
+              });
             }
           });
           res.on('end', resolve);

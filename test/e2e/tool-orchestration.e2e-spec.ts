@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
-import { fixtureServer } from '../support/mcp-test-kit';
+import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
 
 /** Issue #6 over real HTTP: Classic and NarrowTopK against the OpenAI-compatible adapter. */
 describe('POST /api/orchestration/execute', () => {
@@ -100,20 +100,12 @@ describe('POST /api/orchestration/execute', () => {
     writeFileSync(config, JSON.stringify({ mcpServers: { fx: { command: fx.command, args: fx.args, env: {} } } }));
     const app = await start({ MCP_CONFIG: config });
     try {
+      // the server's tools are listed shortly after start (until then the call is refused as a tool that is not offered)
+      await waitForTool(app.url, 'fx__fail');
       llm.enqueue(respond.turn([{ toolCall: { name: 'fx__fail', args: {} } }]));
-      let body: { executions: Array<Record<string, unknown>>; isSuccess: boolean; error: unknown } | undefined;
-      // the server's tools are listed shortly after start
-      // (until then the call is refused as a tool that is not offered)
-      for (let i = 0; i < 50 && (!body || body.executions[0]?.outcome === 'validation_error'); i++) {
-        if (i > 0) {
-          await new Promise((r) => setTimeout(r, 100));
-          llm.reset();
-          llm.enqueue(respond.turn([{ toolCall: { name: 'fx__fail', args: {} } }]));
-        }
-        body = (await post({ userInput: 'call fail', mode: 'Classic' }, app.url)).body;
-      }
-      expect(body!.executions[0]).toMatchObject({ toolName: 'fx__fail', outcome: 'exception', isError: true });
-      expect(JSON.stringify(body!.executions[0].resultObject)).toContain('something went wrong on purpose');
+      const body = (await post({ userInput: 'call fail', mode: 'Classic' }, app.url)).body as { executions: Array<Record<string, unknown>>; isSuccess: boolean; error: unknown };
+      expect(body.executions[0]).toMatchObject({ toolName: 'fx__fail', outcome: 'exception', isError: true });
+      expect(JSON.stringify(body.executions[0].resultObject)).toContain('something went wrong on purpose');
       expect(body).toMatchObject({ isSuccess: true, error: null });
     } finally {
       await app.close();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond, times } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue #4 over real HTTP and SSE: the OpenAI-compatible adapter talks to a local provider
@@ -256,11 +257,13 @@ describe('POST /api/chat/messages_two_stage', () => {
     });
     const requestId = res.events[0].data.requestId as string;
     const conversationId = res.events[0].data.conversationId as string;
-    let run: { status: string } = { status: 'running' };
-    for (let i = 0; i < 50 && run.status === 'running'; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      run = await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json();
-    }
+    const run = await waitFor(
+      async () => {
+        const r = (await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()) as { status: string };
+        return r.status === 'running' ? undefined : r;
+      },
+      { what: 'the run to end after the client left' },
+    );
     expect(run.status).toBe('cancelled');
     const msgs = await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json();
     const assistant = msgs.filter((m: { role: string }) => m.role === 'assistant');

@@ -13,7 +13,8 @@
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { Client } from 'pg';
-import { freePort, readSse, sleep, startModel, startOrion, type Instance, type ModelHook, type ModelScript, type Received } from './harness';
+import { freePort, readSse, startModel, startOrion, type Instance, type ModelHook, type ModelScript, type Received } from './harness';
+import { waitFor } from '../support/wait-for';
 
 const arg = (name: string, d: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
 const RUNS = arg('--runs', 10);
@@ -367,13 +368,12 @@ async function runOf(pg: Client, requestId: string) {
   return (await pg.query<{ status: string; conversation_id: string; user_message_id: string; stop_reason: string }>('SELECT status, conversation_id, user_message_id, stop_reason FROM runs WHERE request_id = $1', [requestId])).rows[0];
 }
 
-async function until(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return true;
-    await sleep(100);
-  }
-  return false;
+/** True once `fn` holds, false if it did not within `ms` (the caller reports that as a violation). */
+function until(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
+  return waitFor(fn, { timeoutMs: ms, intervalMs: 100 }).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

@@ -9,8 +9,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scriptedDelay } from '../support/scripted-delay';
+import { readSseFrames } from '../support/sse-reader';
+import { waitFor } from '../support/wait-for';
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type ModelHook = 'request' | 'answer-chunk' | 'answer-end' | 'page';
 export interface ModelScript {
@@ -39,7 +41,7 @@ export async function startModel(script: () => ModelScript, hook: (h: ModelHook,
       const s = script();
       if (req.url?.startsWith('/page')) {
         hook('page', 0);
-        await sleep(s.pageDelayMs ?? 0);
+        await scriptedDelay(s.pageDelayMs ?? 0);
         return res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>page</title></head><body><p>a slow page</p></body></html>');
       }
       if (!req.url?.includes('chat/completions')) return res.writeHead(404).end();
@@ -49,7 +51,7 @@ export async function startModel(script: () => ModelScript, hook: (h: ModelHook,
         const piece = 'x'.repeat(64 * 1024);
         for (let sent = 0; sent < s.longLine.length && !res.destroyed; sent += piece.length) {
           res.write(sent === 0 ? 'data: ' + piece : piece);
-          await sleep(1);
+          await scriptedDelay(1);
         }
         return res.end();
       }
@@ -69,7 +71,7 @@ export async function startModel(script: () => ModelScript, hook: (h: ModelHook,
           if (res.destroyed) return;
           res.write(chunk({ content: `${s.words[i]} ` }));
           hook('answer-chunk', i);
-          await sleep(s.delayMs);
+          await scriptedDelay(s.delayMs);
         }
         hook('answer-end', n);
         res.end(chunk({}, 'stop') + 'data: [DONE]\n\n');
@@ -94,16 +96,14 @@ export async function startOrion(dist: string, port: number, env: Record<string,
   // its working folder goes with it, however it ends
   child.once('exit', () => rmSync(cwd, { recursive: true, force: true }));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${url}/api/health/live`)).ok) return { port, url, child };
-    } catch {
-      /* starting */
-    }
-    await sleep(100);
+  try {
+    // a fetch that throws (not listening yet) counts as not yet
+    await waitFor(async () => (await fetch(`${url}/api/health/live`)).ok, { timeoutMs: 60_000, intervalMs: 100, what: `Orion on ${port} to start` });
+    return { port, url, child };
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
   }
-  child.kill('SIGKILL');
-  throw new Error(`Orion on ${port} did not start`);
 }
 
 export function freePort(): Promise<number> {
@@ -131,23 +131,13 @@ export async function readSse(url: string, body: unknown, onEvent: (e: Received)
     const res = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: method === 'POST' ? JSON.stringify(body) : undefined });
     status = res.status;
     if (!res.body) return { status, events };
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(part, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const event = /^event: ?(.*)$/m.exec(block)?.[1];
-        const id = /^id: ?(.*)$/m.exec(block)?.[1];
-        const data = /^data: ?(.*)$/m.exec(block)?.[1];
-        if (!event || data === undefined) continue;
-        const e = { id: Number(id), event, data: JSON.parse(data) as Record<string, unknown>, raw: data };
-        events.push(e);
-        onEvent(e);
-      }
-    }
+    await readSseFrames(res.body as unknown as AsyncIterable<Uint8Array>, (f) => {
+      // Orion names every event; an unnamed message is not one of its events
+      if (f.event === 'message') return;
+      const e = { id: Number(f.id), event: f.event, data: JSON.parse(f.data) as Record<string, unknown>, raw: f.data };
+      events.push(e);
+      onEvent(e);
+    });
   } catch {
     /* the instance died: what was received is what counts */
   }

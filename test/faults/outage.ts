@@ -18,7 +18,8 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort, readSse, sleep, startModel, startOrion, type Instance } from './harness';
+import { freePort, readSse, startModel, startOrion, type Instance } from './harness';
+import { waitFor } from '../support/wait-for';
 
 const DIST = process.env.ORION_DIST ?? join(__dirname, '..', '..', 'dist', 'main.js');
 const PG_ROOT = '/usr/lib/postgresql';
@@ -40,13 +41,12 @@ function asPostgres(bin: string, args: string[]): void {
   execFileSync(root ? 'runuser' : bin, root ? ['-u', 'postgres', '--', bin, ...args] : args, { stdio: 'ignore' });
 }
 
-async function until(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn().catch(() => false)) return true;
-    await sleep(200);
-  }
-  return false;
+/** True once `fn` holds (a check that throws counts as not yet), false if it did not within `ms`. */
+function until(fn: () => Promise<boolean>, ms: number): Promise<boolean> {
+  return waitFor(fn, { timeoutMs: ms, intervalMs: 200 }).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function main() {

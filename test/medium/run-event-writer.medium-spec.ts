@@ -6,7 +6,8 @@ import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/
 import { RunRepository } from '../../src/runs/repositories/run.repository';
 import { RunEventWriter } from '../../src/runs/run-event-writer.service';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
-import { onPostgres } from '../support/db';
+import { itOnPostgres } from '../support/db';
+import { waitFor } from '../support/wait-for';
 
 /** Group commit of run events against the real database (PGlite here, PostgreSQL on test:db). */
 describe('RunEventWriter (medium)', () => {
@@ -83,7 +84,7 @@ describe('RunEventWriter (medium)', () => {
   });
 
   // PostgreSQL only: PGlite is one connection, its statements never overlap
-  (onPostgres() ? it : it.skip)('two appends of the same runs that meet on a row both store their events (they queue, neither is aborted)', async () => {
+  itOnPostgres('PGlite is one connection, its statements never overlap', 'two appends of the same runs that meet on a row both store their events (they queue, neither is aborted)', async () => {
     const events = db.ctx.get(RunEventRepository);
     const phase = (seq: number) => ({ seq, type: 'phase', data: { seq, phaseIndex: seq, cycleIndex: 0, phase: 'tool_phase', status: 'start' } });
     const [id, other] = [await open(), await open()];
@@ -96,7 +97,7 @@ describe('RunEventWriter (medium)', () => {
       const append = (seq: number) => events.appendFencedMany([id, other].map((requestId) => ({ requestId, owner: 'me', rows: [phase(seq)] })));
       const both = Promise.allSettled([append(1), append(2)]);
       const waiting = async () => Number((await ds.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n);
-      for (let i = 0; i < 500 && (await waiting()) < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor(async () => (await waiting()) >= 2, { what: 'both appends to wait for the held row' });
       await holder.commitTransaction();
       const results = await both;
       expect(results.map((r) => (r.status === 'rejected' ? String((r.reason as Error).message) : r.status))).toEqual(['fulfilled', 'fulfilled']);

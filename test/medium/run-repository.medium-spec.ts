@@ -6,6 +6,7 @@ import { RunEntity } from '../../src/runs/entities/run.entity';
 import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
+import { waitFor } from '../support/wait-for';
 
 /** Every raw query of the runs repository against the real database (PGlite here, PostgreSQL on test:db). */
 describe('RunRepository raw SQL (medium)', () => {
@@ -197,7 +198,7 @@ describe('RunRepository raw SQL (medium)', () => {
       const id = await open({ owner: 'frozen', leaseMs: 1 });
       await events.appendFenced(id, 'frozen', [ev(1), ev(2)]);
       await expect(events.appendFenced(id, 'someone-else', [ev(3)])).rejects.toBeInstanceOf(LeaseLostError);
-      await new Promise((r) => setTimeout(r, 20));
+      await waitFor(async () => (await ds.query(`SELECT 1 FROM runs WHERE request_id = $1 AND lease_expires_at < now()`, [id])).length > 0, { what: 'the 1 ms lease to expire' });
       expect((await runs.claimExpired()).map((r) => r.requestId)).toContain(id);
       // the frozen instance wakes up: its events, checkpoint, progress and renewal are all refused
       await expect(events.appendFenced(id, 'frozen', [ev(3)])).rejects.toBeInstanceOf(LeaseLostError);

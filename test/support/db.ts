@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { NEEDS_POSTGRES, skippedTitle } from './skip-reason';
 
 /**
  * A fresh, migrated, isolated database for one test file:
@@ -35,4 +36,19 @@ export async function createTestDatabase(): Promise<{ url: string; kind: 'postgr
 /** True when this Jest run targets a PostgreSQL server. */
 export function onPostgres(): boolean {
   return !!process.env.DATABASE_URL && /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL);
+}
+
+/**
+ * `it` for a case that only PostgreSQL can run (two connections, two instances, NOTIFY). On PGlite
+ * it is skipped with `reason` in its title, and the run's summary counts it (skip-summary-reporter.js).
+ */
+export function itOnPostgres(reason: string, name: string, fn: jest.ProvidesCallback, timeout?: number): void {
+  if (onPostgres()) it(name, fn, timeout);
+  else it.skip(skippedTitle(name, NEEDS_POSTGRES, reason), fn, timeout);
+}
+
+/** `describe` for cases that only PostgreSQL can run; see itOnPostgres. */
+export function describeOnPostgres(reason: string, name: string, body: () => void): void {
+  if (onPostgres()) describe(name, body);
+  else describe.skip(skippedTitle(name, NEEDS_POSTGRES, reason), body);
 }

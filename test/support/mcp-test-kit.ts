@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { waitFor as pollFor } from './wait-for';
 import type { AppConfigService } from '../../src/config/app-config.service';
 import type { TraceRecord, TraceSink } from '../../src/trace/trace-sink.port';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
@@ -70,20 +71,9 @@ export function toolContext(signal: AbortSignal = new AbortController().signal):
   return { projectId: 'default', requestId: 'req-test', signal };
 }
 
-/** Polls until `check` returns a truthy value (or throws the last error after `timeoutMs`). */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
+/** The shared poll (wait-for.ts) in the positional form this kit's callers use. */
+export function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5_000, what = 'condition'): Promise<NonNullable<T>> {
+  return pollFor(check, { timeoutMs, what });
 }
 
 export function processAlive(pid: number): boolean {

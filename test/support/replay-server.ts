@@ -9,6 +9,7 @@ import {
   type RenderOptions,
   type ScriptStep,
 } from './llm-wire';
+import { scriptedDelay } from './scripted-delay';
 
 export type { ScriptStep, RenderOptions } from './llm-wire';
 export type { WireFrame } from './llm-recordings';
@@ -27,6 +28,8 @@ export interface RecordedRequest {
   receivedAt: number;
   /** Date.now() when the client closed the connection before the response was complete (an abort) */
   closedEarlyAt?: number;
+  /** frames of a streamed response written so far (how far the model got before an abort) */
+  framesSent: number;
 }
 
 /**
@@ -254,7 +257,7 @@ export class ReplayServer {
     } catch {
       // not JSON: keep the text
     }
-    const recorded: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, rawBody, receivedAt: Date.now() };
+    const recorded: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, rawBody, receivedAt: Date.now(), framesSent: 0 };
     this.requests.push(recorded);
     res.on('close', () => {
       if (!res.writableFinished) recorded.closedEarlyAt = Date.now();
@@ -286,17 +289,17 @@ export class ReplayServer {
         return this.play(r.pick(req), req, res, ollamaRoute);
       case 'recording': {
         const rec = loadRecording(r.name);
-        return writeStream(res, rec.format, recordingFrames(rec), r.faults);
+        return writeStream(res, req, rec.format, recordingFrames(rec), r.faults);
       }
       case 'turn':
         if (ollamaRoute) {
           if (!streaming) return sendJson(res, 200, ollamaCompletionFromSteps(r.steps, r.options));
-          return writeStream(res, 'ndjson', ollamaLinesFromSteps(r.steps, r.options).map((l) => ({ data: JSON.stringify(l) })), r.faults);
+          return writeStream(res, req, 'ndjson', ollamaLinesFromSteps(r.steps, r.options).map((l) => ({ data: JSON.stringify(l) })), r.faults);
         }
         if (!streaming) return sendJson(res, 200, openAiCompletionFromSteps(r.steps, r.options));
-        return writeStream(res, 'sse', openAiSseFrames(r.steps, r.options), r.faults);
+        return writeStream(res, req, 'sse', openAiSseFrames(r.steps, r.options), r.faults);
       case 'stream':
-        return writeStream(res, r.format, r.frames, r.faults, r.status, r.headers);
+        return writeStream(res, req, r.format, r.frames, r.faults, r.status, r.headers);
     }
   }
 }
@@ -326,10 +329,9 @@ function serialize(format: 'sse' | 'ndjson', frame: WireFrame): string {
     .join('\n')}\n\n`;
 }
 
-const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 async function writeStream(
   res: ServerResponse,
+  recorded: RecordedRequest,
   format: 'sse' | 'ndjson',
   frames: WireFrame[],
   faults: StreamFaults = {},
@@ -346,13 +348,14 @@ async function writeStream(
     if (faults.stallAfter !== undefined && i >= faults.stallAfter) return; // leave the connection open
     if (faults.resetAfter !== undefined && i >= faults.resetAfter) {
       // Let the frames already written reach the client before the reset.
-      await wait(Math.max(faults.delayMs ?? 0, 20));
+      await scriptedDelay(Math.max(faults.delayMs ?? 0, 20));
       res.socket?.destroy();
       return;
     }
-    if (faults.delayMs) await wait(faults.delayMs);
+    if (faults.delayMs) await scriptedDelay(faults.delayMs);
     if (res.destroyed || res.writableEnded) return; // the client went away
     await new Promise<void>((resolve) => res.write(serialize(format, frame), () => resolve()));
+    recorded.framesSent++;
   }
   res.end();
 }

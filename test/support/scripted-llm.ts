@@ -1,4 +1,5 @@
 import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmRequest, LlmStreamEvent } from '../../src/llm/llm-adapter.port';
+import { scriptedDelay } from './scripted-delay';
 
 /** One scripted model response: its events, or a function of the request that returns them. */
 export type ScriptedResponse = LlmStreamEvent[] | ((req: LlmRequest) => LlmStreamEvent[]);
@@ -58,7 +59,7 @@ export class ScriptedLlm implements LlmAdapter {
         yield { type: 'error', error: { code: 'aborted', message: 'aborted', retryable: false } };
         return;
       }
-      if (this.opts.delayMs) await new Promise((r) => setTimeout(r, this.opts.delayMs));
+      if (this.opts.delayMs) await scriptedDelay(this.opts.delayMs);
       this.consumed[n]++;
       yield ev;
     }

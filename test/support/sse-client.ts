@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { SseReader } from './sse-reader';
 
 export interface SseEvent {
   id?: string;
@@ -15,30 +16,13 @@ export interface SseResponse {
   body: string;
 }
 
-/** Parses an SSE byte stream incrementally (the WHATWG rules Orion's writer needs). */
+/** Parses Orion's event stream incrementally: the shared SseReader's messages with their JSON `data` parsed. */
 export class SseParser {
-  private buffer = '';
-  readonly comments: string[] = [];
+  private readonly reader = new SseReader();
+  readonly comments: string[] = this.reader.comments;
 
-  push(text: string): SseEvent[] {
-    this.buffer += text;
-    const out: SseEvent[] = [];
-    let i: number;
-    while ((i = this.buffer.indexOf('\n\n')) >= 0) {
-      const block = this.buffer.slice(0, i);
-      this.buffer = this.buffer.slice(i + 2);
-      let id: string | undefined;
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) this.comments.push(line.slice(1).trim());
-        else if (line.startsWith('id:')) id = line.slice(3).trim();
-        else if (line.startsWith('event:')) event = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      if (data.length) out.push({ id, event, data: JSON.parse(data.join('\n')) });
-    }
-    return out;
+  push(text: string | Uint8Array): SseEvent[] {
+    return this.reader.push(text).map((f) => ({ id: f.id, event: f.event, data: JSON.parse(f.data) as Record<string, unknown> }));
   }
 }
 

@@ -2,6 +2,8 @@ import { Agent, createServer, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpAdapterHost } from '@nestjs/core';
 import { CloseIdleOnShutdown } from './close-idle-on-shutdown';
+import { scriptedDelay } from '../../../test/support/scripted-delay';
+import { waitFor } from '../../../test/support/wait-for';
 
 /**
  * A response that ends after the server stopped listening (a stream finishing its `done` while
@@ -29,13 +31,13 @@ describe('CloseIdleOnShutdown', () => {
           res.on('end', resolve);
         }).end();
       });
-      while (!pending) await new Promise((r) => setTimeout(r, 5));
+      const open = await waitFor(() => pending, { what: 'the request to reach the server' });
       if (installed) new CloseIdleOnShutdown({ httpAdapter: { getHttpServer: () => server } } as unknown as HttpAdapterHost).beforeApplicationShutdown();
       const closed = new Promise<string>((r) => server.close(() => r('closed')));
-      pending.end();
+      open.end();
       await body;
       // well inside the 5 s keep-alive timeout that would otherwise hold the connection
-      expect(await Promise.race([closed, new Promise<string>((r) => setTimeout(() => r('still open'), 1_000))])).toBe(expected);
+      expect(await Promise.race([closed, scriptedDelay(1_000).then(() => 'still open')])).toBe(expected);
     } finally {
       agent.destroy();
       server.closeAllConnections();

@@ -1,6 +1,7 @@
 import { RequestGuard } from '../request-guard';
 import { Readable } from 'node:stream';
 import { readBody } from './read-body';
+import { scriptedDelay } from '../../../test/support/scripted-delay';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (chunks: Uint8Array[]) => chunks.map((c) => new TextDecoder().decode(c)).join('');
@@ -94,7 +95,7 @@ describe.each([
     const chunks: Uint8Array[] = [];
     for await (const c of readBody(body(['a', 'b', 'c'], 'end'), guard)) {
       chunks.push(c);
-      await new Promise((r) => setTimeout(r, 150)); // longer than the idle timeout, between reads
+      await scriptedDelay(150); // a consumer slower than the idle timeout, between reads
     }
     guard.dispose();
     expect(text(chunks)).toBe('abc');

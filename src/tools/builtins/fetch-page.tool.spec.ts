@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../../../test/support/net-test-servers';
 import { ToolFailure, type ToolExecutionContext, type ToolProgress } from '../tool-definition';
 import { FetchPagesBatchTool, FetchPageTool, type BatchEntry, type FetchedPage } from './fetch-page.tool';
+import { waitFor } from '../../../test/support/wait-for';
 
 const ARTICLE = `<!doctype html><html><head><title>Harvest Report</title>
 <meta name="description" content="What the colony harvested this autumn."></head>
@@ -139,13 +140,13 @@ describe('fetch_page and fetch_pages_batch (local servers, allow-listed)', () =>
     const out = r.output as FetchedPage;
     expect(out.truncated).toBe(true);
     expect(out.text.length).toBeLessThanOrEqual(5_000);
-    await waitFor(() => huge.closed); // loopback buffers may have taken the rest; the endless case proves the cut
+    await waitFor(() => huge.closed, { what: 'the server to see the oversized page cut' }); // loopback buffers may have taken the rest; the endless case proves the cut
   });
 
   it('stops an endless body too (the transfer is cut, not drained)', async () => {
     const out = (await page.execute({ url: `${server.origin}/endless` }, ctx())).output as FetchedPage;
     expect(out.truncated).toBe(true);
-    await waitFor(() => endless.closed);
+    await waitFor(() => endless.closed, { what: 'the server to see the endless page cut' });
   });
 
   it.each(['/stall', '/stall-body'])('times out on %s', async (path) => {
@@ -243,14 +244,6 @@ describe('fetch_page and fetch_pages_batch (local servers, allow-listed)', () =>
     }
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('fetch deadline from TOOL_TIMEOUT_MS', () => {
   it('follows the configured tool timeout (1 to 15 s)', () => {

@@ -184,11 +184,10 @@ describe('McpClientManagerService over stdio (real servers)', () => {
   });
 
   it('maps the signal: a timeout is ToolFailure(timeout), a cancellation stays an abort', async () => {
-    const started = Date.now();
+    // the tool would answer after 10 s: a failure, not its answer, shows the call was cut at the signal
     const timedOut = await run('fx__slow', { ms: 10_000 }, AbortSignal.timeout(200)).catch((e: unknown) => e);
     expect(timedOut).toBeInstanceOf(ToolFailure);
     expect(timedOut).toMatchObject({ outcome: 'timeout' });
-    expect(Date.now() - started).toBeLessThan(2_000);
 
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);

@@ -13,6 +13,7 @@ import { OrchestrationService } from '../../orchestration.service';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { UnifiedStrategy } from './unified.strategy';
+import { scriptedDelay } from '../../../../test/support/scripted-delay';
 
 /** these tests dispatch by name only; the turn ports are not used */
 const NO_PORTS = [{}, {}, {}, {}] as unknown as [never, never, never, never];
@@ -252,17 +253,16 @@ describe('UnifiedStrategy', () => {
     });
 
     it('runs the calls of one step concurrently and sends their tool messages in call order', async () => {
-      const started: Record<string, number> = {};
-      const ended: Record<string, number> = {};
+      const order: string[] = [];
       let bothStarted!: () => void;
       const latch = new Promise<void>((resolve) => (bothStarted = resolve));
       const slow = (name: string, extraMs: number): Exec => async () => {
-        started[name] = performance.now();
-        if (Object.keys(started).length === 2) bothStarted();
+        order.push(`${name}:start`);
+        if (order.length === 2) bothStarted();
         // a sequential runner would wait here forever (the tool timeout would fail the test)
         await latch;
-        await new Promise((r) => setTimeout(r, extraMs));
-        ended[name] = performance.now();
+        await scriptedDelay(extraMs);
+        order.push(`${name}:end`);
         return { output: { name } };
       };
       const { ctx, llm } = setup(
@@ -273,8 +273,7 @@ describe('UnifiedStrategy', () => {
       const events = await collect(strategy.execute(ctx));
       expect(doneOf(events).stopReason).toBe('final_answer');
       // overlap: each started before the other ended
-      expect(started.slow_a).toBeLessThan(ended.slow_b);
-      expect(started.slow_b).toBeLessThan(ended.slow_a);
+      expect(order).toEqual(['slow_a:start', 'slow_b:start', 'slow_b:end', 'slow_a:end']);
       // progress streams as it happens: b completed first
       expect(ofType(events, 'tool_progress').map((p) => `${p.tool}:${p.action}`)).toEqual(['slow_a:calling', 'slow_b:calling', 'slow_b:completed', 'slow_a:completed']);
       expect(ofType(events, 'tool_calls')).toHaveLength(1);
@@ -294,7 +293,7 @@ describe('UnifiedStrategy', () => {
       const exec: Exec = async (a) => {
         running++;
         peak = Math.max(peak, running);
-        await new Promise((r) => setTimeout(r, 15));
+        await scriptedDelay(15);
         running--;
         return { output: { n: a.n } };
       };
