@@ -83,7 +83,7 @@ async function main(): Promise<number> {
     if (env.DATA_DIR) mkdirSync(env.DATA_DIR, { recursive: true });
     if (env.WORKSPACE_ROOT) mkdirSync(env.WORKSPACE_ROOT, { recursive: true });
     env.PORT = String(await freePort());
-    // how the README says to take a heap snapshot of a running container (snapshotAndStop): the
+    // how docs/OPERATIONS.md says to take a heap snapshot of a running container (snapshotAndStop): the
     // image's working directory is not writable by its user, so snapshots go to the data volume
     if (!env.DATA_DIR) throw new Error('the final stage sets no DATA_DIR');
     env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${env.DATA_DIR}`.trim();
