@@ -1,4 +1,4 @@
-import { OrionException } from '../common/errors/orion.exception';
+import { codedException } from '../common/errors/orion.exception';
 
 export enum ChatExceptionCode {
   TWO_STAGE_DISABLED = 'two_stage_disabled',
@@ -6,17 +6,13 @@ export enum ChatExceptionCode {
   MODEL_NOT_ALLOWED = 'model_not_allowed',
 }
 
-export class ChatException extends OrionException<ChatExceptionCode> {
-  httpStatus(): number {
-    switch (this.code) {
-      case ChatExceptionCode.TWO_STAGE_DISABLED:
-      case ChatExceptionCode.CONVERSATION_NOT_FOUND:
-        return 404;
-      case ChatExceptionCode.MODEL_NOT_ALLOWED:
-        return 400;
-    }
-  }
-}
+const CHAT_STATUS: Record<ChatExceptionCode, number> = {
+  [ChatExceptionCode.TWO_STAGE_DISABLED]: 404,
+  [ChatExceptionCode.CONVERSATION_NOT_FOUND]: 404,
+  [ChatExceptionCode.MODEL_NOT_ALLOWED]: 400,
+};
+
+export class ChatException extends codedException(CHAT_STATUS) {}
 
 /** 400 model_not_allowed: `name` is not one of the models a turn may use. */
 export function modelNotAllowed(name: string, allowed: readonly string[], where: string): ChatException {

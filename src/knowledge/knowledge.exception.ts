@@ -1,4 +1,4 @@
-import { OrionException } from '../common/errors/orion.exception';
+import { codedException } from '../common/errors/orion.exception';
 
 export enum KnowledgeExceptionCode {
   /** the path leaves the project folder, is absolute, or cannot be resolved safely */
@@ -7,14 +7,10 @@ export enum KnowledgeExceptionCode {
   PATH_NOT_FOUND = 'knowledge_path_not_found',
 }
 
+const KNOWLEDGE_STATUS: Record<KnowledgeExceptionCode, number> = {
+  [KnowledgeExceptionCode.INVALID_PATH]: 400,
+  [KnowledgeExceptionCode.PATH_NOT_FOUND]: 404,
+};
+
 /** Errors of the knowledge base that a client causes (AllExceptionsFilter maps them to 4xx). */
-export class KnowledgeException extends OrionException<KnowledgeExceptionCode> {
-  httpStatus(): number {
-    switch (this.code) {
-      case KnowledgeExceptionCode.INVALID_PATH:
-        return 400;
-      case KnowledgeExceptionCode.PATH_NOT_FOUND:
-        return 404;
-    }
-  }
-}
+export class KnowledgeException extends codedException(KNOWLEDGE_STATUS) {}

@@ -1,4 +1,4 @@
-import { OrionException } from '../common/errors/orion.exception';
+import { codedException } from '../common/errors/orion.exception';
 
 export enum RunsExceptionCode {
   RUN_NOT_FOUND = 'run_not_found',
@@ -10,18 +10,14 @@ export enum RunsExceptionCode {
   RUN_IN_PROGRESS = 'run_in_progress',
 }
 
-export class RunsException extends OrionException<RunsExceptionCode> {
-  httpStatus(): number {
-    switch (this.code) {
-      case RunsExceptionCode.RUN_NOT_FOUND:
-      case RunsExceptionCode.CHECKPOINT_NOT_FOUND:
-        return 404;
-      case RunsExceptionCode.RUN_NOT_RESUMABLE:
-      case RunsExceptionCode.RUN_FINISHED:
-      case RunsExceptionCode.RUN_CANCELLED:
-      case RunsExceptionCode.RESUME_IN_PROGRESS:
-      case RunsExceptionCode.RUN_IN_PROGRESS:
-        return 409;
-    }
-  }
-}
+const RUNS_STATUS: Record<RunsExceptionCode, number> = {
+  [RunsExceptionCode.RUN_NOT_FOUND]: 404,
+  [RunsExceptionCode.CHECKPOINT_NOT_FOUND]: 404,
+  [RunsExceptionCode.RUN_NOT_RESUMABLE]: 409,
+  [RunsExceptionCode.RUN_FINISHED]: 409,
+  [RunsExceptionCode.RUN_CANCELLED]: 409,
+  [RunsExceptionCode.RESUME_IN_PROGRESS]: 409,
+  [RunsExceptionCode.RUN_IN_PROGRESS]: 409,
+};
+
+export class RunsException extends codedException(RUNS_STATUS) {}

@@ -1,4 +1,4 @@
-import { OrionException } from '../common/errors/orion.exception';
+import { codedException } from '../common/errors/orion.exception';
 
 export enum ToolsExceptionCode {
   INVALID_TOOL_NAME = 'invalid_tool_name',
@@ -7,15 +7,11 @@ export enum ToolsExceptionCode {
   INVALID_MCP_CONFIG = 'invalid_mcp_config',
 }
 
-export class ToolsException extends OrionException<ToolsExceptionCode> {
-  httpStatus(): number {
-    switch (this.code) {
-      case ToolsExceptionCode.UNKNOWN_TOOL:
-        return 404;
-      case ToolsExceptionCode.INVALID_TOOL_NAME:
-      case ToolsExceptionCode.NAME_TAKEN:
-      case ToolsExceptionCode.INVALID_MCP_CONFIG:
-        return 400;
-    }
-  }
-}
+const TOOLS_STATUS: Record<ToolsExceptionCode, number> = {
+  [ToolsExceptionCode.UNKNOWN_TOOL]: 404,
+  [ToolsExceptionCode.INVALID_TOOL_NAME]: 400,
+  [ToolsExceptionCode.NAME_TAKEN]: 400,
+  [ToolsExceptionCode.INVALID_MCP_CONFIG]: 400,
+};
+
+export class ToolsException extends codedException(TOOLS_STATUS) {}

@@ -1,17 +1,13 @@
-import { Logger } from '@nestjs/common';
-import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmErrorInfo, LlmRequest, LlmStreamEvent } from '../llm-adapter.port';
-import { LlmError } from '../llm-adapter.port';
+import type { LlmCapabilities, LlmCompletion, LlmRequest, LlmStreamEvent } from '../llm-adapter.port';
 import { collectCompletion } from '../collect-completion';
-import { redactInfo, toLlmErrorInfo } from '../llm-error.util';
 import { RequestGuard } from '../request-guard';
-import { classifyNetworkError, classifyStatus, DEFAULT_RETRY_POLICY, withRetry, type AttemptFailure, type RetryPolicy } from '../retry-policy';
+import { classifyNetworkError, classifyStatus, type AttemptFailure } from '../retry-policy';
 import { HttpStatusError, postJson } from '../wire/http-json';
 import { LineDecoder } from '../wire/line-decoder';
-import { bodyOf } from '../wire/model-fetch';
-import { readBody } from '../wire/read-body';
 import type { HttpAdapterOptions } from './http-adapter.options';
 import { OllamaChunkMapper } from './ollama-chunk.mapper';
 import { buildOllamaChatBody } from './ollama-request.mapper';
+import { StreamingHttpAdapter, type StreamDecoder } from './streaming-adapter';
 
 /** What `/api/show` told us about a model. */
 interface OllamaModelInfo {
@@ -45,75 +41,16 @@ const SHOW_TIMEOUT_MS = 10_000;
  * with object arguments (see OllamaChunkMapper). Same retry, idle and abort policy as the
  * OpenAI-compatible adapter (retry-policy.ts, RequestGuard).
  */
-export class OllamaAdapter implements LlmAdapter {
+export class OllamaAdapter extends StreamingHttpAdapter {
   readonly provider = 'ollama';
-  readonly model: string;
   private readonly root: string;
-  private readonly policy: RetryPolicy;
-  private readonly logger = new Logger(OllamaAdapter.name);
   /** per model; a failed lookup is dropped so the next call asks again */
   private readonly showCache = new Map<string, Promise<OllamaModelInfo>>();
 
-  constructor(private readonly options: HttpAdapterOptions) {
-    this.model = options.model;
-    this.policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  constructor(options: HttpAdapterOptions) {
+    super(options);
     // Accept the base URL with or without a trailing /v1 or /api (people paste either).
     this.root = options.baseUrl.replace(/\/+$/, '').replace(/\/(v1|api)$/, '');
-  }
-
-  /** Streams one response; never throws (failures are one final `error` event). */
-  async *stream(request: LlmRequest, signal?: AbortSignal): AsyncGenerator<LlmStreamEvent> {
-    const guard = new RequestGuard({ signal, timeoutMs: this.options.timeoutMs, idleTimeoutMs: this.options.idleTimeoutMs });
-    try {
-      if (guard.cause) {
-        yield { type: 'error', error: guard.errorInfo()! };
-        return;
-      }
-      let response: Response;
-      try {
-        const thinking = request.disableReasoning ? await this.supports('thinking') : false;
-        response = await this.send(buildOllamaChatBody(request, this.model, true, thinking, this.options), guard);
-      } catch (err) {
-        yield { type: 'error', error: this.describe(err, guard) };
-        return;
-      }
-      const lines = new LineDecoder(this.options.maxLineLength);
-      const mapper = new OllamaChunkMapper();
-      try {
-        for await (const bytes of readBody(bodyOf(response), guard)) {
-          for (const event of this.mapLines(lines.push(bytes), mapper)) {
-            // One network chunk can hold many lines: stop between them once aborted.
-            if (guard.cause) throw guard.signal.reason;
-            yield event;
-          }
-          if (mapper.ended) break;
-        }
-        if (!mapper.ended) for (const event of this.mapLines(lines.end(), mapper)) yield event;
-      } catch (err) {
-        yield { type: 'error', error: this.describe(err, guard) };
-        return;
-      }
-      for (const event of mapper.end()) yield event;
-    } finally {
-      guard.dispose();
-    }
-  }
-
-  /** `stream:false`; same retry policy; rejects with LlmError. */
-  async complete(request: LlmRequest, signal?: AbortSignal): Promise<LlmCompletion> {
-    const guard = new RequestGuard({ signal, timeoutMs: this.options.timeoutMs });
-    try {
-      if (guard.cause) throw new LlmError(guard.errorInfo()!);
-      const thinking = request.disableReasoning ? await this.supports('thinking') : false;
-      const response = await this.send(buildOllamaChatBody(request, this.model, false, thinking, this.options), guard);
-      const body: unknown = await Promise.race([response.json(), guard.fired]);
-      const mapper = new OllamaChunkMapper();
-      return await collectCompletion([...mapper.mapObject(body), ...mapper.end()]);
-    } catch (err) {
-      throw new LlmError(this.describe(err, guard));
-    } finally {
-      guard.dispose();
-    }
   }
 
   /** Tool calling as reported by /api/show (cached per model); LLM_TOOL_CALLING when Ollama cannot say. */
@@ -127,6 +64,39 @@ export class OllamaAdapter implements LlmAdapter {
       contextWindow: Math.min(this.options.contextWindow, info.contextLength ?? Number.POSITIVE_INFINITY),
       replay: false,
     };
+  }
+
+  protected async buildBody(request: LlmRequest, stream: boolean): Promise<Record<string, unknown>> {
+    const thinking = request.disableReasoning ? await this.supports('thinking') : false;
+    return buildOllamaChatBody(request, this.model, stream, thinking, this.options);
+  }
+
+  protected post(body: Record<string, unknown>, _request: LlmRequest, signal: AbortSignal): Promise<Response> {
+    return postJson(`${this.root}/api/chat`, body, { signal, headers: this.authHeaders() });
+  }
+
+  /** NDJSON: one JSON object a line, until the one with `done: true`. */
+  protected decoder(): StreamDecoder {
+    const lines = new LineDecoder(this.options.maxLineLength);
+    const mapper = new OllamaChunkMapper();
+    return {
+      get ended() {
+        return mapper.ended;
+      },
+      push: (bytes) => mapLines(lines.push(bytes), mapper),
+      flush: () => mapLines(lines.end(), mapper),
+      end: () => mapper.end(),
+    };
+  }
+
+  protected parseCompletion(body: unknown): Promise<LlmCompletion> {
+    const mapper = new OllamaChunkMapper();
+    return collectCompletion([...mapper.mapObject(body), ...mapper.end()]);
+  }
+
+  protected classify(err: unknown): AttemptFailure | undefined {
+    if (err instanceof HttpStatusError) return classifyStatus(err.status, err.serverMessage, err.headers);
+    return classifyNetworkError(err);
   }
 
   private async supports(capability: string): Promise<boolean> {
@@ -159,47 +129,23 @@ export class OllamaAdapter implements LlmAdapter {
     }
   }
 
-  private send(body: Record<string, unknown>, guard: RequestGuard): Promise<Response> {
-    return withRetry(
-      () => postJson(`${this.root}/api/chat`, body, { signal: guard.signal, headers: this.authHeaders() }),
-      (err) => this.classify(err),
-      {
-        policy: this.policy,
-        signal: guard.signal,
-        onRetry: (failure, delayMs, retry) => {
-          this.logger.warn(`${this.model}: ${redactInfo(failure.info, [this.options.apiKey]).message}; retry ${retry} in ${delayMs} ms`);
-          this.options.onRetry?.(failure.info);
-        },
-      },
-    );
-  }
-
   /** Ollama needs no key, but a reverse proxy in front of it may. */
   private authHeaders(): Record<string, string> {
     return this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {};
   }
+}
 
-  private *mapLines(lines: string[], mapper: OllamaChunkMapper): Generator<LlmStreamEvent> {
-    for (const line of lines) {
-      if (mapper.ended) return;
-      if (line.trim() === '') continue;
-      let obj: unknown;
-      try {
-        obj = JSON.parse(line);
-      } catch {
-        yield* mapper.invalidLine(line);
-        return;
-      }
-      for (const event of mapper.mapObject(obj)) yield event.type === 'error' ? { type: 'error', error: redactInfo(event.error, [this.options.apiKey]) } : event;
+function* mapLines(lines: string[], mapper: OllamaChunkMapper): Generator<LlmStreamEvent> {
+  for (const line of lines) {
+    if (mapper.ended) return;
+    if (line.trim() === '') continue;
+    let obj: unknown;
+    try {
+      obj = JSON.parse(line);
+    } catch {
+      yield* mapper.invalidLine(line);
+      return;
     }
-  }
-
-  private classify(err: unknown): AttemptFailure | undefined {
-    if (err instanceof HttpStatusError) return classifyStatus(err.status, err.serverMessage, err.headers);
-    return classifyNetworkError(err);
-  }
-
-  private describe(err: unknown, guard?: RequestGuard): LlmErrorInfo {
-    return toLlmErrorInfo(err, { guard, secrets: [this.options.apiKey], classify: (e) => this.classify(e) });
+    yield* mapper.mapObject(obj);
   }
 }

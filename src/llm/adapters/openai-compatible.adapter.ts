@@ -1,26 +1,14 @@
-import { Logger } from '@nestjs/common';
 import OpenAI, { APIError } from 'openai';
-import type {
-  LlmAdapter,
-  LlmCapabilities,
-  LlmCompletion,
-  LlmErrorInfo,
-  LlmRequest,
-  LlmStreamEvent,
-  LlmToolCall,
-} from '../llm-adapter.port';
+import type { LlmCapabilities, LlmCompletion, LlmRequest, LlmStreamEvent, LlmToolCall } from '../llm-adapter.port';
 import { LlmError } from '../llm-adapter.port';
-import { completionToEvents } from '../collect-completion';
 import { normalizeFinishReason } from '../finish-reason';
-import { redactInfo, toLlmErrorInfo } from '../llm-error.util';
-import { RequestGuard } from '../request-guard';
-import { classifyNetworkError, classifyStatus, DEFAULT_RETRY_POLICY, withRetry, type AttemptFailure, type RetryPolicy } from '../retry-policy';
-import { bodyOf, modelFetch } from '../wire/model-fetch';
-import { readBody } from '../wire/read-body';
-import { SseDecoder } from '../wire/sse-decoder';
+import { classifyNetworkError, classifyStatus, type AttemptFailure } from '../retry-policy';
+import { modelFetch } from '../wire/model-fetch';
+import { SseDecoder, type SseMessage } from '../wire/sse-decoder';
 import type { HttpAdapterOptions } from './http-adapter.options';
 import { OpenAiChunkMapper, providerErrorInfo, readOpenAiUsage } from './openai-chunk.mapper';
 import { buildChatCompletionBody } from './openai-request.mapper';
+import { StreamingHttpAdapter, type StreamDecoder } from './streaming-adapter';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => !!v && typeof v === 'object' && !Array.isArray(v);
@@ -33,19 +21,15 @@ const isObject = (v: unknown): v is Json => !!v && typeof v === 'object' && !Arr
  * off; the body is read here, as raw SSE, because the SDK's stream throws away what matters to
  * us: it turns OpenRouter's inline error chunk into an exception (losing the chunk's content)
  * and ends silently on abort. Reading it ourselves also lets one RequestGuard apply the idle and
- * overall timeouts and the caller's signal to every byte. Retries follow {@link withRetry}:
- * before the first byte only.
+ * overall timeouts and the caller's signal to every byte. The request lifecycle (guard, retries
+ * before the first byte only, error reporting) is {@link StreamingHttpAdapter}'s.
  */
-export class OpenAiCompatibleAdapter implements LlmAdapter {
+export class OpenAiCompatibleAdapter extends StreamingHttpAdapter {
   readonly provider = 'openai';
-  readonly model: string;
   private readonly client: OpenAI;
-  private readonly policy: RetryPolicy;
-  private readonly logger = new Logger(OpenAiCompatibleAdapter.name);
 
-  constructor(private readonly options: HttpAdapterOptions) {
-    this.model = options.model;
-    this.policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  constructor(options: HttpAdapterOptions) {
+    super(options);
     this.client = new OpenAI({
       // Local servers (llama.cpp, vLLM, LM Studio) need no key: send no Authorization at all
       // rather than a made-up one some of them would reject.
@@ -60,70 +44,6 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     });
   }
 
-  /** Streams one response; see the class comment for the error and retry policy. Never throws. */
-  async *stream(request: LlmRequest, signal?: AbortSignal): AsyncGenerator<LlmStreamEvent> {
-    const guard = new RequestGuard({ signal, timeoutMs: this.options.timeoutMs, idleTimeoutMs: this.options.idleTimeoutMs });
-    try {
-      if (guard.cause) {
-        yield { type: 'error', error: guard.errorInfo()! };
-        return;
-      }
-      let response: Response;
-      try {
-        response = await this.send(buildChatCompletionBody(request, this.model, true, this.options), request, guard);
-      } catch (err) {
-        yield { type: 'error', error: this.describe(err, guard) };
-        return;
-      }
-      if (/application\/json/i.test(response.headers.get('content-type') ?? '')) {
-        // A server that ignored `stream: true` and answered in one piece.
-        try {
-          const body: unknown = await Promise.race([response.json(), guard.fired]);
-          for (const event of completionToEvents(this.toCompletion(body))) yield event;
-        } catch (err) {
-          yield { type: 'error', error: this.describe(err, guard) };
-        }
-        return;
-      }
-      const sse = new SseDecoder(this.options.maxLineLength);
-      const mapper = new OpenAiChunkMapper();
-      try {
-        for await (const bytes of readBody(bodyOf(response), guard)) {
-          for (const msg of sse.push(bytes)) {
-            // One network chunk can hold many messages: stop between them once aborted.
-            if (guard.cause) throw guard.signal.reason;
-            for (const event of mapper.mapMessage(msg)) yield this.redactEvent(event);
-            if (mapper.ended) break;
-          }
-          if (mapper.ended) break;
-        }
-        if (!mapper.ended) for (const msg of sse.end()) for (const event of mapper.mapMessage(msg)) yield this.redactEvent(event);
-      } catch (err) {
-        // After the first byte: report, never retry (events may already be with the user).
-        yield { type: 'error', error: this.describe(err, guard) };
-        return;
-      }
-      for (const event of mapper.end()) yield event;
-    } finally {
-      guard.dispose();
-    }
-  }
-
-  /** One non-streaming response, same retry policy; rejects with LlmError. */
-  async complete(request: LlmRequest, signal?: AbortSignal): Promise<LlmCompletion> {
-    const guard = new RequestGuard({ signal, timeoutMs: this.options.timeoutMs });
-    try {
-      if (guard.cause) throw new LlmError(guard.errorInfo()!);
-      const response = await this.send(buildChatCompletionBody(request, this.model, false, this.options), request, guard);
-      const body: unknown = await Promise.race([response.json(), guard.fired]);
-      return this.toCompletion(body);
-    } catch (err) {
-      throw new LlmError(this.describe(err, guard));
-    } finally {
-      guard.dispose();
-    }
-  }
-
   async capabilities(): Promise<LlmCapabilities> {
     return {
       provider: this.provider,
@@ -134,30 +54,48 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     };
   }
 
-  /** Sends the request until its response headers say 2xx, retrying per the policy. */
-  private send(body: Json, request: LlmRequest, guard: RequestGuard): Promise<Response> {
+  protected buildBody(request: LlmRequest, stream: boolean): Json {
+    return buildChatCompletionBody(request, this.model, stream, this.options);
+  }
+
+  protected post(body: Json, request: LlmRequest, signal: AbortSignal): Promise<Response> {
     const headers: Record<string, string> = {};
     // Correlation only; OpenAI logs it, other servers ignore unknown headers.
     if (request.requestId && /^[\x20-\x7e]{1,512}$/.test(request.requestId)) headers['X-Client-Request-Id'] = request.requestId;
-    return withRetry(
-      () =>
-        this.client.chat.completions
-          // The body is built by our mapper (provider extensions included), hence the cast.
-          .create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, { signal: guard.signal, headers })
-          .asResponse(),
-      (err) => this.classify(err),
-      {
-        policy: this.policy,
-        signal: guard.signal,
-        onRetry: (failure, delayMs, retry) => {
-          this.logger.warn(`${this.model}: ${redactInfo(failure.info, [this.options.apiKey]).message}; retry ${retry} in ${delayMs} ms`);
-          this.options.onRetry?.(failure.info);
-        },
-      },
+    return (
+      this.client.chat.completions
+        // The body is built by our mapper (provider extensions included), hence the cast.
+        .create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, { signal, headers })
+        .asResponse()
     );
   }
 
-  private classify(err: unknown): AttemptFailure | undefined {
+  /** A server that ignored `stream: true` answers with one JSON completion. */
+  protected answeredWhole(response: Response): boolean {
+    return /application\/json/i.test(response.headers.get('content-type') ?? '');
+  }
+
+  /** SSE `data:` messages, one chunk each, until `[DONE]`. */
+  protected decoder(): StreamDecoder {
+    const sse = new SseDecoder(this.options.maxLineLength);
+    const mapper = new OpenAiChunkMapper();
+    function* map(messages: SseMessage[]): Generator<LlmStreamEvent> {
+      for (const msg of messages) {
+        yield* mapper.mapMessage(msg);
+        if (mapper.ended) return;
+      }
+    }
+    return {
+      get ended() {
+        return mapper.ended;
+      },
+      push: (bytes) => map(sse.push(bytes)),
+      flush: () => map(sse.end()),
+      end: () => mapper.end(),
+    };
+  }
+
+  protected classify(err: unknown): AttemptFailure | undefined {
     if (err instanceof APIError && typeof err.status === 'number') {
       const e = err.error;
       const message = isObject(e) && typeof e.message === 'string' ? e.message : typeof e === 'string' ? e : err.message;
@@ -170,15 +108,7 @@ export class OpenAiCompatibleAdapter implements LlmAdapter {
     return classifyNetworkError(err);
   }
 
-  private describe(err: unknown, guard: RequestGuard): LlmErrorInfo {
-    return toLlmErrorInfo(err, { guard, secrets: [this.options.apiKey], classify: (e) => this.classify(e) });
-  }
-
-  private redactEvent(event: LlmStreamEvent): LlmStreamEvent {
-    return event.type === 'error' ? { type: 'error', error: redactInfo(event.error, [this.options.apiKey]) } : event;
-  }
-
-  private toCompletion(body: unknown): LlmCompletion {
+  protected parseCompletion(body: unknown): LlmCompletion {
     if (!isObject(body)) throw new LlmError({ code: 'invalid_response', message: 'The completion is not a JSON object', retryable: false });
     if (body.error !== undefined && body.error !== null) throw new LlmError(providerErrorInfo(body.error));
     const choice = Array.isArray(body.choices) ? body.choices.find(isObject) : undefined;

@@ -1,0 +1,129 @@
+import type { LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
+import type { ModelStream } from '../../model-stream';
+import { addUsage, TRUNCATED_NOTICE, type ProtocolEvent, type StopReason } from '../../protocol-event';
+import type { ProtocolExecutionContext } from '../../protocol-strategy';
+import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } from '../../protocol-steps.util';
+import { ToolCallGuard } from '../../tool-call-guard';
+import { actionStream } from '../action-stream';
+import { MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import type { ForcedReason } from './two-stage.budgets';
+import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction } from './two-stage.messages';
+import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
+import type { StepOutcome, TurnState } from './two-stage.state';
+import { toolPhase } from './two-stage.tool-phase';
+
+/** What the loop carries from one model call to the next. */
+export interface ActionContext {
+  /** a budget forces this call to answer without tools */
+  forced: ForcedReason | null;
+  /** some answer text was streamed: the next phase's text starts after a paragraph break */
+  wrote: boolean;
+  /** a refused call does not end its action phase: the model is asked again in the same phase */
+  continuing: boolean;
+  /** the model's latest text: the next action phase's tools are re-ranked with it */
+  latestText: string;
+}
+
+/**
+ * Starts a model call: in a new action phase, or (after a refusal) in the same one. Tools are
+ * offered unless a budget forces the answer.
+ */
+export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs: LlmToolSpec[], a: ActionContext): Generator<ProtocolEvent, ModelStream, undefined> {
+  const phaseIndex = a.continuing ? s.phaseIndex : ++s.phaseIndex;
+  if (!a.continuing) yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
+
+  const offerTools = !a.forced && specs.length > 0;
+  const offered = offerTools ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: a.latestText || undefined }) : [];
+  const messages = modelMessages(ctx, s, a.forced);
+  traceStep(ctx, 'llm_request', {
+    phase: 'action_phase',
+    phaseIndex,
+    messages: messages.length,
+    tools: offered.map((t) => t.name),
+    toolChoice: offerTools ? 'auto' : 'none',
+    forced: a.forced,
+    temperature: temperatureFor(ctx.mode),
+  });
+  return actionStream(ctx, messages, offerTools ? offered : undefined, MAX_RESPONSE_TOKENS, {
+    stopAtFirstCompleteCall: true,
+    ignoreToolCalls: !offerTools,
+    lead: a.wrote ? PARAGRAPH_BREAK : undefined,
+  });
+}
+
+/** Closes the action phase; a new call gets its tool phase, a repeated one is refused. */
+export async function* endAction(
+  ctx: ProtocolExecutionContext,
+  s: TurnState,
+  specs: LlmToolSpec[],
+  forced: ForcedReason | null,
+  stream: ModelStream,
+): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+  const res = stream.close();
+  const phaseIndex = s.phaseIndex;
+  addUsage(s.usage, res.usage);
+  traceLateDeltas(ctx, phaseIndex, res);
+
+  if (ctx.signal.aborted) {
+    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'cancelled');
+    return { kind: 'final', stopReason: 'cancelled' };
+  }
+  if (res.error) {
+    traceStep(ctx, 'llm_error', { phaseIndex, ...res.error });
+    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'error');
+    yield { type: 'error', code: `llm_${res.error.code}`, message: res.error.message, retryable: res.error.retryable };
+    return { kind: 'final', stopReason: 'error' };
+  }
+  traceStep(ctx, 'llm_response', {
+    phaseIndex,
+    finishReason: res.finishReason ?? null,
+    textChars: res.text.length,
+    reasoningChars: res.reasoningChars,
+    toolCall: res.calls[0] ? { name: res.calls[0].name, id: res.calls[0].id } : null,
+    invalidCalls: res.invalid.length,
+    stoppedEarly: res.stoppedEarly,
+    usage: res.usage ?? null,
+  });
+
+  const call = res.calls[0];
+  if (forced && res.text.trim() === '') {
+    // the model insisted on tools when none were offered: the user still gets an answer
+    yield { type: 'chunk', content: FORCED_FINAL_FALLBACK };
+  }
+  if (forced || (!call && res.invalid.length === 0)) {
+    const truncated = res.finishReason === 'length';
+    if (truncated) yield TRUNCATED_NOTICE;
+    // a forced answer keeps saying which budget forced it; the notice says it was cut off
+    const stopReason: StopReason = forced ?? (truncated ? 'max_tokens' : 'final_answer');
+    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, stopReason);
+    return { kind: 'final', stopReason };
+  }
+  if (!call) {
+    // refused in the action phase, which goes on: only an executed tool opens a tool phase
+    yield* handleInvalid(ctx, s, res.invalid[0], specs);
+    return { kind: 'refused_duplicate' };
+  }
+
+  // stored as a digest: checkpoints keep no argument values (secrets included)
+  const guard = new ToolCallGuard(ctx);
+  const signature = guard.signature(call)?.digest ?? null;
+  // the latest run of this signature: a rerun compares its result with that one
+  const earlier = signature ? s.executed.findLast((e) => e.signature === signature) : undefined;
+  const toolCalls: ProtocolEvent = { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
+  if (earlier && guard.policy(call.name) === 'refuse') {
+    yield toolCalls;
+    yield* refuseDuplicate(ctx, s, call, earlier);
+    return { kind: 'refused_duplicate' };
+  }
+  yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
+  yield toolCalls;
+  return yield* toolPhase(ctx, s, call, signature, earlier);
+}
+
+/** System prompt, then injected tool results and refusals, then the conversation. */
+function modelMessages(ctx: ProtocolExecutionContext, s: TurnState, forced: ForcedReason | null): LlmMessage[] {
+  const system = ctx.systemContext ? `${TWO_STAGE_SYSTEM_PROMPT}\n\n${ctx.systemContext}` : TWO_STAGE_SYSTEM_PROMPT;
+  const out: LlmMessage[] = [{ role: 'system', content: system }, ...s.injected, ...s.baseMessages];
+  if (forced) out.push({ role: 'system', content: forcedFinalInstruction(forced) });
+  return out;
+}

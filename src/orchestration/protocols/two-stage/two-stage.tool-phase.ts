@@ -1,0 +1,85 @@
+import type { CompletedToolCall } from '../../../llm/tool-call-accumulator';
+import type { ToolProgress } from '../../../tools/tool-definition';
+import type { ProtocolEvent } from '../../protocol-event';
+import type { ProtocolExecutionContext } from '../../protocol-strategy';
+import { phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
+import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
+import { resultDigest, ToolCallGuard } from '../../tool-call-guard';
+import { argumentPolicyOf } from '../../untrusted-output';
+import { SourcesCollector } from '../unified/unified.sources';
+import { forcedFinal, NOTICES } from './two-stage.budgets';
+import { toolResultMessage } from './two-stage.messages';
+import { checkpoint, counters, type StepOutcome, type TurnState } from './two-stage.state';
+
+/** Runs exactly one call through the ToolRunner and injects its result. */
+export async function* toolPhase(
+  ctx: ProtocolExecutionContext,
+  s: TurnState,
+  call: CompletedToolCall,
+  signature: string | null,
+  previous?: ExecutedToolRecord,
+): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+  const phaseIndex = ++s.phaseIndex;
+  s.cycleIndex += 1;
+  yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+  yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
+
+  const progress: ToolProgress[] = [];
+  const result = await ctx.tools.run(
+    { name: call.name, arguments: call.arguments, callId: call.id },
+    { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p), ...argumentPolicyOf(ctx) },
+  );
+  ctx.untrusted?.learn(result.outputText);
+  for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
+  const failure = toolErrorStage(ctx, call, result);
+  if (failure) yield failure;
+
+  yield toolFinishedEvent(ctx, call, result);
+  if (SourcesCollector.reports(call.name, result)) {
+    // the turn's sources so far, right after the tool that found them (before the answer
+    // streams); each one replaces the last, so the turn's last `sources` event is complete
+    const sources = SourcesCollector.from(s.sources);
+    sources.addToolResult(call.name, result);
+    s.sources = sources.snapshot();
+    yield sources.toEvent();
+  }
+  const shownArgs = shownArguments(ctx, call);
+  s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, shownArgs, result) });
+  s.executed.push({
+    signature: signature ?? `unsigned:${call.id}`,
+    name: call.name,
+    callId: call.id,
+    arguments: shownArgs,
+    phaseIndex,
+    outcome: result.outcome,
+    resultDigest: resultDigest(result.outputText),
+  });
+  if (previous) yield* rerunVerdict(ctx, s, call, previous, s.executed[s.executed.length - 1]);
+
+  if (ctx.signal.aborted) {
+    yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
+    return { kind: 'final', stopReason: 'cancelled' };
+  }
+  yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, result.outcome);
+  yield { type: 'checkpoint', phaseIndex, state: checkpoint(s) as unknown as Record<string, unknown> };
+
+  if (forcedFinal(counters(s), ctx.budgets) === 'cycle_budget') {
+    traceStep(ctx, 'orchestration_notice', { code: 'cycle_budget_reached', executedTools: s.cycleIndex });
+    yield { type: 'notice', code: 'cycle_budget_reached', message: NOTICES.cycleBudget(ctx.budgets.maxPhaseCycles) };
+  }
+  // natural pause point: right after a tool result is traced and checkpointed
+  if (ctx.control.pauseRequested()) return { kind: 'paused', resumeFromPhaseIndex: phaseIndex };
+  return { kind: 'run_again' };
+}
+
+/** A `rerun` tool ran again: the same result as its signature's previous run is a loop strike. */
+function* rerunVerdict(
+  ctx: ProtocolExecutionContext,
+  s: TurnState,
+  call: CompletedToolCall,
+  previous: ExecutedToolRecord,
+  now: ExecutedToolRecord,
+): Generator<ProtocolEvent, void, undefined> {
+  const sameResult = previous.resultDigest !== undefined && previous.resultDigest === now.resultDigest;
+  yield* new ToolCallGuard(ctx).rerunVerdict(s, call, now.signature, sameResult, { firstPhaseIndex: previous.phaseIndex, phaseIndex: now.phaseIndex });
+}

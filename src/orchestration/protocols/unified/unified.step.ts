@@ -1,0 +1,85 @@
+import type { ModelStream, ModelStreamResult } from '../../model-stream';
+import { addUsage, TRUNCATED_NOTICE, type ProtocolEvent } from '../../protocol-event';
+import type { ProtocolExecutionContext } from '../../protocol-strategy';
+import { offeredTools, phaseEdge, traceLateDeltas, traceStep } from '../../protocol-steps.util';
+import { actionStream } from '../action-stream';
+import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { assembleMessages } from './unified.budget';
+import type { FinalReason } from './unified.final-answer';
+import type { StepOutcome, TurnSetup, TurnState } from './unified.turn';
+
+/** Opens a model step: builds the request inside the context budget and starts the stream. */
+export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason): Generator<ProtocolEvent, ModelStream, undefined> {
+  const final = why !== undefined;
+  s.phaseIndex += 1;
+  s.modelSteps += 1;
+  yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
+  const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
+  const offered = final ? [] : offeredTools(ctx, t.specs, { index: s.modelSteps, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
+  if (!final) s.lastOffered = offered;
+  const { messages, report } = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: s.steps, specs: offered, budget: t.budget });
+  traceStep(ctx, 'llm_request', {
+    phase: 'action_phase',
+    phaseIndex: s.phaseIndex,
+    step: s.modelSteps,
+    messages: messages.length,
+    tools: offered.map((x) => x.name),
+    toolChoice: final ? 'none' : 'auto',
+    // which budget forced it, as two-stage traces it (metrics and spans read it)
+    ...(final ? { forced: why } : {}),
+    temperature: temperatureFor(ctx.mode),
+    maxTokens: t.budget.maxResponseTokens,
+    ...report,
+  });
+  return actionStream(ctx, messages, final ? undefined : offered, t.budget.maxResponseTokens, {
+    stopAtFirstCompleteCall: false,
+    ignoreToolCalls: final,
+    lead: s.wrote ? PARAGRAPH_BREAK : undefined,
+  });
+}
+
+/** Closes a model step's action phase and decides: run its calls, or end the turn. */
+export function* endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult): Generator<ProtocolEvent, StepOutcome, undefined> {
+  addUsage(s.usage, res.usage);
+  traceLateDeltas(ctx, s.phaseIndex, res);
+  if (res.text.length > 0) s.wrote = true;
+  const end = (reason: string) => phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);
+  if (ctx.signal.aborted) {
+    yield* end('cancelled');
+    return { kind: 'final', stopReason: 'cancelled' };
+  }
+  const error = res.error;
+  if (error) {
+    traceStep(ctx, 'llm_error', { phaseIndex: s.phaseIndex, step: s.modelSteps, ...error });
+    yield* end('error');
+    return { kind: 'final', stopReason: 'error', error };
+  }
+  const callCount = res.calls.length + res.invalid.length;
+  traceStep(ctx, 'llm_response', {
+    phaseIndex: s.phaseIndex,
+    step: s.modelSteps,
+    finishReason: res.finishReason ?? null,
+    textChars: res.text.length,
+    reasoningChars: res.reasoningChars,
+    toolCalls: res.calls.map((c) => ({ id: c.id, name: c.name })),
+    invalidCalls: res.invalid.length,
+    usage: res.usage ?? null,
+  });
+  if (callCount === 0) {
+    if (res.finishReason === 'length') {
+      yield TRUNCATED_NOTICE;
+      yield* end('max_tokens');
+      return { kind: 'final', stopReason: 'max_tokens' };
+    }
+    yield* end('final_answer');
+    return { kind: 'final', stopReason: 'final_answer' };
+  }
+  if (s.modelSteps >= ctx.budgets.maxIterations) {
+    // the last response stands; its calls are not run and get no tool messages
+    traceStep(ctx, 'max_iterations_reached', { maxIterations: ctx.budgets.maxIterations, unrunCalls: res.calls.map((c) => c.name) });
+    yield* end('max_iterations');
+    return { kind: 'final', stopReason: 'max_iterations' };
+  }
+  yield* end('tool_calls');
+  return { kind: 'run_tools' };
+}
