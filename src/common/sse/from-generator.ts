@@ -1,0 +1,47 @@
+import { Observable } from 'rxjs';
+
+/** How the values of a generator, and the value it returns, become the Observable's values. */
+export interface GeneratorMapping<T, R, U> {
+  each: (value: T) => U;
+  /** the returned value as the last value (a route's `result` event) */
+  last: (value: R) => U;
+}
+
+/**
+ * An async generator as an Observable, the one way an SSE route streams one. Subscribing
+ * iterates it one step at a time (the generator runs no further ahead than its consumer); its
+ * end completes the Observable, its error is the Observable's error. Unsubscribing before its
+ * end (the client left) calls `gen.return()`: the generator's `finally` runs (once the step it
+ * is in settles: the route's abort signal ends that step), and nothing it yields after the
+ * teardown is emitted. A hand-rolled `gen.next()` loop left the generator suspended instead.
+ */
+export function fromGenerator<T>(gen: AsyncGenerator<T, unknown, undefined>): Observable<T>;
+export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, mapping: GeneratorMapping<T, R, U>): Observable<U>;
+export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, mapping?: GeneratorMapping<T, R, U>): Observable<T | U> {
+  return new Observable<T | U>((subscriber) => {
+    let ended = false;
+    const pump = async () => {
+      while (!subscriber.closed) {
+        const step = await gen.next();
+        // torn down while the step ran: what it gave is not emitted
+        if (subscriber.closed) return;
+        if (step.done) {
+          ended = true;
+          if (mapping) subscriber.next(mapping.last(step.value));
+          return subscriber.complete();
+        }
+        subscriber.next(mapping ? mapping.each(step.value) : step.value);
+      }
+    };
+    pump().catch((err: unknown) => {
+      ended = true;
+      subscriber.error(err);
+    });
+    return () => {
+      if (ended) return;
+      ended = true;
+      // queued behind the step in progress, if any: the generator's `finally` runs after it
+      gen.return(undefined as R).catch(() => undefined);
+    };
+  });
+}
