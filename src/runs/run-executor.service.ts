@@ -3,7 +3,6 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShu
 import { SecretRegistry } from '../common/secrets/secret-registry';
 import { assertUnreachable } from '../common/util/assert-unreachable.util';
 import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestration/protocol-event';
-import type { Turn } from '../orchestration/turn';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService } from '../config/app-config.service';
 import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
