@@ -1,4 +1,4 @@
-import { Observable } from 'rxjs';
+import { Observable, type Subscriber } from 'rxjs';
 
 /** How the values of a generator, and the value it returns, become the Observable's values. */
 export interface GeneratorMapping<T, R, U> {
@@ -19,29 +19,31 @@ export function fromGenerator<T>(gen: AsyncGenerator<T, unknown, undefined>): Ob
 export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, mapping: GeneratorMapping<T, R, U>): Observable<U>;
 export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, mapping?: GeneratorMapping<T, R, U>): Observable<T | U> {
   return new Observable<T | U>((subscriber) => {
-    let ended = false;
-    const pump = async () => {
-      while (!subscriber.closed) {
-        const step = await gen.next();
-        // torn down while the step ran: what it gave is not emitted
-        if (subscriber.closed) return;
-        if (step.done) {
-          ended = true;
-          if (mapping) subscriber.next(mapping.last(step.value));
-          return subscriber.complete();
-        }
-        subscriber.next(mapping ? mapping.each(step.value) : step.value);
-      }
-    };
-    pump().catch((err: unknown) => {
-      ended = true;
+    const run = { ended: false };
+    pump(gen, subscriber, run, mapping).catch((err: unknown) => {
+      run.ended = true;
       subscriber.error(err);
     });
     return () => {
-      if (ended) return;
-      ended = true;
+      if (run.ended) return;
+      run.ended = true;
       // queued behind the step in progress, if any: the generator's `finally` runs after it
       gen.return(undefined as R).catch(() => undefined);
     };
   });
+}
+
+/** Steps the generator while someone subscribes, one value at a time. */
+async function pump<T, R, U>(gen: AsyncGenerator<T, R, undefined>, subscriber: Subscriber<T | U>, run: { ended: boolean }, mapping?: GeneratorMapping<T, R, U>): Promise<void> {
+  while (!subscriber.closed) {
+    const step = await gen.next();
+    // torn down while the step ran: what it gave is not emitted
+    if (subscriber.closed) return;
+    if (step.done) {
+      run.ended = true;
+      if (mapping) subscriber.next(mapping.last(step.value));
+      return subscriber.complete();
+    }
+    subscriber.next(mapping ? mapping.each(step.value) : step.value);
+  }
 }
