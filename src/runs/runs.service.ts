@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Observable } from 'rxjs';
+import { defer, EMPTY, type Observable } from 'rxjs';
+import { fromGenerator } from '../common/sse/from-generator';
 import type { ClientFlow } from '../common/sse/client-flow';
 import { AppConfigService } from '../config/app-config.service';
 import type { ProtocolStrategy } from '../orchestration/protocol-strategy';
@@ -16,6 +17,7 @@ import type { SentEvent } from './run-event-bus.service';
 import { checkpointsOf, forkHint, pointOf, runCancelled, type ResumePlan, type ResumePoint } from './resume-plan';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
+import { BatchHandoff } from './batch-handoff';
 import { forkPrefix } from './fork-prefix';
 import { RunsException, RunsExceptionCode } from './runs.exception';
 
@@ -77,23 +79,46 @@ export class RunsService {
         });
     };
     clientGone.addEventListener('abort', () => void (!started && run(null)), { once: true });
-    return new Observable<SentEvent>((subscriber) => {
-      if (started) return subscriber.complete();
-      run({
-        deliver: async (events) => {
-          flow.hold?.();
-          for (const e of events) subscriber.next(e);
-          await flow.ready();
-        },
-        gone: clientGone,
-      }).then(
-        () => subscriber.complete(),
-        (err) => subscriber.error(err),
-      );
-      return () => {
-        if (!ended && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
-      };
+    return defer(() => {
+      if (started) return EMPTY;
+      const left = new AbortController();
+      return fromGenerator(this.watch(p, flow, AbortSignal.any([clientGone, left.signal]), run, () => ended), { abort: left });
     });
+  }
+
+  /**
+   * The run's events for the client that started it, as the run delivers them. The generator
+   * ends with the run (its error is the stream's), or when its client leaves (`left`): then,
+   * unless the run is detached, the run is cancelled at once.
+   */
+  private async *watch(
+    p: StartRunParams,
+    flow: ClientFlow,
+    left: AbortSignal,
+    run: (client: NonNullable<ExecuteRunParams['client']>) => Promise<void>,
+    ended: () => boolean,
+  ): AsyncGenerator<SentEvent> {
+    const handoff = new BatchHandoff<SentEvent>();
+    const deliver = async (events: SentEvent[]) => {
+      flow.hold?.();
+      await handoff.put(events);
+      await flow.ready();
+    };
+    const outcome = run({ deliver, gone: left }).then(() => null, (err: unknown) => ({ err }));
+    void outcome.then(() => handoff.close());
+    const leave = () => {
+      handoff.close();
+      if (!ended() && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
+    };
+    left.addEventListener('abort', leave, { once: true });
+    try {
+      for (let batch = await handoff.take(); batch; batch = await handoff.take()) yield* batch;
+      const failed = ended() ? await outcome : null;
+      if (failed) throw failed.err;
+    } finally {
+      left.removeEventListener('abort', leave);
+      handoff.close();
+    }
   }
 
   async get(requestId: string): Promise<RunDto> {

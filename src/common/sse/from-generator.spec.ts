@@ -67,6 +67,19 @@ describe('fromGenerator', () => {
     expect(advanced).toBe(false);
   });
 
+  it('abort: aborted in the teardown itself when the client leaves early, never after the generator ended', async () => {
+    async function* gen() {
+      yield 1;
+      yield 2;
+    }
+    const early = new AbortController();
+    await firstValueFrom(fromGenerator(gen(), { abort: early }).pipe(take(1)));
+    expect(early.signal.aborted).toBe(true);
+    const late = new AbortController();
+    await lastValueFrom(fromGenerator(gen(), { abort: late }));
+    expect(late.signal.aborted).toBe(false);
+  });
+
   it('a generator that throws: the values before it are emitted, then the same error', async () => {
     const boom = new Error('boom');
     async function* gen() {

@@ -1,5 +1,10 @@
 import { Observable, type Subscriber } from 'rxjs';
 
+export interface FromGeneratorOptions {
+  /** aborted at once when the subscriber leaves before the generator ended (the route's own signal) */
+  abort?: AbortController;
+}
+
 /** How the values of a generator, and the value it returns, become the Observable's values. */
 export interface GeneratorMapping<T, R, U> {
   each: (value: T) => U;
@@ -14,10 +19,13 @@ export interface GeneratorMapping<T, R, U> {
  * end (the client left) calls `gen.return()`: the generator's `finally` runs (once the step it
  * is in settles: the route's abort signal ends that step), and nothing it yields after the
  * teardown is emitted. A hand-rolled `gen.next()` loop left the generator suspended instead.
+ * `abort` is aborted in the teardown itself, for what must stop before the generator's step
+ * settles (a run waiting for its next event is cancelled by it).
  */
-export function fromGenerator<T>(gen: AsyncGenerator<T, unknown, undefined>): Observable<T>;
-export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, mapping: GeneratorMapping<T, R, U>): Observable<U>;
-export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, mapping?: GeneratorMapping<T, R, U>): Observable<T | U> {
+export function fromGenerator<T>(gen: AsyncGenerator<T, unknown, undefined>, options?: FromGeneratorOptions): Observable<T>;
+export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, options: FromGeneratorOptions & GeneratorMapping<T, R, U>): Observable<U>;
+export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, options: FromGeneratorOptions & Partial<GeneratorMapping<T, R, U>> = {}): Observable<T | U> {
+  const mapping = options.each && options.last ? { each: options.each, last: options.last } : undefined;
   return new Observable<T | U>((subscriber) => {
     const run = { ended: false };
     pump(gen, subscriber, run, mapping).catch((err: unknown) => {
@@ -27,6 +35,7 @@ export function fromGenerator<T, R, U>(gen: AsyncGenerator<T, R, undefined>, map
     return () => {
       if (run.ended) return;
       run.ended = true;
+      options.abort?.abort();
       // queued behind the step in progress, if any: the generator's `finally` runs after it
       gen.return(undefined as R).catch(() => undefined);
     };
