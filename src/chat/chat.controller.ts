@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Post, Query, Res, Sse, SseSignal, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Query, RequestMethod, Res, Sse, UseGuards } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
+import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
 import type { Response } from 'express';
 import { StartsTurn } from '../common/limits/turn-limit.guard';
@@ -27,24 +28,22 @@ export class ChatController {
     private readonly conversations: ConversationsService,
   ) {}
 
-  @Post('messages')
   @StartsTurn()
   @ProjectScope('projectId', 'conversation:conversationId')
-  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @Sse('messages', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
   @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
-  async send(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
+  async send(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.send('unified', dto, responseFlow(res), signal));
   }
 
-  @Post('messages_two_stage')
   @StartsTurn()
   @ProjectScope('projectId', 'conversation:conversationId')
-  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @Sse('messages_two_stage', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiOperation({ operationId: 'sendMessageTwoStage', summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
@@ -52,14 +51,13 @@ export class ChatController {
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
-  async sendTwoStage(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
+  async sendTwoStage(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal));
   }
 
-  @Post('messages_two_stage/resume')
   @StartsTurn()
   @ProjectScope('run:requestId')
-  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @Sse('messages_two_stage/resume', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiOperation({
@@ -73,14 +71,13 @@ export class ChatController {
     description:
       'run_cancelled: the run was cancelled; run_finished: it completed or failed; run_not_resumable: not the latest checkpoint, not two-stage, or its checkpoint cannot be read; resume_in_progress: it is running or another resume won. The body lists its checkpoints',
   })
-  async resume(@Body() dto: ResumeRunDto, @Res({ passthrough: true }) res: Response, @SseSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
+  async resume(@Body() dto: ResumeRunDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.resume(dto, responseFlow(res), signal));
   }
 
-  @Post('runs/:requestId/fork')
   @StartsTurn()
   @ProjectScope('run:requestId')
-  @Sse(undefined, { maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @Sse('runs/:requestId/fork', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiTags('runs')
@@ -97,7 +94,7 @@ export class ChatController {
     @Param('requestId', new ParseUUIDPipe()) requestId: string,
     @Body() dto: ForkRunDto,
     @Res({ passthrough: true }) res: Response,
-    @SseSignal() signal: AbortSignal,
+    @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.fork(requestId, dto.fromPhaseIndex, responseFlow(res), signal));
   }

@@ -1,12 +1,13 @@
-import { Body, Controller, Get, HttpCode, Inject, type MessageEvent, Post, Query, Req, Sse, SseSignal } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, type MessageEvent, Post, Query, RequestMethod, Sse } from '@nestjs/common';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
+import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { ExecuteProgressEventDto } from './modes/dto/execute-stream-event.dto';
-import type { Request } from 'express';
 import { randomUUID } from 'node:crypto';
 import { ProjectScope, AnyProject } from '../common/auth/project-scope.decorator';
-import { Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
+import { fromGenerator } from '../common/sse/from-generator';
 import { toMessageEvents, type WireMessage } from '../common/sse/message-events';
 import { ExecuteToolsDto, ToolCallsResultDto, ToolIndexHitDto, ToolIndexSearchQueryDto } from './modes/dto/execute-tools.dto';
 import type { ToolCallsResult } from './modes/tool-calls-result';
@@ -30,37 +31,28 @@ export class OrchestrationController {
   @ApiOperation({ operationId: 'executeTools', summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
   @ApiOkResponse({ type: ToolCallsResultDto })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode' })
-  execute(@Body() dto: ExecuteToolsDto, @Req() req: Request): Promise<ToolCallsResult> {
+  execute(@Body() dto: ExecuteToolsDto, @ClientSignal() signal: AbortSignal): Promise<ToolCallsResult> {
     // a caller that hangs up stops the model call and the tools it would have run
-    const abort = new AbortController();
-    req.socket.once('close', () => abort.abort());
-    return this.orchestration.execute({ ...this.toRequest(dto), signal: abort.signal });
+    return this.orchestration.execute({ ...this.toRequest(dto), signal });
   }
 
-  @Post('execute/stream')
+  @Sse('execute/stream', { method: RequestMethod.POST })
   @StartsTurn()
   @ProjectScope('projectId')
-  @Sse()
   @HttpCode(200)
   @ApiOperation({ operationId: 'executeToolsStream', summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
   @ApiSseResponse({ description: 'progress events, one per stage, then one result event (a ToolCallsResult)', events: { progress: ExecuteProgressEventDto, result: ToolCallsResultDto } })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode (before the stream starts)' })
-  executeStream(@Body() dto: ExecuteToolsDto, @SseSignal() signal: AbortSignal): Observable<MessageEvent> {
+  executeStream(@Body() dto: ExecuteToolsDto, @ClientSignal() signal: AbortSignal): Observable<MessageEvent> {
     // a missing or unknown mode is a 400 before the stream
     const req = this.toRequest(dto);
-    // a caller that hangs up stops the model call and the tools it would have run
+    // a caller that hangs up stops the model call and the tools it would have run; the stream's
+    // teardown then returns the generator
     const gen = this.orchestration.executeModeStream({ ...req, signal });
-    const events = new Observable<WireMessage>((subscriber) => {
-      void (async () => {
-        let seq = 0;
-        let step = await gen.next();
-        while (!step.done) {
-          subscriber.next({ id: ++seq, type: 'progress', data: { requestId: req.requestId, seq, ...step.value } });
-          step = await gen.next();
-        }
-        subscriber.next({ id: ++seq, type: 'result', data: step.value });
-        subscriber.complete();
-      })().catch((err) => subscriber.error(err));
+    let seq = 0;
+    const events = fromGenerator(gen, {
+      each: (step): WireMessage => ({ id: ++seq, type: 'progress', data: { requestId: req.requestId, seq, ...step } }),
+      last: (result): WireMessage => ({ id: ++seq, type: 'result', data: result }),
     });
     return toMessageEvents(events);
   }

@@ -1,6 +1,8 @@
 import { trustedText, UntrustedValues, withUntrustedMasking } from './untrusted-output';
 import { BadRequestException, Inject, Injectable, Logger, Optional, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { filter, lastValueFrom } from 'rxjs';
+import { fromGenerator } from '../common/sse/from-generator';
 import { AppConfigService } from '../config/app-config.service';
 import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
@@ -205,11 +207,9 @@ export class OrchestrationService implements OnApplicationBootstrap {
     return result;
   }
 
-  /** The same, without progress. */
-  async execute(req: ExecuteModeRequest): Promise<ToolCallsResult> {
-    const gen = this.executeModeStream(req);
-    let step = await gen.next();
-    while (!step.done) step = await gen.next();
-    return step.value;
+  /** The same, without progress: only the result the run returns is kept. */
+  execute(req: ExecuteModeRequest): Promise<ToolCallsResult> {
+    const ended = fromGenerator(this.executeModeStream(req), { each: () => null, last: (result: ToolCallsResult) => result });
+    return lastValueFrom(ended.pipe(filter((r): r is ToolCallsResult => r !== null)));
   }
 }

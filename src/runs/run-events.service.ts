@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { from, type Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
+import { fromGenerator } from '../common/sse/from-generator';
 import { type ClientFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
@@ -34,9 +35,12 @@ export class RunEventsService {
     return (await this.events.listAfter(requestId, afterSeq, 1)).length > 0;
   }
 
-  /** The run's events after `afterSeq`, then its live events until it ends or `stop` fires. */
+  /**
+   * The run's events after `afterSeq`, then its live events until it ends or `stop` fires; a
+   * client that leaves returns the generator (its watch of the run ends with it).
+   */
   follow(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): Observable<SentEvent> {
-    return from(this.pages(requestId, afterSeq, flow, stop, false));
+    return fromGenerator(this.pages(requestId, afterSeq, flow, stop, false));
   }
 
   /**

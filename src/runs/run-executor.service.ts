@@ -1,14 +1,11 @@
 import { SplitSecretGuard } from '../common/util/split-secret-guard';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { SecretRegistry } from '../common/secrets/secret-registry';
-import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
 import { assertUnreachable } from '../common/util/assert-unreachable.util';
 import { emptyUsage, type ProtocolEvent, type StopReason } from '../orchestration/protocol-event';
-import type { Turn } from '../orchestration/turn';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService } from '../config/app-config.service';
-import { ANSWER_STORE, type AnswerMetadata, type AnswerStatus, type AnswerStore } from './answer-store.port';
+import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
 import { LeaseLostError, type RunClosing } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
@@ -16,53 +13,29 @@ import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
 import { RunEventsService } from './run-events.service';
-import { RunStream, type EndEvent, type EnvelopeState, type WireEvent } from './run-stream';
+import { RunStream, type EndEvent } from './run-stream';
+import type { ExecuteRunParams } from './run-params';
 import { storageSafe, stripNul } from '../common/util/text-safety.util';
 import { redactString } from '../common/util/redact.util';
 import { TurnStepsRecorder } from './turn-steps';
+import { forkOf, RunFailures, type Leg } from './run-failures';
+import { INSTANCE_ID, keepLease } from './run-lease';
 import type { TurnStep } from './answer-store.port';
+
+export { INSTANCE_ID } from './run-lease';
 
 /** Version of the checkpoint format stored on runs (see run-state/run-checkpoint.ts). */
 export const CHECKPOINT_SCHEMA_VERSION = 1;
 
-/** Who watches a run as it happens: gets its events in order, and can slow it down. */
-export interface RunClient {
-  /** resolves once the client can take more (a slow client slows the run, not memory) */
-  deliver(events: SentEvent[]): Promise<void>;
-  /** fires when the client has gone (nothing more need be read for it) */
-  gone?: AbortSignal;
-}
+export type { ExecuteRunParams, RunClient } from './run-params';
 
-export interface ExecuteRunParams {
-  requestId: string;
-  projectId: string;
-  conversationId: string;
-  /** the protocol and its context, built by orchestration */
-  turn: Turn;
-  /** null: nobody watches (the client left before the run started) */
-  client: RunClient | null;
-  detach: boolean;
-  /** first event(s) of this stream (`start`) */
-  opening: WireEvent[];
-  /** seq already used by this run (resume) */
-  lastSeq: number;
-  envelope?: EnvelopeState;
-  /** text streamed by earlier legs of the run (resume), part of the stored answer */
-  priorContent: string;
-  /** steps of earlier legs of the run (resume), stored with the answer */
-  priorSteps?: TurnStep[];
-  /** a fork: the run and checkpoint it continues from (kept with the answer) */
-  fork?: { parentRequestId: string; fromPhaseIndex: number };
+/** How a run is going, as its parts learn it: how it ended, whether its lease was lost, what its client got. */
+interface RunState {
+  ended: 'done' | 'paused' | null;
+  leaseLost: boolean;
+  /** the last seq this run's client was handed: after a lost lease it is sent what was stored after it */
+  clientSeq: number;
 }
-
-/** What one leg of a run accumulates for its assistant message. */
-interface Leg {
-  content: string;
-  readonly steps: TurnStepsRecorder;
-}
-
-/** An identity for this process in leases: host, pid, a random suffix. */
-export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
 /**
  * Drives a protocol generator into a run: numbers, stores and streams its events, saves
@@ -76,6 +49,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private readonly logger = new Logger('RunExecutor');
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly secrets: SecretRegistry;
+  private readonly failures: RunFailures;
   private shuttingDown = false;
   /** stops the waits of streams that lost their lease (sendStoredEnd) on shutdown */
   private readonly closing = new AbortController();
@@ -85,13 +59,15 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     private readonly runs: RunRepository,
     private readonly writer: RunEventWriter,
     private readonly bus: RunEventBus,
-    private readonly storedEvents: RunEventsService,
+    storedEvents: RunEventsService,
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     @Optional() secrets?: SecretRegistry,
   ) {
     this.secrets = secrets ?? SecretRegistry.fromConfig(config);
+    const leaseMs = () => config.get('RUN_LEASE_MS');
+    this.failures = new RunFailures({ conversations, runs, storedEvents, leaseMs, closing: this.closing.signal, logger: this.logger });
   }
 
   /** Runs the turn to its end; resolves when the run is closed (or paused), with how it ended. */
@@ -103,135 +79,98 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
   private async run(p: ExecuteRunParams): Promise<'done' | 'paused' | null> {
     const live = this.control.attach(p.requestId);
-    const { client } = p;
     // nobody watches from the start: like a disconnect, this cancels unless detached
-    if (!client && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
-    const leaseMs = this.config.get('RUN_LEASE_MS');
-    // an instance that lost its lease (frozen past it, then swept) stops the turn; its writes
-    // are fenced anyway, so it cannot store or send anything more
-    const renew = async () => {
-      const held = await this.runs.renewLease(p.requestId, INSTANCE_ID, leaseMs).catch(() => ({ control: null }));
-      if (!held) this.control.cancelLocal(p.requestId, 'lease_lost');
-      // the stored flag, for a control request whose NOTIFY this instance missed
-      else if (held.control === 'cancel') this.control.cancelLocal(p.requestId, 'cancelled');
-      else if (held.control === 'pause') this.control.pauseLocal(p.requestId);
-    };
-    const lease = setInterval(() => void renew(), Math.max(500, leaseMs / 3));
-    lease.unref?.();
-
-    const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
-    // the last seq this run's client was handed: after a lost lease it is sent what was stored after it
-    let clientSeq = p.lastSeq;
-    if (client)
-      sinks.unshift((e) => {
-        if (e.length) clientSeq = e[e.length - 1].seq;
-        return client.deliver(e);
-      });
-    // stored under this instance's lease, grouped with the other runs' events of the moment
-    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.writer.append(id, INSTANCE_ID, rows, closing) };
-    const stream = new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
-
+    if (!p.client && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
+    const stopLease = keepLease(this.runs, this.control, p.requestId, this.config.get('RUN_LEASE_MS'));
+    const state: RunState = { ended: null, leaseLost: false, clientSeq: p.lastSeq };
+    const stream = this.openStream(p, state);
     const leg: Leg = { content: p.priorContent, steps: new TurnStepsRecorder(p.priorSteps) };
-    let ended: 'done' | 'paused' | null = null;
-    let leaseLost = false;
-    const protocol = p.turn.protocol;
-    const ctx = p.turn.context(live.abort.signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
-
     try {
-      for (const ev of p.opening) await stream.emit(ev);
-      // a secret split across two chunks is masked too: the end of a chunk that may start one waits
-      const split = new SplitSecretGuard(this.secrets.values());
-      for await (const ev of protocol.execute(ctx)) {
-        if (ended) {
-          this.logger.error(`${protocol.name} yielded ${ev.type} after ${ended}; ignored (run ${p.requestId})`);
-          continue;
-        }
-        if (ev.type === 'chunk') {
-          // nearly every event of a turn: handled here, with no event copied and no await
-          // unless a full batch is pending behind the one being stored or sent (backpressure)
-          const safe = split.push(ev.content);
-          if (!safe) continue;
-          const wait = this.chunk(stream, safe, leg);
-          if (wait) await wait;
-        } else {
-          const held = split.flush();
-          if (held) {
-            const wait = this.chunk(stream, held, leg);
-            if (wait) await wait;
-          }
-          if (stream.error) throw stream.error;
-          ended = await this.handle(p, stream, ev, leg);
-        }
-        if (stream.error) throw stream.error;
-      }
-      if (!ended) {
-        this.logger.error(`${protocol.name} ended without done; closing run ${p.requestId}`);
-        await this.finishWithError(p, stream, leg, 'protocol_error', 'The protocol ended without an answer', live.abort.signal);
-        ended = 'done';
-      }
+      await this.drive(p, stream, leg, live.abort.signal, state);
     } catch (err) {
-      if (err instanceof LeaseLostError || stream.error instanceof LeaseLostError) {
-        // another instance closed this run: whatever it stored is what clients see
-        this.logger.warn(`run ${p.requestId}: lease lost; the turn stopped, its client gets the end the other instance stores`);
-        this.control.cancelLocal(p.requestId, 'lease_lost');
-        leaseLost = true;
-        ended = 'done';
-      } else if (!ended) {
-        const storage = stream.error !== null;
-        this.logger.error(`run ${p.requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
-        await this.finishWithError(
-          p,
-          stream,
-          leg,
-          storage ? 'storage_error' : 'internal_error',
-          storage ? 'Could not store the run events; the turn was stopped' : 'Internal error while running the turn',
-          live.abort.signal,
-        ).catch((e) => {
-          // the run was taken over while it was being closed here (its `done` was fenced)
-          if (e instanceof LeaseLostError) leaseLost = true;
-          else this.logger.error(`could not close run ${p.requestId}: ${(e as Error).message}`);
-        });
-        ended = 'done';
-      }
+      await this.failed(p, stream, leg, err, live.abort.signal, state);
     } finally {
-      clearInterval(lease);
+      stopLease();
       await stream.flush().catch(() => undefined);
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
       void this.trace.flush();
-      if (leaseLost && client) await this.sendStoredEnd(p, client, clientSeq, stream.envelope);
+      if (state.leaseLost && p.client) await this.failures.sendStoredEnd(p, p.client, state.clientSeq, stream);
     }
-    return ended;
+    return state.ended;
   }
 
-  /**
-   * This instance lost the run's lease (it stalled past it and another instance closed the run):
-   * its client is sent what was stored after the last event it got, read from run_events as the
-   * reconnect route reads them (the other instance's `error instance_lost` and `done`, same seq,
-   * same JSON), then the stream ends: the client gets its one `done`. They are waited for up to
-   * RUN_LEASE_MS (that instance marks the run closed before it stores them); if they are not
-   * stored by then (that instance failed too), the client gets `error lease_lost` at the next
-   * seq instead, and the stream ends without `done`.
-   */
-  private async sendStoredEnd(p: ExecuteRunParams, client: RunClient, afterSeq: number, envelope: EnvelopeState): Promise<void> {
-    const bound = this.config.get('RUN_LEASE_MS');
-    const stop = AbortSignal.any([AbortSignal.timeout(bound), this.closing.signal, ...(client.gone ? [client.gone] : [])]);
-    let last = afterSeq;
-    let ended = false;
-    try {
-      for await (const e of this.storedEvents.untilEnd(p.requestId, afterSeq, stop)) {
-        await client.deliver([e]);
-        last = e.seq;
-        if (e.type === 'done' || e.type === 'paused') ended = true;
-      }
-    } catch (err) {
-      this.logger.error(`run ${p.requestId}: could not read the events stored after its lease was lost: ${(err as Error).message}`);
+  /** The run's stream: its events stored under this instance's lease, then sent to its client (if any) and the bus. */
+  private openStream(p: ExecuteRunParams, state: RunState): RunStream {
+    const sinks: Array<(e: SentEvent[]) => Promise<void> | void> = [(e) => this.bus.publish(p.requestId, e)];
+    const { client } = p;
+    if (client) {
+      sinks.unshift((e) => {
+        if (e.length) state.clientSeq = e[e.length - 1].seq;
+        return client.deliver(e);
+      });
     }
-    if (ended || client.gone?.aborted) return;
-    this.logger.warn(`run ${p.requestId}: the end of the run was not stored within ${bound} ms of losing its lease; its client is told so`);
-    const seq = last + 1;
-    const message = 'This instance lost the run to another one, which has not stored how it ended; reconnect to the run\'s events route to read its end';
-    await client.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, ...envelope, code: 'lease_lost', message, retryable: true } }]);
+    // stored under this instance's lease, grouped with the other runs' events of the moment
+    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.writer.append(id, INSTANCE_ID, rows, closing) };
+    return new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
+  }
+
+  /** Sends the opening events, then every event of the protocol, until it ends. */
+  private async drive(p: ExecuteRunParams, stream: RunStream, leg: Leg, signal: AbortSignal, state: RunState): Promise<void> {
+    const protocol = p.turn.protocol;
+    const ctx = p.turn.context(signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
+    for (const ev of p.opening) await stream.emit(ev);
+    // a secret split across two chunks is masked too: the end of a chunk that may start one waits
+    const split = new SplitSecretGuard(this.secrets.values());
+    for await (const ev of protocol.execute(ctx)) {
+      if (state.ended) {
+        this.logger.error(`${protocol.name} yielded ${ev.type} after ${state.ended}; ignored (run ${p.requestId})`);
+        continue;
+      }
+      if (ev.type === 'chunk') {
+        // nearly every event of a turn: handled here, with no event copied and no await
+        // unless a full batch is pending behind the one being stored or sent (backpressure)
+        const wait = this.chunk(stream, split.push(ev.content), leg);
+        if (wait) await wait;
+      } else state.ended = await this.dispatch(p, stream, ev, leg, split);
+      if (stream.error) throw stream.error;
+    }
+    if (state.ended) return;
+    this.logger.error(`${protocol.name} ended without done; closing run ${p.requestId}`);
+    await this.finishWithError(p, stream, leg, { code: 'protocol_error', message: 'The protocol ended without an answer' }, signal);
+    state.ended = 'done';
+  }
+
+  /** An event other than a chunk, after the text the split-secret guard held back. */
+  private async dispatch(p: ExecuteRunParams, stream: RunStream, ev: Exclude<ProtocolEvent, { type: 'chunk' }>, leg: Leg, split: SplitSecretGuard): Promise<'done' | 'paused' | null> {
+    const wait = this.chunk(stream, split.flush(), leg);
+    if (wait) await wait;
+    if (stream.error) throw stream.error;
+    return this.handle(p, stream, ev, leg);
+  }
+
+  /** The run threw: another instance took it over, or it is closed here with an error. */
+  private async failed(p: ExecuteRunParams, stream: RunStream, leg: Leg, err: unknown, signal: AbortSignal, state: RunState): Promise<void> {
+    if (err instanceof LeaseLostError || stream.error instanceof LeaseLostError) {
+      // another instance closed this run: whatever it stored is what clients see
+      this.logger.warn(`run ${p.requestId}: lease lost; the turn stopped, its client gets the end the other instance stores`);
+      this.control.cancelLocal(p.requestId, 'lease_lost');
+      state.leaseLost = true;
+      state.ended = 'done';
+      return;
+    }
+    if (state.ended) return;
+    const storage = stream.error !== null;
+    this.logger.error(`run ${p.requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
+    const error = storage
+      ? { code: 'storage_error', message: 'Could not store the run events; the turn was stopped' }
+      : { code: 'internal_error', message: 'Internal error while running the turn' };
+    await this.finishWithError(p, stream, leg, error, signal).catch((e) => {
+      // the run was taken over while it was being closed here (its `done` was fenced)
+      if (e instanceof LeaseLostError) state.leaseLost = true;
+      else this.logger.error(`could not close run ${p.requestId}: ${(e as Error).message}`);
+    });
+    state.ended = 'done';
   }
 
   /**
@@ -240,6 +179,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
    * Returns what the producer must wait for, if anything (RunStream.chunk).
    */
   private chunk(stream: RunStream, text: string, leg: Leg): Promise<void> | null {
+    // nothing to send: the split-secret guard holds the whole piece, or holds nothing
+    if (!text) return null;
     const content = redactString(stripNul(text), this.secrets.values());
     leg.content += content;
     return stream.chunk(content);
@@ -319,37 +260,14 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
    * Last resort when the generator threw or the database failed: tell the client why (directly
    * when the event store is what failed), store what was streamed, close the run.
    */
-  private async finishWithError(
-    p: ExecuteRunParams,
-    stream: RunStream,
-    leg: Leg,
-    code: string,
-    message: string,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const { content } = leg;
+  private async finishWithError(p: ExecuteRunParams, stream: RunStream, leg: Leg, error: { code: string; message: string }, signal: AbortSignal): Promise<void> {
     const stopReason: StopReason = signal.aborted ? 'cancelled' : 'error';
-    if (stream.error) {
-      // the event store is down: the client still hears why, the message is stored if possible
-      // numbered after what was stored and sent: the chunks queued past it never will be
-      const seq = stream.lastSentSeq + 1;
-      await p.client?.deliver([{ seq, type: 'error', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq, phase: stream.envelope.phase, phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, code, message, retryable: true } }]);
-      let messageId: string | null = null;
-      try {
-        leg.steps.apply('error', { code, message });
-        messageId = (await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, content, 'error', { stopReason, error: code, model: p.turn.model, steps: leg.steps.steps(), ...forkOf(p) })).message.id;
-        await this.runs.finish(p.requestId, 'failed', stopReason, stream.lastSentSeq);
-      } catch (e) {
-        this.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
-      }
-      await p.client?.deliver([{ seq: seq + 1, type: 'done', data: { requestId: p.requestId, projectId: p.projectId, conversationId: p.conversationId, seq: seq + 1, phase: 'complete', phaseIndex: stream.envelope.phaseIndex, cycleIndex: stream.envelope.cycleIndex, fullContent: content, messageId, stopReason, usage: emptyUsage() } }]);
-      return;
-    }
+    if (stream.error) return this.failures.storageFailed(p, stream, leg, error, stopReason);
     if (stopReason === 'error') {
-      leg.steps.apply('error', { code, message });
-      await stream.emit({ type: 'error', code, message, retryable: false });
+      leg.steps.apply('error', error);
+      await stream.emit({ type: 'error', ...error, retryable: false });
     }
-    await this.finish(p, stream, { type: 'done', fullContent: content, stopReason, usage: emptyUsage() }, leg.steps.steps());
+    await this.finish(p, stream, { type: 'done', fullContent: leg.content, stopReason, usage: emptyUsage() }, leg.steps.steps());
   }
 
   /**
@@ -368,9 +286,4 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
   }
-}
-
-/** The answer metadata that links a fork's answer to its parent run. */
-function forkOf(p: ExecuteRunParams): Pick<AnswerMetadata, 'forkOf'> {
-  return p.fork ? { forkOf: { requestId: p.fork.parentRequestId, phaseIndex: p.fork.fromPhaseIndex } } : {};
 }

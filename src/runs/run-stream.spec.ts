@@ -64,6 +64,26 @@ describe('RunStream', () => {
     expect(stream.lastSentSeq).toBe(5); // what the client's next event follows
   });
 
+  it('after a storage failure, the error and done its client is told directly are enveloped as any other event, numbered on from the last one sent', async () => {
+    let calls = 0;
+    const repo = { insertMany: async () => (++calls === 1 ? undefined : Promise.reject(new Error('db down'))) } as unknown as RunEventRepository;
+    const stream = new RunStream(id, repo, [() => undefined], { lastSeq: 4, state: { phase: 'tool_phase', phaseIndex: 3, cycleIndex: 1 } });
+    await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
+    for (const c of ['a', 'b']) stream.chunk(c);
+    await stream.flush();
+    const seq = stream.lastSentSeq + 1;
+    const error = stream.envelopeAt(seq, { type: 'error', code: 'storage_error', message: 'm', retryable: true });
+    const usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0 };
+    const done = stream.envelopeAt(seq + 1, { type: 'done', fullContent: 'ab', messageId: null, stopReason: 'error', usage });
+    // the JSON the wire carries (key order included), as the executor wrote it by hand before
+    expect(JSON.stringify(error)).toBe(
+      '{"seq":6,"type":"error","data":{"requestId":"r","projectId":"p","conversationId":"c","seq":6,"phase":"tool_phase","phaseIndex":3,"cycleIndex":1,"code":"storage_error","message":"m","retryable":true}}',
+    );
+    expect(JSON.stringify(done.data)).toBe(
+      '{"requestId":"r","projectId":"p","conversationId":"c","seq":7,"phase":"complete","phaseIndex":3,"cycleIndex":1,"fullContent":"ab","messageId":null,"stopReason":"error","usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0,"llmCalls":0}}',
+    );
+  });
+
   it('continues numbering after the last stored seq (resume) and carries the envelope', async () => {
     const { repo } = slowRepo(0);
     const sent: SentEvent[] = [];

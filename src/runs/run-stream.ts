@@ -5,6 +5,12 @@ import type { SentEvent } from './run-event-bus.service';
 /** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
 export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; model?: string; resumed?: boolean; resumeFromPhaseIndex?: number; parentRequestId?: string };
 
+/** `done` as sent: with the id of the stored answer (null when it could not be stored). */
+export type DoneEvent = Extract<WireEvent, { type: 'done' }> & { messageId: string | null };
+
+/** Any event a run sends, as `runEnvelope` wraps it. */
+export type EnvelopedEvent = WireEvent | DoneEvent;
+
 /** The event that ends a run's stream (RunStream.close). */
 export type EndEvent = Extract<WireEvent, { type: 'done' | 'paused' }>;
 
@@ -23,6 +29,30 @@ export interface EnvelopeState {
   phase: PhaseName;
   phaseIndex: number;
   cycleIndex: number;
+}
+
+/**
+ * The SSE envelope of one run event (docs/API.md), the only place it is assembled: the run's
+ * ids, `seq`, the phase metadata, then the event's own fields, always in this order (replays
+ * and the serialized chunk fast path depend on it). `done` is in phase `complete`; a `phase`
+ * event carries its own phase and indexes; any other event those of the phase it is in.
+ */
+export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeState, event: EnvelopedEvent): Record<string, unknown> {
+  if (event.type === 'chunk') {
+    // nearly every event of a turn: no rest copy of the event
+    return { requestId: id.requestId, projectId: id.projectId, conversationId: id.conversationId, seq, phase: state.phase, phaseIndex: state.phaseIndex, cycleIndex: state.cycleIndex, content: event.content };
+  }
+  const { type, ...fields } = event;
+  return {
+    requestId: id.requestId,
+    projectId: id.projectId,
+    conversationId: id.conversationId,
+    seq,
+    phase: type === 'done' ? 'complete' : type === 'phase' ? event.phase : state.phase,
+    phaseIndex: type === 'phase' ? event.phaseIndex : state.phaseIndex,
+    cycleIndex: type === 'phase' ? event.cycleIndex : state.cycleIndex,
+    ...fields,
+  };
 }
 
 /**
@@ -116,9 +146,7 @@ export class RunStream {
    */
   chunk(content: string): Promise<void> | null {
     const seq = ++this.seq;
-    const { phase, phaseIndex, cycleIndex } = this.state;
-    // the envelope's members in the order every other event has them: same keys, same order
-    const data = { requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId, seq, phase, phaseIndex, cycleIndex, content };
+    const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
     this.pending.push({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
     if (this.pending.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
     if (!this.timer && !this.due) this.timer = setTimeout(this.onBatchTime, RunStream.CHUNK_BATCH_MS);
@@ -137,20 +165,24 @@ export class RunStream {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
       this.envelopeJson = undefined;
     }
-    const envelopePhase: PhaseName = event.type === 'done' ? 'complete' : event.type === 'phase' ? event.phase : this.state.phase;
-    const { type, ...fields } = event;
-    const data: Record<string, unknown> = {
-      requestId: this.id.requestId,
-      projectId: this.id.projectId,
-      conversationId: this.id.conversationId,
-      seq: ++this.seq,
-      phase: envelopePhase,
-      phaseIndex: event.type === 'phase' ? event.phaseIndex : this.state.phaseIndex,
-      cycleIndex: event.type === 'phase' ? event.cycleIndex : this.state.cycleIndex,
-      ...fields,
-    };
+    const data = runEnvelope(this.id, ++this.seq, this.state, event);
     // serialized once: the same text is stored and sent
-    this.pending.push({ seq: this.seq, type, data, json: JSON.stringify(data) });
+    this.pending.push({ seq: this.seq, type: event.type, data, json: JSON.stringify(data) });
+  }
+
+  /**
+   * Events for this run's client only, once storing failed (`error`): enveloped as the others,
+   * numbered on from the last one stored and sent (those queued past it never will be), and
+   * neither stored nor sent here.
+   */
+  unstored(events: Array<Extract<EnvelopedEvent, { type: 'error' | 'done' }>>): SentEvent[] {
+    let seq = this.sentSeq;
+    return events.map((e) => this.envelopeAt(++seq, e));
+  }
+
+  /** One event enveloped at `seq` in the current phase, for a client this stream no longer feeds (neither stored nor sent here). */
+  envelopeAt(seq: number, event: EnvelopedEvent): SentEvent {
+    return { seq, type: event.type, data: runEnvelope(this.id, seq, this.state, event) };
   }
 
   /**

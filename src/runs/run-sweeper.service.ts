@@ -1,12 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
-import { emptyUsage } from '../orchestration/protocol-event';
+import { emptyUsage, type PhaseName } from '../orchestration/protocol-event';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { forkPrefix, textUpTo } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus } from './run-event-bus.service';
+import { runEnvelope, type EnvelopeState } from './run-stream';
 import { TurnStepsRecorder } from './turn-steps';
 
 const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
@@ -81,11 +82,8 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     });
     const last = stored.at(-1);
     if (last?.type !== 'done') {
-      const base = {
-        requestId: run.requestId,
-        projectId: run.projectId,
-        conversationId: run.conversationId,
-        phase: (last?.data.phase as string) ?? 'action_phase',
+      const state: EnvelopeState = {
+        phase: (last?.data.phase as PhaseName) ?? 'action_phase',
         phaseIndex: Number(last?.data.phaseIndex ?? 0),
         cycleIndex: Number(last?.data.cycleIndex ?? 0),
       };
@@ -93,10 +91,10 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       const closing = [];
       if (status === 'failed') {
         seq += 1;
-        closing.push({ seq, type: 'error', data: { ...base, seq, code: 'instance_lost', message: INSTANCE_LOST_MESSAGE, retryable: true } });
+        closing.push({ seq, type: 'error', data: runEnvelope(run, seq, state, { type: 'error', code: 'instance_lost', message: INSTANCE_LOST_MESSAGE, retryable: true }) });
       }
       seq += 1;
-      closing.push({ seq, type: 'done', data: { ...base, seq, phase: 'complete', fullContent: content, messageId: message.id, stopReason, usage: emptyUsage() } });
+      closing.push({ seq, type: 'done', data: runEnvelope(run, seq, state, { type: 'done', fullContent: content, messageId: message.id, stopReason, usage: emptyUsage() }) });
       await this.events.insertMany(run.requestId, closing);
       await this.runs.setLastSeq(run.requestId, seq);
     }

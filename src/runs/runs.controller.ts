@@ -1,4 +1,4 @@
-import { BadRequestException, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Res, Sse, SseSignal } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Res, Sse } from '@nestjs/common';
 import type { Response } from 'express';
 import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { EMPTY, map, type Observable } from 'rxjs';
@@ -8,6 +8,7 @@ import { RunEventsQueryDto } from './dto/run.dto';
 import { RunEventsService } from './run-events.service';
 import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
+import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { RUN_EVENTS } from './dto/run-event.dto';
 import { RunDto } from './dto/run.dto';
 import { RunsService } from './runs.service';
@@ -44,7 +45,7 @@ export class RunsController {
     @Query() q: RunEventsQueryDto,
     @Headers('last-event-id') lastEventIdHeader: string | undefined,
     @Res({ passthrough: true }) res: Response,
-    @SseSignal() signal: AbortSignal,
+    @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     const raw = lastEventIdHeader ?? q.lastEventId ?? '0';
     if (!/^\d{1,9}$/.test(raw.trim())) throw new BadRequestException('Last-Event-ID must be a non-negative integer');

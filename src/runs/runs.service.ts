@@ -1,52 +1,30 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Observable } from 'rxjs';
+import { defer, EMPTY, type Observable } from 'rxjs';
+import { fromGenerator } from '../common/sse/from-generator';
 import type { ClientFlow } from '../common/sse/client-flow';
 import { AppConfigService } from '../config/app-config.service';
-import type { PhaseName } from '../orchestration/protocol-event';
 import type { ProtocolStrategy } from '../orchestration/protocol-strategy';
 import { OrchestrationService } from '../orchestration/orchestration.service';
 import { CheckpointFormatError } from '../orchestration/run-state/run-checkpoint';
-import type { LlmMessage } from '../llm/llm-adapter.port';
 import { mapRun, type RunDto } from './dto/run.dto';
 import type { RunEntity, RunOptions } from './entities/run.entity';
 import type { StatementPrelude } from '../database/statement-prelude';
-import { RunEventRepository, type StoredRunEvent } from './repositories/run-event.repository';
+import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import type { SentEvent } from './run-event-bus.service';
+import { checkpointsOf, forkHint, pointOf, runCancelled, type ResumePlan, type ResumePoint } from './resume-plan';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
-import { forkPrefix, textUpTo } from './fork-prefix';
+import { BatchHandoff } from './batch-handoff';
+import { forkPrefix } from './fork-prefix';
 import { RunsException, RunsExceptionCode } from './runs.exception';
-import { TurnStepsRecorder } from './turn-steps';
-import type { TurnStep } from './answer-store.port';
 
 export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
+export type { ResumePlan, ResumePoint } from './resume-plan';
 
 type CheckpointReader = Required<Pick<ProtocolStrategy, 'readCheckpoint'>>;
-
-/**
- * A run that may continue from the checkpoint of `phaseIndex` (checked, not yet claimed): in
- * place (`fork: false`, a paused run's latest checkpoint) or as a new run forked from it.
- */
-export interface ResumePlan {
-  run: RunEntity;
-  phaseIndex: number;
-  fork: boolean;
-  /** the checkpoint as stored, and the conversation it continues */
-  state: Record<string, unknown>;
-  baseMessages: LlmMessage[];
-}
-
-/** Where a claimed resume continues: seq, envelope and the text already streamed. */
-export interface ResumePoint {
-  lastSeq: number;
-  envelope?: ExecuteRunParams['envelope'];
-  priorContent: string;
-  /** the stored steps of those legs, kept with the answer */
-  priorSteps: TurnStep[];
-}
 
 /**
  * The run engine's front: opens runs, starts them as streams of stored-then-sent events, and
@@ -101,23 +79,46 @@ export class RunsService {
         });
     };
     clientGone.addEventListener('abort', () => void (!started && run(null)), { once: true });
-    return new Observable<SentEvent>((subscriber) => {
-      if (started) return subscriber.complete();
-      run({
-        deliver: async (events) => {
-          flow.hold?.();
-          for (const e of events) subscriber.next(e);
-          await flow.ready();
-        },
-        gone: clientGone,
-      }).then(
-        () => subscriber.complete(),
-        (err) => subscriber.error(err),
-      );
-      return () => {
-        if (!ended && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
-      };
+    return defer(() => {
+      if (started) return EMPTY;
+      const left = new AbortController();
+      return fromGenerator(this.watch(p, flow, AbortSignal.any([clientGone, left.signal]), run, () => ended), { abort: left });
     });
+  }
+
+  /**
+   * The run's events for the client that started it, as the run delivers them. The generator
+   * ends with the run (its error is the stream's), or when its client leaves (`left`): then,
+   * unless the run is detached, the run is cancelled at once.
+   */
+  private async *watch(
+    p: StartRunParams,
+    flow: ClientFlow,
+    left: AbortSignal,
+    run: (client: NonNullable<ExecuteRunParams['client']>) => Promise<void>,
+    ended: () => boolean,
+  ): AsyncGenerator<SentEvent> {
+    const handoff = new BatchHandoff<SentEvent>();
+    const deliver = async (events: SentEvent[]) => {
+      flow.hold?.();
+      await handoff.put(events);
+      await flow.ready();
+    };
+    const outcome = run({ deliver, gone: left }).then(() => null, (err: unknown) => ({ err }));
+    void outcome.then(() => handoff.close());
+    const leave = () => {
+      handoff.close();
+      if (!ended() && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
+    };
+    left.addEventListener('abort', leave, { once: true });
+    try {
+      for (let batch = await handoff.take(); batch; batch = await handoff.take()) yield* batch;
+      const failed = ended() ? await outcome : null;
+      if (failed) throw failed.err;
+    } finally {
+      left.removeEventListener('abort', leave);
+      handoff.close();
+    }
   }
 
   async get(requestId: string): Promise<RunDto> {
@@ -268,7 +269,7 @@ export class RunsService {
       fork: { parentRequestId: parent.requestId, fromPhaseIndex: plan.phaseIndex },
     });
     const upTo = (await this.events.listAfter(parent.requestId, 0, 1_000_000)).filter((e) => Number(e.data.phaseIndex) <= plan.phaseIndex);
-    const point = this.pointOf(upTo, plan.phaseIndex);
+    const point = pointOf(upTo, plan.phaseIndex);
     return { requestId, point: { ...point, lastSeq: 0, priorContent: (await forkPrefix(this.runs, this.events, parent)) + point.priorContent } };
   }
 
@@ -280,20 +281,8 @@ export class RunsService {
       if ((await this.runs.findById(requestId))?.status === 'cancelled') throw runCancelled(plan.run);
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is being resumed by another request`);
     }
-    const point = this.pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
+    const point = pointOf(await this.events.listAfter(requestId, 0, 1_000_000), plan.phaseIndex);
     return { ...point, priorContent: (await forkPrefix(this.runs, this.events, plan.run)) + point.priorContent };
-  }
-
-  /** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
-  private pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
-    const last = events.at(-1);
-    return {
-      lastSeq: last?.seq ?? 0,
-      envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
-      priorContent: textUpTo(events, phaseIndex),
-      // the steps up to the checkpoint are kept with the answer, as their text is
-      priorSteps: TurnStepsRecorder.fromStored(events, phaseIndex),
-    };
   }
 
   private async require(requestId: string): Promise<RunEntity> {
@@ -306,23 +295,4 @@ export class RunsService {
   private strategyOf(protocol: string): ProtocolStrategy | undefined {
     return this.orchestration.protocolNames().includes(protocol) ? this.orchestration.protocol(protocol) : undefined;
   }
-}
-
-/** The phase indexes of a run's stored checkpoints, in order. */
-function checkpointsOf(run: RunEntity): number[] {
-  return Object.keys(run.checkpoint?.byPhase ?? {})
-    .map(Number)
-    .sort((a, b) => a - b);
-}
-
-/** 409 run_cancelled: a cancel is final; the run's checkpoints can still be forked. */
-function runCancelled(run: RunEntity): RunsException {
-  const checkpoints = checkpointsOf(run);
-  return new RunsException(RunsExceptionCode.RUN_CANCELLED, `Run ${run.requestId} was cancelled, and a cancelled run is never resumed${forkHint(run.requestId, checkpoints)}`, { checkpoints });
-}
-
-/** How a refused resume can still go on: the fork route, when the run has a checkpoint to fork from. */
-function forkHint(requestId: string, checkpoints: number[]): string {
-  if (checkpoints.length === 0) return ' (it has no checkpoint to fork from either)';
-  return `; to continue from one of its checkpoints (${checkpoints.join(', ')}) as a new run, fork it: POST /api/chat/runs/${requestId}/fork {"fromPhaseIndex": n}`;
 }

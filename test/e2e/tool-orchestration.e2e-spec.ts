@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
-import { fixtureServer, waitForTool } from '../support/mcp-test-kit';
+import { fixtureServer, waitFor, waitForTool } from '../support/mcp-test-kit';
 
 /** Issue #6 over real HTTP: Classic and NarrowTopK against the OpenAI-compatible adapter. */
 describe('POST /api/orchestration/execute', () => {
@@ -286,6 +286,22 @@ describe('POST /api/orchestration/execute', () => {
     const bad = await fetch(`${t.url}/api/orchestration/execute/stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userInput: 'x', mode: 'Nope' }) });
     expect(bad.status).toBe(400);
   });
+
+  // the plain route and the stream take their caller's signal from the same decorator (ClientSignal)
+  for (const route of ['execute', 'execute/stream']) {
+    it(`a caller that hangs up on ${route} while the model decides: the model request is aborted, not left to run`, async () => {
+      llm.enqueue(respond.hang());
+      const caller = new AbortController();
+      const body = JSON.stringify({ userInput: 'what files are there', mode: 'Classic' });
+      const call = fetch(`${t.url}/api/orchestration/${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: caller.signal })
+        .then((res) => res.text())
+        .catch((err: Error) => err.name);
+      await waitFor(() => llm.chatRequests.length === 1, 10_000, 'the model request');
+      caller.abort();
+      expect(await call).toBe('AbortError');
+      await waitFor(() => llm.chatRequests[0].closedEarlyAt !== undefined, 10_000, 'the model request to be aborted');
+    });
+  }
 
   it('GET /api/orchestration/tool-index/search shows the candidates with scores', async () => {
     const hits = await (await fetch(`${t.url}/api/orchestration/tool-index/search?q=${encodeURIComponent('read a file')}&k=2`)).json();

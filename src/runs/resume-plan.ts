@@ -1,0 +1,67 @@
+import type { PhaseName } from '../orchestration/protocol-event';
+import type { LlmMessage } from '../llm/llm-adapter.port';
+import type { TurnStep } from './answer-store.port';
+import type { RunEntity } from './entities/run.entity';
+import type { StoredRunEvent } from './repositories/run-event.repository';
+import type { ExecuteRunParams } from './run-params';
+import { RunsException, RunsExceptionCode } from './runs.exception';
+import { textUpTo } from './fork-prefix';
+import { TurnStepsRecorder } from './turn-steps';
+
+/*
+ * Where a resumed or forked run continues, and the refusals that list a run's checkpoints:
+ * the parts of continuing from a checkpoint that need no database.
+ */
+
+/**
+ * A run that may continue from the checkpoint of `phaseIndex` (checked, not yet claimed): in
+ * place (`fork: false`, a paused run's latest checkpoint) or as a new run forked from it.
+ */
+export interface ResumePlan {
+  run: RunEntity;
+  phaseIndex: number;
+  fork: boolean;
+  /** the checkpoint as stored, and the conversation it continues */
+  state: Record<string, unknown>;
+  baseMessages: LlmMessage[];
+}
+
+/** Where a claimed resume continues: seq, envelope and the text already streamed. */
+export interface ResumePoint {
+  lastSeq: number;
+  envelope?: ExecuteRunParams['envelope'];
+  priorContent: string;
+  /** the stored steps of those legs, kept with the answer */
+  priorSteps: TurnStep[];
+}
+
+/** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
+export function pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
+  const last = events.at(-1);
+  return {
+    lastSeq: last?.seq ?? 0,
+    envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
+    priorContent: textUpTo(events, phaseIndex),
+    // the steps up to the checkpoint are kept with the answer, as their text is
+    priorSteps: TurnStepsRecorder.fromStored(events, phaseIndex),
+  };
+}
+
+/** The phase indexes of a run's stored checkpoints, in order. */
+export function checkpointsOf(run: RunEntity): number[] {
+  return Object.keys(run.checkpoint?.byPhase ?? {})
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** 409 run_cancelled: a cancel is final; the run's checkpoints can still be forked. */
+export function runCancelled(run: RunEntity): RunsException {
+  const checkpoints = checkpointsOf(run);
+  return new RunsException(RunsExceptionCode.RUN_CANCELLED, `Run ${run.requestId} was cancelled, and a cancelled run is never resumed${forkHint(run.requestId, checkpoints)}`, { checkpoints });
+}
+
+/** How a refused resume can still go on: the fork route, when the run has a checkpoint to fork from. */
+export function forkHint(requestId: string, checkpoints: number[]): string {
+  if (checkpoints.length === 0) return ' (it has no checkpoint to fork from either)';
+  return `; to continue from one of its checkpoints (${checkpoints.join(', ')}) as a new run, fork it: POST /api/chat/runs/${requestId}/fork {"fromPhaseIndex": n}`;
+}
