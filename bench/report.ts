@@ -78,6 +78,9 @@ function gitCommit(): BenchResult['commit'] {
   }
 }
 
+/** Read when a bench script imports this module, i.e. as its run starts: the tree and load it ran on. */
+const atStart = { commit: gitCommit(), loadAverage: loadavg()[0] };
+
 const slug = (s: string) =>
   s
     .toLowerCase()
@@ -99,8 +102,6 @@ function unitOf(text: string): string {
 export class BenchReport {
   private readonly figures: Figure[] = [];
   private readonly tables: ReportTable[] = [];
-  private readonly loadStart = loadavg()[0];
-  private readonly commit = gitCommit();
 
   /**
    * @param name the bench's name: the result file's name and the section anchor in docs/BENCHMARKS.md
@@ -163,9 +164,9 @@ export class BenchReport {
         cores: cpus().length,
         memoryBytes: totalmem(),
         node: process.version,
-        loadAverage: { start: round2(this.loadStart), end: round2(loadavg()[0]) },
+        loadAverage: { start: round2(atStart.loadAverage), end: round2(loadavg()[0]) },
       },
-      commit: this.commit,
+      commit: atStart.commit,
       parameters: this.parameters,
       figures: this.figures,
       tables: this.tables,
