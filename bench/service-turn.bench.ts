@@ -178,6 +178,8 @@ async function main() {
       .add('service.wall.ms', 'whole service: wall time per turn', service.wallMs, 'ms')
       .add('engine.cpu.ms', `run engine, no HTTP or database: CPU per turn (median round of ${ROUNDS}; goal ≤ 8× the floor)`, mid.engine, 'ms', { floor: mid.floor, ratio })
       .add('engine.sse.chars', 'run engine: chars of SSE per turn', Math.round(sseChars / ((TURNS + WARMUP) * ROUNDS)), '')
+      .add('engine.ratio.min', `run engine: lowest ratio to the floor of the ${ROUNDS} rounds`, byRatio[0].engine / byRatio[0].floor, '×')
+      .add('engine.ratio.max', `run engine: highest ratio to the floor of the ${ROUNDS} rounds`, byRatio[byRatio.length - 1].engine / byRatio[byRatio.length - 1].floor, '×')
       .write();
   } finally {
     await app.close();

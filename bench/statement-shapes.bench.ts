@@ -156,6 +156,13 @@ async function measure(kind: 'pglite' | 'postgres', url: string | undefined): Pr
       }
     }
     const floor = db.get('floor: insert alone')! / ROUNDS;
+    // what the README cites: how much less database time than the VALUES statement before
+    const before = db.get('VALUES (before)')!;
+    for (const [name, key] of [['jsonb, prepared (default)', 'prepared'], ['jsonb, unnamed', 'unnamed']]) {
+      const less = (1 - db.get(name)! / before) * 100;
+      console.log(`  ${rows} rows, ${name}: ${less.toFixed(0)} % less database time than VALUES (before)`);
+      report.add(`${kind}.${rows}.${key}.less-than-values.pct`, `${kind}, ${rows} rows: ${name}, database time saved against VALUES (before)`, less, '%');
+    }
     for (const s of shapes) {
       const ms = db.get(s.name)! / ROUNDS;
       const cells = [String(rows), s.name, ms.toFixed(2), ((ms / rows) * 1000).toFixed(0), pid ? (own.get(s.name)! / ROUNDS).toFixed(2) : '–', `${(ms / floor).toFixed(2)}×`];

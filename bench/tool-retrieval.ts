@@ -319,6 +319,18 @@ async function main(): Promise<void> {
   }
   printThresholds(thresholdCheck);
   if (wholeOnly.size) {
+    report.table(
+      'whole-request',
+      'Multi-intent vs the whole request only (--single), at k=5',
+      ['subset', 'recall@5 multi-intent', 'recall@5 whole request', 'complete@5 multi-intent', 'complete@5 whole request', 'queries whose top 5 changed'],
+      categories.map((c) => {
+        const w = wholeOnly.get(c.name)!;
+        return [c.name, f(c.recallAt5), f(w.r5 / w.n), f(c.completeAt5), f(w.c5 / w.n), String(w.split)];
+      }),
+    );
+    const all = [...wholeOnly.values()].reduce((x, w) => ({ n: x.n + w.n, r5: x.r5 + w.r5, c5: x.c5 + w.c5 }), { n: 0, r5: 0, c5: 0 });
+    report.add('whole-request.recall@5', 'recall@5 on the whole request only (before multi-intent)', all.r5 / Math.max(1, all.n), '');
+    report.add('whole-request.complete@5', 'complete@5 on the whole request only (before multi-intent)', all.c5 / Math.max(1, all.n), '');
     console.log('\nmulti-intent vs whole request only (--single), at k=5: recall@5 · complete@5 · queries whose top 5 changed');
     const lost: string[] = [];
     for (const c of categories) {
@@ -369,6 +381,12 @@ function retrievalReport(
     .add('threshold.configured.recall@5', 'recall@5 at the default minScore', r.thresholds.atConfigured.recallAt5, '')
     .add('threshold.configured.complete@5', 'complete@5 at the default minScore', r.thresholds.atConfigured.completeAt5, '')
     .add('total.s', 'total run time', r.totalMs / 1000, 's');
+  const t = r.thresholds;
+  const refused = (a: AtThreshold) => Object.values(a.refused).reduce((x, y) => x + y, 0);
+  report
+    .add('no-match.requests', 'requests no tool answers (the no-match set)', Object.values(t.noMatchQueries).reduce((x, y) => x + y, 0), '')
+    .add('no-match.refused.none', 'no-match requests left without a candidate, no threshold', refused(t.none), '')
+    .add('no-match.refused.configured', 'no-match requests left without a candidate at the default minScore', refused(t.atConfigured), '');
   const f = (x: number) => x.toFixed(3);
   const cell = (x: number, base: number | undefined) => (base === undefined ? f(x) : `${f(x)} (${base.toFixed(3)})`);
   const rows = [{ name: 'all', ...r, n: r.queries }, ...r.perCategory].map((c) => [
