@@ -16,6 +16,7 @@ const ORDER = [
   'service-turn',
   'slow-clients',
   'tool-retrieval',
+  'tool-retrieval-scale',
   'run-control',
   'start',
   'load',
@@ -41,6 +42,19 @@ const withUnit = (v: number | null | undefined, unit: string) => {
   return unit === '×' || unit === '%' || unit === 'x' ? `${n}${unit}` : `${n} ${unit}`;
 };
 
+/** Prose wrapped at 100 columns (the docs keep lines under 160); list items continue indented. */
+function wrap(text: string, indent = ''): string {
+  const out: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line && line.length + 1 + word.length > 100) {
+      out.push(line);
+      line = indent + word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return [...out, line].join('\n');
+}
+
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 function parameterText(v: unknown): string {
@@ -53,18 +67,24 @@ function section(r: BenchResult): string {
   const lines = [
     `## ${r.bench}`,
     '',
-    r.description,
+    wrap(r.description),
     '',
     `- Run: \`npm run ${r.bench === 'faults' ? 'test:faults' : r.bench === 'outage' ? 'test:outage' : r.bench === 'service-turn' ? 'bench:protocol' : `bench:${r.bench}`}\``,
     `- Date: ${r.date}`,
-    `- Machine: ${m.os}; ${m.cpu}, ${m.cores} cores; ${formatNumber(m.memoryBytes / 1024 ** 3)} GiB; Node ${m.node}; ` +
-      `load average ${formatNumber(m.loadAverage.start)} at start, ${formatNumber(m.loadAverage.end)} at end`,
+    wrap(
+      `- Machine: ${m.os}; ${m.cpu}, ${m.cores} cores; ${formatNumber(m.memoryBytes / 1024 ** 3)} GiB; Node ${m.node}; ` +
+        `load average ${formatNumber(m.loadAverage.start)} at start, ${formatNumber(m.loadAverage.end)} at end`,
+      '  ',
+    ),
     `- Commit: ${r.commit.sha ?? 'unknown'}${r.commit.dirty ? ' (with uncommitted changes)' : ''}`,
-    `- Parameters: ${
-      Object.entries(r.parameters)
-        .map(([k, v]) => `${k} = ${parameterText(v)}`)
-        .join('; ') || 'none'
-    }`,
+    wrap(
+      `- Parameters: ${
+        Object.entries(r.parameters)
+          .map(([k, v]) => `${k} = ${parameterText(v)}`)
+          .join('; ') || 'none'
+      }`,
+      '  ',
+    ),
     '',
   ];
   const own = r.figures.filter((f) => !f.table);
