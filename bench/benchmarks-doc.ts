@@ -139,7 +139,7 @@ export function renderBenchmarks(results: BenchResult[]): string {
   const rank = (name: string) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
   const sorted = [...results].sort((a, b) => rank(a.bench) - rank(b.bench) || a.bench.localeCompare(b.bench));
   const toc = sorted.map((r) => `[${r.bench}](#${r.bench})`).join(' · ');
-  return [HEADER, toc ? `Benchmarks: ${toc}\n` : 'No results yet.\n', ...sorted.map(section)].join('\n').replace(/\n+$/, '\n');
+  return [HEADER, toc ? `${wrap(`Benchmarks: ${toc}`)}\n` : 'No results yet.\n', ...sorted.map(section)].join('\n').replace(/\n+$/, '\n');
 }
 
 /** Every result file in bench/results/, parsed. */
