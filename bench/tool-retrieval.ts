@@ -344,7 +344,7 @@ async function main(): Promise<void> {
   const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
   console.log(`total run time ${(result.totalMs / 1000).toFixed(2)} s`);
-  if (args.embeddings) await compareWithEmbeddings(tools, queries, categoryOf, args.embeddings);
+  if (args.embeddings) await compareWithEmbeddings(tools, queries, categoryOf, args.embeddings, report);
   report.write();
 }
 
@@ -359,7 +359,7 @@ function retrievalReport(
     'tool-retrieval',
     'The NarrowTopK tool index with multi-intent retrieval on a labelled tool set: recall@1/5/10, MRR, complete@5/10, search latency, and ' +
       'the minScore threshold pick. Floor: plain BM25 on the same set, as the data set README reports it.',
-    { tools: relative(args.tools), queries: relative(args.queries), noMatch: relative(args.noMatch), k: args.k, single: args.single, toolCount: r.tools, queryCount: r.queries },
+    { tools: relative(args.tools), queries: relative(args.queries), noMatch: relative(args.noMatch), k: args.k, single: args.single, embeddings: args.embeddings ?? 'none', toolCount: r.tools, queryCount: r.queries },
   );
   const b = r.baseline ?? undefined;
   const vs = (x: number | undefined) => (b ? { floor: x } : undefined);
