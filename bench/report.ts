@@ -120,7 +120,8 @@ export class BenchReport {
     const figure: Figure = { key, label, value: finite(value), unit };
     if (compare) {
       figure.floor = finite(compare.floor ?? null);
-      figure.ratio = finite(compare.ratio ?? (value != null && compare.floor ? value / compare.floor : null));
+      // a floor at or below zero (an RSS that shrank) has no meaningful ratio
+      figure.ratio = finite(compare.ratio ?? (value != null && compare.floor != null && compare.floor > 0 ? value / compare.floor : null));
     }
     this.figures.push(figure);
     return this;
