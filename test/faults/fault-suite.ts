@@ -115,7 +115,7 @@ async function main() {
     'faults',
     'Two built instances on one PostgreSQL; the turn\'s instance is killed (SIGKILL) at each point of a turn or frozen past its lease, ' +
       'hostile model output is fed, and the invariants are checked after every run. A correctness suite: violations must be 0; no floor.',
-    { runs: RUNS, traceRuns: TRACE_RUNS, leaseMs: LEASE_MS, cases: process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1] : 'all' },
+    { runs: RUNS, traceRuns: TRACE_RUNS, leaseMs: LEASE_MS, longLineMiB: LONG_LINE / 1024 / 1024, slowPageMs: SLOW_PAGE_MS, cases: process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1] : 'all' },
   )
     .add('killed-runs', 'killed runs', kills, '')
     .add('violations', 'violations', total, '');
