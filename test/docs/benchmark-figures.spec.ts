@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { formatNumber, readResults, renderBenchmarks } from '../../bench/benchmarks-doc';
 import type { BenchResult } from '../../bench/report';
 import { EnvironmentVariables } from '../../src/config/env.schema';
+import { CONTEXT_SHARES } from '../../src/orchestration/context-budget';
 
 /**
  * Figures in the docs come from benchmark runs, never typed. docs/BENCHMARKS.md is what
@@ -62,9 +63,9 @@ export function reportedValues(results: BenchResult[]): Set<number> {
   return out;
 }
 
-/** Env defaults in the units docs state them in (ms also as s, bytes also as KB, KiB, MB, MiB). */
+/** Env defaults in the units docs state them in (ms also as s, bytes also as KB, KiB, MB, MiB), and the context budget's shares in %. */
 export function configValues(): Set<number> {
-  const out = new Set<number>();
+  const out = new Set<number>(Object.values(CONTEXT_SHARES).map((share) => Math.round(share * 100)));
   for (const v of Object.values(new EnvironmentVariables())) {
     if (typeof v !== 'number') continue;
     for (const x of [v, v / 1000, v / 1024, v / 1024 ** 2, v / 1e6]) out.add(Number(formatNumber(x)));
@@ -186,7 +187,7 @@ describe('benchmark figures in the docs', () => {
   it('passes figures cited as rendered, config defaults, and unitless numbers away from a BENCHMARKS.md link', () => {
     const readme = [
       'Under load: 44.3 turns/s and 16.6 ms of CPU per turn, 4.36× the floor of 3.81 ms ([load](docs/BENCHMARKS.md#load)); N = 100 and 300.',
-      'TOOL_TIMEOUT_MS defaults to 30 s, RUN_LEASE_MS to 30000 ms, LLM_MAX_LINE_LENGTH to 8 MiB.',
+      'TOOL_TIMEOUT_MS defaults to 30 s, RUN_LEASE_MS to 30000 ms, LLM_MAX_LINE_LENGTH to 8 MiB; the system prompt gets 12% of the context.',
       'Idle: 231 MB. Listed in 2 tables with 5 columns.',
     ].join('\n');
     expect(citationViolations([{ file: 'README.md', text: readme }], [sample], config)).toEqual([]);
