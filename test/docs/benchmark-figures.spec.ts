@@ -63,18 +63,25 @@ export function reportedValues(results: BenchResult[]): Set<number> {
   return out;
 }
 
-/** Env defaults in the units docs state them in (ms also as s, bytes also as KB, KiB, MB, MiB), and the context budget's shares in %. */
-export function configValues(): Set<number> {
-  const out = new Set<number>(Object.values(CONTEXT_SHARES).map((share) => Math.round(share * 100)));
-  for (const v of Object.values(new EnvironmentVariables())) {
+/** A value with its unit as docs write it ("30 s", "256 KB"); KiB and MiB are written KB and MB. */
+const withUnit = (value: number, unit: string) => `${formatNumber(value)} ${unit.replace('iB', 'B')}`;
+
+/**
+ * Env defaults in the units docs state them in (a `_MS` default in ms and s, a byte size in KB and
+ * MB), and the context budget's shares in %.
+ */
+export function configValues(): Set<string> {
+  const out = new Set<string>(Object.values(CONTEXT_SHARES).map((share) => withUnit(share * 100, '%')));
+  for (const [key, v] of Object.entries(new EnvironmentVariables())) {
     if (typeof v !== 'number') continue;
-    for (const x of [v, v / 1000, v / 1024, v / 1024 ** 2, v / 1e6]) out.add(Number(formatNumber(x)));
+    if (key.endsWith('_MS')) [withUnit(v, 'ms'), withUnit(v / 1000, 's')].forEach((x) => out.add(x));
+    else if (/_BYTES$|_LENGTH$/.test(key)) [withUnit(v / 1024, 'KB'), withUnit(v / 1024 ** 2, 'MB')].forEach((x) => out.add(x));
   }
   return out;
 }
 
 /** What a set of docs cites that no result (or config default, or allowlist entry) holds. */
-export function citationViolations(docs: Array<{ file: string; text: string }>, results: BenchResult[], config: Set<number>): Violation[] {
+export function citationViolations(docs: Array<{ file: string; text: string }>, results: BenchResult[], config: Set<string>): Violation[] {
   const reported = reportedValues(results);
   const out: Violation[] = [];
   for (const { file, text } of docs) {
@@ -90,7 +97,7 @@ export function citationViolations(docs: Array<{ file: string; text: string }>, 
         const figure = unit ? `${m[0]}${unit[0]}` : m[0];
         if (linksBenchmarks) {
           out.push({ file, line: i + 1, figure, why: 'cited beside a BENCHMARKS.md link, in no result' });
-        } else if (unit && unitChecked && !config.has(value) && !ALLOWED.some((a) => a.text === `${m[0]} ${unit[1]}`)) {
+        } else if (unit && unitChecked && !config.has(withUnit(value, unit[1])) && !ALLOWED.some((a) => a.text === `${m[0]} ${unit[1]}`)) {
           out.push({ file, line: i + 1, figure: figure.trim(), why: 'a measurement in no result, not a config default' });
         }
       }
