@@ -20,7 +20,7 @@ const UNIT_CHECKED = ['README.md', 'docs/SECURITY.md', 'docs/OPERATIONS.md', 'do
 
 /** Numbers with a unit that are neither measured nor an env default: limits and constants stated in code. */
 const ALLOWED: Array<{ text: string; reason: string }> = [
-  { text: '15 s', reason: 'the fetch tools cap their network deadline at 15 s (web fetcher constant)' },
+  { text: '15 s', reason: "the fetch tools' network deadline cap (src/tools/net/web-fetcher.ts) and the SSE keep-alive interval (KEEP_ALIVE_MS), code constants" },
 ];
 
 // a number: not part of a word or a version ("p99", "v20", "recall@5", "#31"), thousands with commas
