@@ -119,9 +119,11 @@ async function main() {
   )
     .add('killed-runs', 'killed runs', kills, '')
     .add('violations', 'violations', total, '');
-  for (const [key, c] of frozenClients) {
-    report.add(`${key}.one-done`, `${key}: the stalled instance's client got exactly one done (of ${c.runs} runs)`, c.oneDone, '');
-    report.add(`${key}.byte-equal`, `${key}: its error and done byte-equal to run_events`, c.byteEqual, '');
+  for (const [name, c] of frozenClients) {
+    // "frozen-model, two-stage" → "frozen-model.two-stage": keys hold no spaces
+    const key = name.replace(/, /g, '.');
+    report.add(`${key}.one-done`, `${name}: the stalled instance's client got exactly one done (of ${c.runs} runs)`, c.oneDone, '');
+    report.add(`${key}.byte-equal`, `${name}: its error and done byte-equal to run_events`, c.byteEqual, '');
   }
   if (longLineGaps.length) report.add('long-line.max-gap.ms', "long line: largest pause between the other turn's chunks (one sent every 20 ms)", Math.max(...longLineGaps), 'ms');
   report.table('cases', 'Per case and protocol', ['case', 'protocol', 'runs', 'violations', 'notes'], table.map((r) => [r.case, r.protocol, r.runs, r.violations, [...r.notes].join('; ')]), 2).write();
