@@ -19,6 +19,7 @@ import { PgStats } from './load/pg-stats';
 import { scratchDatabase } from './load/scratch-db';
 import { cpuMs, io, rssBytes, rssPeak } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
+import { BenchReport } from './report';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -42,6 +43,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * PGSTAT_IDLE_INTERVAL). Read sooner, rows/turn and commits/turn miss the end of the load.
  */
 const PG_STATS_WAIT_MS = 11_000;
+const HEADER =
+  '| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor | CPU × stack floor |';
+/** the printed table's cells, for the result file */
+const printed: string[][] = [];
+const cellsOf = (line: string) => line.split('|').slice(1, -1).map((c) => c.trim());
 
 if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
   console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack]');
@@ -110,9 +116,10 @@ function print(row: Row, floor?: Row, stack?: Row): void {
   const ratio =
     (floor && row !== floor ? ` | ${f(cpuAll(row) / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ') +
     (stack ? ` | ${f(cpuAll(row) / cpuAll(stack))}×` : ' | ');
-  console.log(
-    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(pct(l.openMs, 0.5), 0)} / ${f(pct(l.openMs, 0.99), 0)} | ${f(pct(l.turnMs, 0.5) / 1000, 2)} / ${f(pct(l.turnMs, 0.99) / 1000, 2)} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`,
-  );
+  const line =
+    `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(pct(l.openMs, 0.5), 0)} / ${f(pct(l.openMs, 0.99), 0)} | ${f(pct(l.turnMs, 0.5) / 1000, 2)} / ${f(pct(l.turnMs, 0.99) / 1000, 2)} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`;
+  console.log(line);
+  printed.push(cellsOf(line));
   for (const e of l.errorSamples) console.log(`|   error sample: ${e.replace(/\|/g, '/')} |`);
 }
 
@@ -146,7 +153,7 @@ async function main() {
   // the relay's and the stack floor's model and workspace
   const floorEnv = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; ${10 + DELTAS} text deltas per turn; run timeout ${TIMEOUT_MS / 1000} s`);
-  console.log('| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor | CPU × stack floor |');
+  console.log(HEADER);
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
   try {
     for (const n of NS) {
@@ -196,6 +203,15 @@ async function main() {
     await model.stop();
     rmSync(workspace, { recursive: true, force: true });
   }
+  new BenchReport(
+    'load',
+    'N concurrent turns per chat route on the built service (one process) with a fake OpenAI-compatible model in its own process ' +
+      '(deltas 20 ms apart, one tool call per turn), on embedded PGlite and PostgreSQL. Floors in the same run: a minimal relay of the ' +
+      'same turn, and the stack floor (NestJS + the openai SDK, no database, or storing its events in each database). Columns: bench/README.md.',
+    { n: NS, databases: dbs, routes: ROUTES, rampMs: RAMP_MS, timeoutSeconds: TIMEOUT_MS / 1000, textDeltasPerTurn: 10 + DELTAS, floor: FLOOR, stackFloor: STACK },
+  )
+    .table('load', 'Per system, route and N', cellsOf(HEADER), printed, 3)
+    .write();
 }
 
 main().catch((err) => {

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rssBytes } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion } from './load/processes';
+import { BenchReport } from './report';
 
 // `initialMemory` cannot go below 128 MB: the WebAssembly module declares 2,048 pages as its minimum
 type Case = { name: string; dataDir: boolean; vector: boolean; params?: string[]; nodeFlags?: string[] };
@@ -61,6 +62,8 @@ async function main(): Promise<void> {
   if (which > 0) return child(CASES[Number(process.argv[which + 1])]);
   console.log('| case | RSS MB | JS heap MB | external MB (incl. WASM) | WASM memory MB |');
   console.log('|---|---:|---:|---:|---:|');
+  const rows: string[][] = [];
+  let floorRss = 0;
   for (let i = 0; i < CASES.length; i++) {
     const r = await new Promise<{ rss: number; heap: number; external: number; wasm: number }>((resolve, reject) => {
       const p = fork(__filename, ['--case', String(i)], { execArgv: [...process.execArgv, '--expose-gc', ...(CASES[i].nodeFlags ?? [])] });
@@ -71,18 +74,22 @@ async function main(): Promise<void> {
       p.once('exit', (code) => code && reject(new Error(`case ${i} exited with ${code}`)));
     });
     console.log(`| ${CASES[i].name} | ${mb(r.rss)} | ${mb(r.heap)} | ${mb(r.external)} | ${r.wasm ? mb(r.wasm) : '–'} |`);
+    rows.push([CASES[i].name, mb(r.rss), mb(r.heap), mb(r.external), r.wasm ? mb(r.wasm) : '–']);
+    // the floor of the service rows: the database alone, opened as Orion opens it
+    if (CASES[i].name.endsWith('(Orion default)')) floorRss = r.rss;
   }
   // the whole service, fresh and idle (a model server only so it starts as configured)
+  const services: Array<{ name: string; rss: number }> = [];
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), {});
   const workspace = makeWorkspace();
   const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', WORKSPACE_ROOT: workspace };
   try {
-    const services: Array<[string, Record<string, string> | undefined]> = [
+    const configs: Array<[string, Record<string, string> | undefined]> = [
       ['Orion, embedded PGlite, PGLITE_PROFILE=small (default)', { PGLITE_PROFILE: 'small' }],
       ['Orion, embedded PGlite, PGLITE_PROFILE=fast', { PGLITE_PROFILE: 'fast' }],
       ['Orion, PostgreSQL', process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : undefined],
     ];
-    for (const [name, extra] of services) {
+    for (const [name, extra] of configs) {
       if (!extra) continue;
       const dataDir = mkdtempSync(join(tmpdir(), 'orion-pglite-svc-'));
       const run = async (what: string, turns: number) => {
@@ -91,7 +98,10 @@ async function main(): Promise<void> {
           await Promise.all(Array.from({ length: 10 }, () => fetch(`http://127.0.0.1:${o.port}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'hello' }) }).then((r) => r.text())));
         }
         await new Promise((r) => setTimeout(r, 3000));
-        console.log(`| ${name}: ${what}, idle 3 s | ${mb(rssBytes(o.pid))} | | | |`);
+        const rss = rssBytes(o.pid);
+        console.log(`| ${name}: ${what}, idle 3 s | ${mb(rss)} | | | |`);
+        rows.push([`${name}: ${what}, idle 3 s`, mb(rss), '', '', '']);
+        services.push({ name: `${name}: ${what}`, rss });
         await o.stop();
       };
       await run('first start (new database)', 0);
@@ -102,6 +112,16 @@ async function main(): Promise<void> {
     await model.stop();
     rmSync(workspace, { recursive: true, force: true });
   }
+  const report = new BenchReport(
+    'pglite-memory',
+    "Where the embedded database's memory goes at idle: each case in a fresh Node process (PGlite opened a given way, one query, GC, " +
+      'then RSS, JS heap, external and WebAssembly memory), then the whole service idle on each PGLITE_PROFILE and on PostgreSQL. ' +
+      'Floor of the service rows: the database alone, opened as Orion opens it (PGlite data dir + pgvector).',
+    { idleSeconds: 3, turnsBeforeLastMeasure: 40, postgres: Boolean(process.env.DATABASE_URL) },
+  ).table('memory', 'Idle memory per case', ['case', 'RSS MB', 'JS heap MB', 'external MB (incl. WASM)', 'WASM memory MB'], rows);
+  const b = 1048576;
+  services.forEach((x, i) => report.add(`service.${i + 1}.rss.mb`, `${x.name}: RSS`, x.rss / b, 'MB', { floor: floorRss / b }));
+  report.write();
 }
 
 main().catch((err) => {

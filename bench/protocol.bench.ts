@@ -22,6 +22,7 @@ import type { ProtocolEvent } from '../src/orchestration/protocol-event';
 import type { ProtocolExecutionContext } from '../src/orchestration/protocol-strategy';
 import { TwoStageStrategy } from '../src/orchestration/protocols/two-stage/two-stage.strategy';
 import { ScriptedAdapter, TEXT_DELTAS } from './support/scripted-model';
+import { BenchReport } from './report';
 
 if (!process.execArgv.some((a) => a.startsWith('--max-semi-space-size'))) {
   const r = spawnSync(process.execPath, ['--max-semi-space-size=128', '--min-semi-space-size=128', '--expose-gc', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
@@ -146,6 +147,17 @@ async function main() {
   console.log(`two-stage protocol ${fmt(proto.p50)} ${fmt(proto.p99)} ${fmt(proto.mean)}   ${kb(proto.bytes)}`);
   const ratio = proto.p50 / floor.p50;
   console.log(`ratio to the floor: p50 ${ratio.toFixed(2)}×, p99 ${(proto.p99 / floor.p99).toFixed(2)}×, alloc ${(proto.bytes / floor.bytes).toFixed(2)}× (target ≤ 2×: ${ratio <= 2 ? 'met' : 'NOT met'})`);
+  new BenchReport(
+    'protocol',
+    'One two-stage turn (two tool cycles, 240 text deltas) through the real TwoStageStrategy generator with a scripted in-process model, ' +
+      'against the floor: a plain async-generator loop consuming the same model events and running the same tools. Target: p50 ≤ 2× the floor.',
+    { turnsPerRound: TURNS, warmup: WARMUP, rounds: 2, textDeltas: TEXT_DELTAS, toolCycles: 2, statistic: 'better of 2 interleaved rounds by p50' },
+  )
+    .add('turn.p50.us', 'two-stage protocol: µs per turn, p50', proto.p50, 'µs', { floor: floor.p50 })
+    .add('turn.p99.us', 'two-stage protocol: µs per turn, p99', proto.p99, 'µs', { floor: floor.p99 })
+    .add('turn.mean.us', 'two-stage protocol: µs per turn, mean', proto.mean, 'µs', { floor: floor.mean })
+    .add('turn.alloc.kb', 'two-stage protocol: KB allocated per turn', proto.bytes / 1024, 'KB', { floor: floor.bytes / 1024 })
+    .write();
   if (process.argv.includes('--json')) {
     console.log(JSON.stringify({ floorP50Us: floor.p50, floorP99Us: floor.p99, protocolP50Us: proto.p50, protocolP99Us: proto.p99, floorAllocBytes: floor.bytes, protocolAllocBytes: proto.bytes, ratioP50: ratio }));
   }

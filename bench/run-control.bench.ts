@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SseReader } from '../test/support/sse-reader';
+import { BenchReport } from './report';
 
 const RUNS = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 20;
 const DIST = join(__dirname, '..', 'dist', 'main.js');
@@ -129,6 +130,20 @@ async function main() {
     console.log(`  until done{cancelled} on A's stream: p50 ${q(done, 0.5)} ms · p95 ${q(done, 0.95)} ms · max ${done.at(-1)} ms`);
     console.log(`  until the model request was closed:  p50 ${q(upstream, 0.5)} ms · p95 ${q(upstream, 0.95)} ms · max ${upstream.at(-1)} ms (${upstream.length}/${RUNS} seen)`);
     console.log(`  target p95 ≤ 1000 ms: ${q(done, 0.95) <= 1000 ? 'met' : 'NOT met'}`);
+    new BenchReport(
+      'run-control',
+      'Cancel latency across instances: a run streams on instance A, `POST /api/chat/runs/:id/cancel` goes to instance B; measured until ' +
+        "A's stream delivers done{cancelled} and until the model server sees A's request closed. Target: p95 ≤ 1000 ms. No floor run.",
+      { runs: RUNS, instances: db ? 2 : 1, database: db ? 'PostgreSQL' : 'PGlite (one embedded instance)' },
+    )
+      .add('done.p50.ms', 'until done{cancelled} on the stream, p50', q(done, 0.5), 'ms')
+      .add('done.p95.ms', 'until done{cancelled} on the stream, p95 (target ≤ 1000 ms)', q(done, 0.95), 'ms')
+      .add('done.max.ms', 'until done{cancelled} on the stream, max', done.at(-1) ?? null, 'ms')
+      .add('upstream.p50.ms', 'until the model request was closed, p50', q(upstream, 0.5) ?? null, 'ms')
+      .add('upstream.p95.ms', 'until the model request was closed, p95', q(upstream, 0.95) ?? null, 'ms')
+      .add('upstream.max.ms', 'until the model request was closed, max', upstream.at(-1) ?? null, 'ms')
+      .add('upstream.seen', 'runs whose model request was seen closed', upstream.length, '')
+      .write();
   } finally {
     for (const c of children) c.kill('SIGTERM');
     model.close();

@@ -21,6 +21,7 @@ import { statementsSent } from './load/orion-metrics';
 import { cpuMs } from './load/proc';
 import { forkHelper, makeWorkspace, startOrion, type Proc } from './load/processes';
 import { readSseFrames } from '../test/support/sse-reader';
+import { BenchReport } from './report';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -193,13 +194,26 @@ async function main() {
     await model.stop();
     rmSync(workspace, { recursive: true, force: true });
   }
-  console.log('| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |');
+  const header =
+    '| instances | done | errors | turns/s | turns/s per instance | × one instance | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | Orion CPU ms/turn (all instances) | proxy CPU ms/turn | PG CPU ms/turn | commits/turn | statements/turn | rows written/turn | scans/turn |';
+  console.log(header);
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) console.log(r);
   console.log('\nrun control across instances, during the load:\n');
   console.log('| instances | what | worked | ms | detail |');
   console.log('|---:|---|---|---:|---|');
   for (const p of probes) console.log(p);
+  const cellsOf = (line: string) => line.split('|').slice(1, -1).map((c) => c.trim());
+  new BenchReport(
+    'scale-out',
+    'One, two and three built instances on one PostgreSQL behind a round-robin proxy, N concurrent turns (the load bench\'s fake model ' +
+      'and client): turns per second and its ratio to one instance (the floor here), latency per chunk, CPU and database work per turn; ' +
+      'and run control (cancel, pause/resume, reconnect) tried across instances during the load.',
+    { instances: INSTANCES, n: N, route: ROUTE, rampMs: RAMP_MS, timeoutSeconds: TIMEOUT_MS / 1000 },
+  )
+    .table('throughput', 'Per instance count', cellsOf(header), rows.map(cellsOf))
+    .table('run-control', 'Run control across instances, during the load', ['instances', 'what', 'worked', 'ms', 'detail'], probes.map(cellsOf), 2)
+    .write();
 }
 
 main().catch((err) => {

@@ -20,6 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { Test } from '@nestjs/testing';
 import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ScriptedAdapter, TEXT_DELTAS } from './support/scripted-model';
+import { BenchReport } from './report';
 
 // runtime from dist (Nest's DI needs the decorator metadata tsc emits), types from src
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -166,6 +167,20 @@ async function main() {
         `vs ${mid.floor.toFixed(3)} ms for the bare generator in the same round, ${Math.round(sseChars / ((TURNS + WARMUP) * ROUNDS))} chars of SSE -> ` +
         `${ratio.toFixed(1)}× (median of ${ROUNDS} rounds: ${ratios}) (issue 17 goal ≤ 8×: ${ratio <= 8 ? 'met' : 'NOT met'})`,
     );
+    new BenchReport(
+      'service-turn',
+      'CPU per two-cycle turn through the whole service in one process (HTTP, validation, rows, the two-stage generator, real file tools, ' +
+        'stored events, SSE, trace), and the run engine without HTTP or a database; the floor is the same turn through the bare generator.',
+      { turns: TURNS, warmup: WARMUP, rounds: ROUNDS, textDeltas: TEXT_DELTAS, database: process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite in memory' },
+    )
+      .add('sse.bytes', 'SSE bytes per turn', bytes, 'B')
+      .add('service.cpu.ms', 'whole service: CPU per turn', service.cpuMs, 'ms', { floor: floor.cpuMs })
+      .add('service.wall.ms', 'whole service: wall time per turn', service.wallMs, 'ms')
+      .add('engine.cpu.ms', `run engine, no HTTP or database: CPU per turn (median round of ${ROUNDS}; goal ≤ 8× the floor)`, mid.engine, 'ms', { floor: mid.floor, ratio })
+      .add('engine.sse.chars', 'run engine: chars of SSE per turn', Math.round(sseChars / ((TURNS + WARMUP) * ROUNDS)), '')
+      .add('engine.ratio.min', `run engine: lowest ratio to the floor of the ${ROUNDS} rounds`, byRatio[0].engine / byRatio[0].floor, '×')
+      .add('engine.ratio.max', `run engine: highest ratio to the floor of the ${ROUNDS} rounds`, byRatio[byRatio.length - 1].engine / byRatio[byRatio.length - 1].floor, '×')
+      .write();
   } finally {
     await app.close();
   }

@@ -20,6 +20,7 @@ import { Test } from '@nestjs/testing';
 import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { DataSource } from 'typeorm';
 import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmStreamEvent } from '../src/llm/llm-adapter.port';
+import { BenchReport } from './report';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { AppModule } = require('../dist/app.module') as typeof import('../src/app.module');
@@ -159,7 +160,25 @@ async function main() {
     console.log(`  Orion RSS growth: ${mb(growth).toFixed(1)} MB (${(mb(growth) / CLIENTS).toFixed(2)} MB per client; includes freed memory the allocator keeps)`);
     console.log(`  floor (plain http + drain, same clients): RSS growth ${mb(floorGrowth).toFixed(1)} MB`);
     console.log(`  runs still waiting for their client: ${running}/${CLIENTS}; events stored per run: avg ${Math.round(avg)}, max ${max} of ${DELTAS + 5}`);
-    console.log(`  after the clients left: ${cancelled}/${CLIENTS} runs cancelled in ${Date.now() - t0} ms`);
+    const cancelMs = Date.now() - t0;
+    console.log(`  after the clients left: ${cancelled}/${CLIENTS} runs cancelled in ${cancelMs} ms`);
+    new BenchReport(
+      'slow-clients',
+      'Clients that stop reading a long two-stage answer: the server memory they cost while they sit, how many events each run produced ' +
+        '(a run waits for its client), and that every run is cancelled once its client goes away. Floor: a plain Node HTTP server writing ' +
+        'the same answer to the same paused clients with write()/drain backpressure.',
+      { clients: CLIENTS, deltas: DELTAS, deltaBytes: PIECE.length, sitSeconds: SIT_MS / 1000, database: process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite in memory' },
+    )
+      .add('retained.mb', 'Orion retained memory growth (heap + buffers after GC)', mb(retainedGrowth), 'MB')
+      .add('retained.per-client.mb', `retained memory per client (bound ${BOUND_PER_CLIENT_MB} MB)`, mb(retainedGrowth) / CLIENTS, 'MB')
+      .add('rss.mb', 'Orion RSS growth', mb(growth), 'MB', { floor: mb(floorGrowth) })
+      .add('rss.per-client.mb', 'Orion RSS growth per client', mb(growth) / CLIENTS, 'MB', { floor: mb(floorGrowth) / CLIENTS })
+      .add('runs.waiting', 'runs still waiting for their client', Number(running), '')
+      .add('events.avg', 'events stored per run, average', Math.round(avg), '')
+      .add('events.max', `events stored per run, max (of ${DELTAS + 5})`, Number(max), '')
+      .add('runs.cancelled', 'runs cancelled after the clients left', Number(cancelled), '')
+      .add('cancel.ms', 'time until those runs were cancelled', cancelMs, 'ms')
+      .write();
   } finally {
     await app.close();
   }

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BenchReport } from './report';
 
 const ROOT = join(__dirname, '..');
 const RUNS = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
@@ -71,10 +72,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orion-bench-start-'));
   const env = { DATA_DIR: dataDir, WORKSPACE_ROOT: join(dataDir, 'workspace'), LLM_PROVIDER: 'replay', MCP_CONFIG: '', LOG_LEVEL: 'error', DATABASE_URL: '' };
+  let cold: number | null = null;
   try {
     if (COLD) {
       rmSync(join(ROOT, 'dist', '.build-stamp'), { force: true });
-      console.log(`cold  (build + new database): ${(await timeToHealthy('npm', ['start'], env)).toFixed(2)} s`);
+      cold = await timeToHealthy('npm', ['start'], env);
+      console.log(`cold  (build + new database): ${cold.toFixed(2)} s`);
     } else {
       // the warm runs need a build and an initialised database; not timed
       await timeToHealthy('npm', ['start'], env);
@@ -90,6 +93,17 @@ async function main(): Promise<void> {
     console.log(`warm  (npm start, nothing changed): median ${w.toFixed(2)} s of ${warm.map((x) => x.toFixed(2)).join(', ')}`);
     console.log(`floor (node + PGlite + http):       median ${f.toFixed(2)} s of ${floor.map((x) => x.toFixed(2)).join(', ')}`);
     console.log(`warm / floor: ${(w / f).toFixed(2)}x · target warm < 3 s: ${w < 3 ? 'met' : 'NOT met'}`);
+    const report = new BenchReport(
+      'start',
+      'Seconds from `npm start` until GET /api/health answers 200 on the embedded defaults (PGlite, replay model): cold (build + new ' +
+        'database) and warm (nothing changed). Floor: a plain Node process opening the same PGlite directory and answering with SELECT 1.',
+      { runs: RUNS, cold: COLD, statistic: 'median' },
+    );
+    if (cold !== null) report.add('cold.s', 'cold start (build + new database)', cold, 's');
+    report.add('warm.s', 'warm start (npm start, nothing changed), median (target < 3 s)', w, 's', { floor: f });
+    report.add('warm.min.s', 'warm start, fastest run', Math.min(...warm), 's').add('warm.max.s', 'warm start, slowest run', Math.max(...warm), 's');
+    report.add('floor.min.s', 'floor, fastest run', Math.min(...floor), 's').add('floor.max.s', 'floor, slowest run', Math.max(...floor), 's');
+    report.write();
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -25,6 +25,7 @@ import { RunEventEntity } from '../src/runs/entities/run-event.entity';
 import { appendManyStatement, RunEventRepository, type FencedAppend } from '../src/runs/repositories/run-event.repository';
 import { readFileSync } from 'node:fs';
 import { scratchDatabase } from './load/scratch-db';
+import { BenchReport } from './report';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -34,6 +35,13 @@ const ROW_COUNTS = arg('rows', '20,60,200').split(',').map(Number);
 const ROUNDS = Number(arg('rounds', '200'));
 const RUNS = 300;
 const OWNER = 'bench-instance';
+const report = new BenchReport(
+  'statements',
+  "The grouped event write (RunEventRepository.appendFencedMany) in the shapes it has had, on the real schema of embedded PGlite and " +
+    'of a new PostgreSQL database: the database CPU per statement. Floor: the least SQL doing the same insert (one jsonb parameter, ' +
+    'no lease check, no progress update).',
+  { rows: ROW_COUNTS, rounds: ROUNDS, runs: RUNS, postgres: Boolean(process.env.DATABASE_URL) },
+);
 
 /** CPU time of a process in ms from /proc/<pid>/schedstat (nanoseconds; /proc/<pid>/stat counts 10 ms ticks) */
 function cpuNs(pid: number): number {
@@ -125,7 +133,12 @@ async function measure(kind: 'pglite' | 'postgres', url: string | undefined): Pr
   ];
   const pid = kind === 'postgres' ? Number((await ds.query('SELECT pg_backend_pid() AS p'))[0].p) : 0;
   console.log(`\n${kind}: grouped event write, ${ROUNDS} statements per shape and size (rows of two chunk envelopes, ~${envelope(runs[0], 1).length * 2 + 80} bytes)`);
-  console.log(kind === 'postgres' ? '| rows | shape | PostgreSQL CPU ms/stmt | µs/row | this process CPU ms/stmt | × floor |' : '| rows | shape | ms/stmt (PGlite in this process: wall time, client work included) | µs/row | – | × floor |');
+  const header =
+    kind === 'postgres'
+      ? ['rows', 'shape', 'PostgreSQL CPU ms/stmt', 'µs/row', 'this process CPU ms/stmt', '× floor']
+      : ['rows', 'shape', 'ms/stmt (PGlite in this process: wall time, client work included)', 'µs/row', '–', '× floor'];
+  const printed: string[][] = [];
+  console.log(`| ${header.join(' | ')} |`);
   console.log('|---:|---|---:|---:|---:|---:|');
   for (const rows of ROW_COUNTS) {
     const db = new Map<string, number>();
@@ -143,11 +156,21 @@ async function measure(kind: 'pglite' | 'postgres', url: string | undefined): Pr
       }
     }
     const floor = db.get('floor: insert alone')! / ROUNDS;
+    // what the README cites: how much less database time than the VALUES statement before
+    const before = db.get('VALUES (before)')!;
+    for (const [name, key] of [['jsonb, prepared (default)', 'prepared'], ['jsonb, unnamed', 'unnamed']]) {
+      const less = (1 - db.get(name)! / before) * 100;
+      console.log(`  ${rows} rows, ${name}: ${less.toFixed(0)} % less database time than VALUES (before)`);
+      report.add(`${kind}.${rows}.${key}.less-than-values.pct`, `${kind}, ${rows} rows: ${name}, database time saved against VALUES (before)`, less, '%');
+    }
     for (const s of shapes) {
       const ms = db.get(s.name)! / ROUNDS;
-      console.log(`| ${rows} | ${s.name} | ${ms.toFixed(2)} | ${((ms / rows) * 1000).toFixed(0)} | ${pid ? (own.get(s.name)! / ROUNDS).toFixed(2) : '–'} | ${(ms / floor).toFixed(2)}× |`);
+      const cells = [String(rows), s.name, ms.toFixed(2), ((ms / rows) * 1000).toFixed(0), pid ? (own.get(s.name)! / ROUNDS).toFixed(2) : '–', `${(ms / floor).toFixed(2)}×`];
+      console.log(`| ${cells.join(' | ')} |`);
+      printed.push(cells);
     }
   }
+  report.table(kind, kind === 'postgres' ? 'PostgreSQL' : 'PGlite in memory', header, printed, 2);
   await close();
 }
 
@@ -156,16 +179,18 @@ async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (!url || !/^postgres(ql)?:\/\//.test(url)) {
     console.log('\nDATABASE_URL is not set: the PostgreSQL rows are skipped.');
+    report.write();
     return;
   }
   // never in place: the bench leaves 300 leased runs and their events behind
   const scratch = await scratchDatabase(url, { inPlace: false });
-  if (!scratch) return;
+  if (!scratch) return void report.write();
   try {
     await measure('postgres', scratch.url);
   } finally {
     await scratch.drop();
   }
+  report.write();
 }
 
 main().catch((err) => {

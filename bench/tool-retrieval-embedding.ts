@@ -14,6 +14,7 @@ import type { IndexableTool } from '../src/orchestration/modes/tool-index/tool-i
 import { ToolIndexService } from '../src/orchestration/modes/tool-index/tool-index.service';
 import { GloveEmbedding } from './support/glove-embedding';
 import { UseEmbedding } from './support/use-embedding';
+import type { BenchReport } from './report';
 
 interface Query {
   id: string;
@@ -36,7 +37,8 @@ function registryOf(tools: IndexableTool[]): ToolRegistryService {
   return { onChange: () => () => undefined, all: () => defs } as unknown as ToolRegistryService;
 }
 
-export async function compareWithEmbeddings(tools: IndexableTool[], queries: Query[], categoryOf: (id: string) => string, which: 'glove' | 'use'): Promise<void> {
+/** Prints the comparison and puts it on `report` (the tool-retrieval result). */
+export async function compareWithEmbeddings(tools: IndexableTool[], queries: Query[], categoryOf: (id: string) => string, which: 'glove' | 'use', report: BenchReport): Promise<void> {
   // only the service's warnings and errors are shown; the bench prints its own lines
   Logger.overrideLogger(['error', 'warn']);
   const t0 = performance.now();
@@ -75,7 +77,16 @@ export async function compareWithEmbeddings(tools: IndexableTool[], queries: Que
   console.log(`model loaded in ${(loadMs / 1000).toFixed(1)} s · ${tools.length} tools embedded in ${embedToolsMs.toFixed(0)} ms · retrieve p50 ${times[Math.floor(times.length / 2)].toFixed(2)} ms · p99 ${times[Math.ceil(times.length * 0.99) - 1].toFixed(2)} ms (embedding in-process)`);
   console.log('| subset | n | recall@5 BM25 | recall@5 BM25+embedding | complete@5 BM25 | complete@5 BM25+embedding |');
   console.log('|---|---|---|---|---|---|');
+  const rows: string[][] = [];
   for (const [key, t] of tallies) {
-    console.log(`| ${key} | ${t.bm25.n} | ${f(t.bm25.r5 / t.bm25.n)} | ${f(t.fused.r5 / t.fused.n)} | ${f(t.bm25.c5 / t.bm25.n)} | ${f(t.fused.c5 / t.fused.n)} |`);
+    const row = [key, String(t.bm25.n), f(t.bm25.r5 / t.bm25.n), f(t.fused.r5 / t.fused.n), f(t.bm25.c5 / t.bm25.n), f(t.fused.c5 / t.fused.n)];
+    console.log(`| ${row.join(' | ')} |`);
+    rows.push(row);
   }
+  report
+    .add('embedding.load.s', `${model.model}: model loaded`, loadMs / 1000, 's')
+    .add('embedding.embed-tools.ms', `${model.model}: ${tools.length} tools embedded`, embedToolsMs, 'ms')
+    .add('embedding.retrieve.p50.ms', `${model.model}: retrieve p50`, times[Math.floor(times.length / 2)], 'ms')
+    .add('embedding.retrieve.p99.ms', `${model.model}: retrieve p99`, times[Math.ceil(times.length * 0.99) - 1], 'ms')
+    .table('embedding', `BM25 vs BM25 + ${model.model}`, ['subset', 'n', 'recall@5 BM25', 'recall@5 BM25+embedding', 'complete@5 BM25', 'complete@5 BM25+embedding'], rows);
 }

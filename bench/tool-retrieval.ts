@@ -22,7 +22,8 @@ import { ToolIndex, type IndexableTool } from '../src/orchestration/modes/tool-i
 import { searchMultiIntent } from '../src/orchestration/modes/tool-index/multi-intent-search';
 import { validateEnv } from '../src/config/env.schema';
 import { compareWithEmbeddings } from './tool-retrieval-embedding';
-import { printScale, runScale } from './tool-retrieval-scale';
+import { printScale, runScale, type ScaleRow } from './tool-retrieval-scale';
+import { BenchReport } from './report';
 
 const REPO_ROOT = resolve(__dirname, '..');
 const DEFAULT_DATA = resolve(REPO_ROOT, 'bench/data/tool-retrieval/bfcl-pooled');
@@ -185,6 +186,7 @@ async function main(): Promise<void> {
     const rows = runScale(tools, sample, args.scale, Math.max(10, args.k));
     if (args.json) console.log(JSON.stringify({ scale: rows, queries: sample.length }));
     else printScale(rows, sample.length);
+    scaleReport(args, rows, sample.length).write();
     return;
   }
   const index = new ToolIndex();
@@ -291,8 +293,10 @@ async function main(): Promise<void> {
     })),
   };
 
+  const report = retrievalReport(args, result);
   if (args.json) {
     console.log(JSON.stringify(result));
+    report.write();
     return;
   }
   const f = (x: number): string => x.toFixed(3);
@@ -315,6 +319,18 @@ async function main(): Promise<void> {
   }
   printThresholds(thresholdCheck);
   if (wholeOnly.size) {
+    report.table(
+      'whole-request',
+      'Multi-intent vs the whole request only (--single), at k=5',
+      ['subset', 'recall@5 multi-intent', 'recall@5 whole request', 'complete@5 multi-intent', 'complete@5 whole request', 'queries whose top 5 changed'],
+      categories.map((c) => {
+        const w = wholeOnly.get(c.name)!;
+        return [c.name, f(c.recallAt5), f(w.r5 / w.n), f(c.completeAt5), f(w.c5 / w.n), String(w.split)];
+      }),
+    );
+    const all = [...wholeOnly.values()].reduce((x, w) => ({ n: x.n + w.n, r5: x.r5 + w.r5, c5: x.c5 + w.c5 }), { n: 0, r5: 0, c5: 0 });
+    report.add('whole-request.recall@5', 'recall@5 on the whole request only (before multi-intent)', all.r5 / Math.max(1, all.n), '');
+    report.add('whole-request.complete@5', 'complete@5 on the whole request only (before multi-intent)', all.c5 / Math.max(1, all.n), '');
     console.log('\nmulti-intent vs whole request only (--single), at k=5: recall@5 · complete@5 · queries whose top 5 changed');
     const lost: string[] = [];
     for (const c of categories) {
@@ -328,7 +344,81 @@ async function main(): Promise<void> {
   const below = categories.filter((c) => c.baseline && c.recallAt5 < c.baseline.recallAt5 - 1e-9).map((c) => c.name);
   if (baseline.size) console.log(`\ncategories below plain BM25 on recall@5: ${below.length ? below.join(', ') : 'none'}`);
   console.log(`total run time ${(result.totalMs / 1000).toFixed(2)} s`);
-  if (args.embeddings) await compareWithEmbeddings(tools, queries, categoryOf, args.embeddings);
+  if (args.embeddings) await compareWithEmbeddings(tools, queries, categoryOf, args.embeddings, report);
+  report.write();
+}
+
+const relative = (path: string) => path.replace(`${REPO_ROOT}/`, '');
+
+/** The default mode's figures; its floor is plain BM25 as the data set's README reports it (quality, not time). */
+function retrievalReport(
+  args: Args,
+  r: Omit<Summary, 'n'> & { tools: number; queries: number; p50Ms: number; p99Ms: number; maxMs: number; p50StableMs: number; p99StableMs: number; buildMs: number; totalMs: number; baseline: Baseline | null; perCategory: Array<Summary & { name: string; baseline: Baseline | null }>; thresholds: ThresholdReport },
+): BenchReport {
+  const report = new BenchReport(
+    'tool-retrieval',
+    'The NarrowTopK tool index with multi-intent retrieval on a labelled tool set: recall@1/5/10, MRR, complete@5/10, search latency, and ' +
+      'the minScore threshold pick. Floor: plain BM25 on the same set, as the data set README reports it.',
+    { tools: relative(args.tools), queries: relative(args.queries), noMatch: relative(args.noMatch), k: args.k, single: args.single, embeddings: args.embeddings ?? 'none', toolCount: r.tools, queryCount: r.queries },
+  );
+  const b = r.baseline ?? undefined;
+  const vs = (x: number | undefined) => (b ? { floor: x } : undefined);
+  report
+    .add('build.ms', 'index build', r.buildMs, 'ms')
+    .add('search.p50.ms', 'search p50', r.p50Ms, 'ms')
+    .add('search.p99.ms', 'search p99', r.p99Ms, 'ms')
+    .add('search.max.ms', 'search max', r.maxMs, 'ms')
+    .add('search.stable.p50.ms', 'search p50, fastest of 3 runs per query', r.p50StableMs, 'ms')
+    .add('search.stable.p99.ms', 'search p99, fastest of 3 runs per query', r.p99StableMs, 'ms')
+    .add('recall@1', 'recall@1', r.recallAt1, '', vs(b?.recallAt1))
+    .add('recall@5', 'recall@5', r.recallAt5, '', vs(b?.recallAt5))
+    .add('recall@10', 'recall@10', r.recallAt10, '', vs(b?.recallAt10))
+    .add('mrr', 'MRR', r.mrr, '', vs(b?.mrr))
+    .add('complete@5', 'complete@5', r.completeAt5, '', vs(b?.completeAt5))
+    .add('complete@10', 'complete@10', r.completeAt10, '', vs(b?.completeAt10))
+    .add('threshold.recommended', 'highest minScore keeping recall@5 and complete@5 within 0.01 of none', r.thresholds.recommended, '')
+    .add('threshold.configured', 'ORCHESTRATION_MIN_SCORE default', r.thresholds.configured, '')
+    .add('threshold.configured.recall@5', 'recall@5 at the default minScore', r.thresholds.atConfigured.recallAt5, '')
+    .add('threshold.configured.complete@5', 'complete@5 at the default minScore', r.thresholds.atConfigured.completeAt5, '')
+    .add('total.s', 'total run time', r.totalMs / 1000, 's');
+  const t = r.thresholds;
+  const refused = (a: AtThreshold) => Object.values(a.refused).reduce((x, y) => x + y, 0);
+  report
+    .add('no-match.requests', 'requests no tool answers (the no-match set)', Object.values(t.noMatchQueries).reduce((x, y) => x + y, 0), '')
+    .add('no-match.refused.none', 'no-match requests left without a candidate, no threshold', refused(t.none), '')
+    .add('no-match.refused.configured', 'no-match requests left without a candidate at the default minScore', refused(t.atConfigured), '');
+  const f = (x: number) => x.toFixed(3);
+  const cell = (x: number, base: number | undefined) => (base === undefined ? f(x) : `${f(x)} (${base.toFixed(3)})`);
+  const rows = [{ name: 'all', ...r, n: r.queries }, ...r.perCategory].map((c) => [
+    c.name,
+    String(c.n),
+    cell(c.recallAt1, c.baseline?.recallAt1),
+    cell(c.recallAt5, c.baseline?.recallAt5),
+    cell(c.recallAt10, c.baseline?.recallAt10),
+    cell(c.mrr, c.baseline?.mrr),
+    cell(c.completeAt5, c.baseline?.completeAt5),
+    cell(c.completeAt10, c.baseline?.completeAt10),
+  ]);
+  return report.table('categories', 'Per category: this index (plain BM25 from the data set README)', ['subset', 'n', 'recall@1', 'recall@5', 'recall@10', 'MRR', 'complete@5', 'complete@10'], rows);
+}
+
+/** --scale: synthetic catalogs; the floor is a linear BM25 scan over the same catalog. */
+function scaleReport(args: Args, rows: ScaleRow[], queries: number): BenchReport {
+  const report = new BenchReport(
+    'tool-retrieval-scale',
+    'Synthetic tool catalogs (the set\'s tools repeated and perturbed): index build, heap per tool and search p50/p99 (fastest of 3 per query), ' +
+      'against the floor, a linear BM25 scan over the same catalog.',
+    { sizes: args.scale, queries, k: Math.max(10, args.k), tools: relative(args.tools) },
+  );
+  for (const r of rows) {
+    const at = `${r.tools}`;
+    report
+      .add(`${at}.build.s`, `${r.tools} tools: build`, r.buildMs / 1000, 's', { floor: r.floorBuildMs / 1000 })
+      .add(`${at}.heap-per-tool.kib`, `${r.tools} tools: heap per tool`, r.heapBytesPerTool / 1024, 'KiB')
+      .add(`${at}.search.p50.ms`, `${r.tools} tools: search p50`, r.p50Ms, 'ms', { floor: r.floorP50Ms })
+      .add(`${at}.search.p99.ms`, `${r.tools} tools: search p99`, r.p99Ms, 'ms', { floor: r.floorP99Ms, ratio: r.p99Ratio });
+  }
+  return report;
 }
 
 type Search = (q: string, k: number, minScore?: number) => Array<{ name: string; score: number }>;

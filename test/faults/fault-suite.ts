@@ -15,6 +15,7 @@ import canonicalize from 'canonicalize';
 import { Client } from 'pg';
 import { freePort, readSse, startModel, startOrion, type Instance, type ModelHook, type ModelScript, type Received } from './harness';
 import { waitFor } from '../support/wait-for';
+import { BenchReport } from '../../bench/report';
 
 const arg = (name: string, d: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
 const RUNS = arg('--runs', 10);
@@ -111,6 +112,22 @@ async function main() {
   console.log(`\nkilled runs: ${kills}; violations: ${total}`);
   for (const [key, c] of frozenClients) console.log(`${key}: the stalled instance's client got exactly one done in ${c.oneDone} of ${c.runs} runs, its error and done byte-equal to run_events in ${c.byteEqual}`);
   if (longLineGaps.length) console.log(`long line: largest pause between the other turn's chunks ${Math.max(...longLineGaps)} ms (its model sends one every 20 ms)`);
+  const report = new BenchReport(
+    'faults',
+    'Two built instances on one PostgreSQL; the turn\'s instance is killed (SIGKILL) at each point of a turn or frozen past its lease, ' +
+      'hostile model output is fed, and the invariants are checked after every run. A correctness suite: violations must be 0; no floor.',
+    { runs: RUNS, traceRuns: TRACE_RUNS, leaseMs: LEASE_MS, longLineMiB: LONG_LINE / 1024 / 1024, slowPageMs: SLOW_PAGE_MS, cases: process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1] : 'all' },
+  )
+    .add('killed-runs', 'killed runs', kills, '')
+    .add('violations', 'violations', total, '');
+  for (const [name, c] of frozenClients) {
+    // "frozen-model, two-stage" → "frozen-model.two-stage": keys hold no spaces
+    const key = name.replace(/, /g, '.');
+    report.add(`${key}.one-done`, `${name}: the stalled instance's client got exactly one done (of ${c.runs} runs)`, c.oneDone, '');
+    report.add(`${key}.byte-equal`, `${name}: its error and done byte-equal to run_events`, c.byteEqual, '');
+  }
+  if (longLineGaps.length) report.add('long-line.max-gap.ms', "long line: largest pause between the other turn's chunks (one sent every 20 ms)", Math.max(...longLineGaps), 'ms');
+  report.table('cases', 'Per case and protocol', ['case', 'protocol', 'runs', 'violations', 'notes'], table.map((r) => [r.case, r.protocol, r.runs, r.violations, [...r.notes].join('; ')]), 2).write();
   process.exit(total === 0 ? 0 : 1);
 }
 
