@@ -212,6 +212,14 @@ describe('benchmark figures in the docs', () => {
     expect(found.map((v) => `${v.file}:${v.line}: ${v.figure} (${v.why})`)).toEqual([]);
   });
 
+  it('every link into BENCHMARKS.md names a section the rendered file has', () => {
+    const sections = new Set([...readFileSync(join(ROOT, 'docs', 'BENCHMARKS.md'), 'utf8').matchAll(/^## (\S+)$/gm)].map((m) => m[1]));
+    const broken = realDocs().flatMap(({ file, text }) =>
+      [...text.matchAll(/BENCHMARKS\.md#([a-z0-9-]+)/g)].filter((m) => !sections.has(m[1])).map((m) => `${file}: #${m[1]}`),
+    );
+    expect(broken).toEqual([]);
+  });
+
   it('every allowlist entry still appears in a checked doc (a stale entry would hide a typed figure)', () => {
     const text = UNIT_CHECKED.filter((f) => existsSync(join(ROOT, f)))
       .map((f) => readFileSync(join(ROOT, f), 'utf8'))
