@@ -4,8 +4,9 @@
  * How long the page-to-text extraction (src/tools/net/readable-text.ts) takes on pages built to
  * make it slow (test/support/hostile-html.ts): the fastest of 3 runs per page. Was a timed
  * assertion in the readable-text spec; figures belong here. No floor: the natural one, the same
- * pages through linkedom and Readability without Orion's work caps, runs for minutes per page
- * (that is what the caps are for), so it would measure the hazard, not a least-code baseline.
+ * pages through linkedom and Readability without Orion's work caps, runs for minutes on the
+ * worst of them (that is what the caps are for), so it would measure the hazard, not a
+ * least-code baseline.
  */
 import { extractReadableText, plainText } from '../src/tools/net/readable-text';
 import { HOSTILE_HTML, HOSTILE_PLAIN_TEXT } from '../test/support/hostile-html';
@@ -35,7 +36,7 @@ const report = new BenchReport(
   'readable-text',
   'Page-to-text extraction (extractReadableText, plainText) on pages built to make it slow: deep nesting, unclosed ' +
     'constructs, huge runs of one character. The fastest of 3 runs per page. No floor: the same pages through linkedom ' +
-    'and Readability without Orion\'s work caps run for minutes per page, which is the hazard the caps remove.',
+    'and Readability without Orion\'s work caps run for minutes on the worst of them, which is the hazard the caps remove.',
   { pages: rows.length, runsPerPage: RUNS, statistic: `fastest of ${RUNS}` },
 );
 report.table(
