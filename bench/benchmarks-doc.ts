@@ -23,6 +23,7 @@ const ORDER = [
   'pglite-memory',
   'scale-out',
   'decoders',
+  'readable-text',
   'statements',
   'faults',
   'outage',

@@ -5,9 +5,9 @@ const ROOT = join(__dirname, '..', '..');
 const long = (char: string) => char.repeat(MAX_PROSE_LINE + 1);
 
 describe('Markdown documentation lines', () => {
-  it(`README.md and docs/*.md have no prose line over ${MAX_PROSE_LINE} characters (tables and fenced code may run long)`, () => {
+  it(`no Markdown file git tracks has a prose line over ${MAX_PROSE_LINE} characters (tables and fenced code may run long)`, () => {
     const files = documentationFiles(ROOT);
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'docs/API.md', 'docs/ARCHITECTURE.md']));
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'docs/API.md', 'docs/ARCHITECTURE.md', 'bench/README.md', 'test/fixtures/llm-streams/README.md']));
     const found = longProseLinesIn(ROOT, files).map(({ file, line, length }) => `${file}:${line} is ${length} characters`);
     expect(found).toEqual([]);
   });

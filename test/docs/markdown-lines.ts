@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const MAX_PROSE_LINE = 160;
@@ -41,18 +42,12 @@ export function longProseLines(text: string, file: string, max = MAX_PROSE_LINE)
 }
 
 /**
- * The README's old figures, copied verbatim (long lines included) so that the generated
- * docs/BENCHMARKS.md can be checked against them; the file goes once that check is done.
+ * Every Markdown file git tracks, as paths relative to the repository root: a file added
+ * anywhere (a fixture's README, bench/README.md) is checked without being listed here.
  */
-const VERBATIM_SCRATCH = new Set(['docs/_moved-figures.md']);
-
-/** README.md and every Markdown file directly under docs/, as paths relative to the repository root. */
 export function documentationFiles(root: string): string[] {
-  const docs = readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`)
-    .filter((file) => !VERBATIM_SCRATCH.has(file));
-  return ['README.md', ...docs.sort()];
+  const out = execFileSync('git', ['ls-files', '-z', '--', '*.md'], { cwd: root, encoding: 'utf8' });
+  return out.split('\0').filter(Boolean).sort();
 }
 
 export function longProseLinesIn(root: string, files: string[]): LongLine[] {
