@@ -116,6 +116,12 @@ describe('benchmark figures in the docs', () => {
     ]);
   });
 
+  it('recognises each unit a doc may write a measurement in', () => {
+    const units = ['5 us', '5 µs', '7 min', '1 second', '3 req/s', '4 requests per second', '5 ops/s', '6 MB/s', '7 per cent', '8 GiB', '9 KiB', '2x'];
+    const found = citationViolations([{ file: 'README.md', text: units.join(', ') }], [sample], config);
+    expect(found.map((v) => v.figure)).toEqual(units);
+  });
+
   it('the audit lines are caught against the committed results too, not only against a sample', () => {
     const audit = ['It answers in 12 ms at p99, under 100 ms.', 'Start-up takes 3 seconds; 4 minutes of CPU; 2 GB; 7 times faster.'].join('\n');
     expect(citationViolations([{ file: 'README.md', text: audit }], results, config).map((v) => v.figure)).toEqual([
