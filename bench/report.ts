@@ -15,6 +15,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { writeBenchmarksDoc } from './benchmarks-doc';
+import { columnUnit } from './units';
 
 export const REPO_ROOT = resolve(__dirname, '..');
 export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
@@ -99,6 +100,26 @@ function unitOf(text: string): string {
   return '';
 }
 
+/**
+ * The numbers in one table cell with their units: a cell "12 / 40" under "p50 / p99 ms" gives
+ * two figures in ms; a cell's own unit ("2.1×") wins over its column's, and a column's unit comes
+ * from its header ("CPU ms/turn" → ms/turn, "CPU × floor" → ×). Also read by the figure-citation
+ * test on stored results, so result files written before headers gave units still compare by unit.
+ */
+export function cellFigures(header: string, text: string): Array<{ head: string; value: number; unit: string }> {
+  const heads = header.split(' / ');
+  const parts = text.split(' / ');
+  const pairs = heads.length === parts.length ? heads.map((h, i) => [h, parts[i]]) : [[header, text]];
+  const columnWide = columnUnit(header)?.text ?? '';
+  const out: Array<{ head: string; value: number; unit: string }> = [];
+  for (const [head, cell] of pairs) {
+    const m = /^[+-]?\d+(\.\d+)?/.exec(cell.replace(/,/g, ''));
+    if (!m) continue;
+    out.push({ head, value: Number(m[0]), unit: unitOf(cell) || columnUnit(head)?.text || columnWide });
+  }
+  return out;
+}
+
 export class BenchReport {
   private readonly figures: Figure[] = [];
   private readonly tables: ReportTable[] = [];
@@ -138,16 +159,10 @@ export class BenchReport {
       const rowKey = row.slice(0, keyColumns).map(slug).join('.');
       const rowLabel = row.slice(0, keyColumns).join(' · ');
       for (let c = keyColumns; c < row.length && c < header.length; c++) {
-        const heads = header[c].split(' / ');
-        const parts = row[c].split(' / ');
-        const pairs = heads.length === parts.length ? heads.map((h, i) => [h, parts[i]]) : [[header[c], row[c]]];
-        const headUnit = unitOf(header[c]);
-        for (const [head, cell] of pairs) {
-          const m = /^[+-]?\d+(\.\d+)?/.exec(cell.replace(/,/g, ''));
-          if (!m) continue;
+        for (const { head, value, unit } of cellFigures(header[c], row[c])) {
           const key = `${id}.${rowKey}.${slug(head)}`;
           if (this.figures.some((f) => f.key === key)) continue;
-          this.figures.push({ key, label: `${rowLabel}: ${head}`, value: Number(m[0]), unit: unitOf(cell) || unitOf(head) || headUnit, table: id });
+          this.figures.push({ key, label: `${rowLabel}: ${head}`, value, unit, table: id });
         }
       }
     }

@@ -1,110 +1,15 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { formatNumber, readResults, renderBenchmarks } from '../../bench/benchmarks-doc';
+import { readResults, renderBenchmarks } from '../../bench/benchmarks-doc';
 import type { BenchResult } from '../../bench/report';
-import { EnvironmentVariables } from '../../src/config/env.schema';
-import { CONTEXT_SHARES } from '../../src/orchestration/context-budget';
+import { ALLOWED, UNIT_CHECKED, citationViolations, configValues } from './figure-citations';
 
 /**
  * Figures in the docs come from benchmark runs, never typed. docs/BENCHMARKS.md is what
  * `npm run bench:report` renders from bench/results/*.json, and a doc that cites a figure cites
- * one a result holds:
- *   - every number on a line that links to BENCHMARKS.md is a value of some result, as rendered;
- *   - a number with a measurement unit (ms, s, %, ×, KB, MB, …) anywhere in README.md and the
- *     prose docs is a value of some result, or a configuration default or limit
- *     (src/config/env.schema.ts, or ALLOWED below with its reason).
- * docs/API.md, the wire contract with its limits, is left out of the unit check only.
+ * one a result holds, in a compatible unit (the rules: ./figure-citations.ts).
  */
 const ROOT = join(__dirname, '..', '..');
-const UNIT_CHECKED = ['README.md', 'docs/SECURITY.md', 'docs/OPERATIONS.md', 'docs/GUARANTEES.md', 'docs/ARCHITECTURE.md'];
-
-/** Numbers with a unit that are neither measured nor an env default: limits and constants stated in code. */
-const ALLOWED: Array<{ text: string; reason: string }> = [
-  { text: '15 s', reason: "the fetch tools' network deadline cap (src/tools/net/web-fetcher.ts) and the SSE keep-alive interval (KEEP_ALIVE_MS), code constants" },
-];
-
-// a number: not part of a word or a version ("p99", "v20", "recall@5", "#31"), thousands with commas
-const NUMBER = /(?<![\w.@#$])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)|(?<![\w.@#$,])\d+(?:\.\d+)?/g;
-/** the rest of a range ("11.8–12.7 s"): its first number has the unit of its last */
-const RANGE_REST = /^\s?[–-]\s?\d+(?:,\d{3})*(?:\.\d+)?/;
-const UNIT = /^\s?(turns\/s|req\/s|ops\/s|MiB|KiB|ms|KB|MB|s|%|×|x)(?![\w/])/;
-
-export interface Violation {
-  file: string;
-  line: number;
-  figure: string;
-  why: string;
-}
-
-/** The line without what is not prose: link targets, inline code, HTML comments. */
-const prose = (line: string) =>
-  line
-    .replace(/<!--.*?-->/g, ' ')
-    .replace(/`[^`]*`/g, ' ')
-    .replace(/\]\([^)]*\)/g, '] ');
-
-const numeric = (token: string) => Number(token.replace(/,/g, ''));
-
-/** Every value the results hold, as docs/BENCHMARKS.md renders it (figures, floors, ratios, parameters, table cells, stated targets). */
-export function reportedValues(results: BenchResult[]): Set<number> {
-  const out = new Set<number>();
-  const addText = (text: string) => {
-    for (const m of text.matchAll(NUMBER)) out.add(numeric(m[0]));
-  };
-  for (const r of results) {
-    addText(r.description);
-    for (const v of Object.values(r.parameters)) addText(Array.isArray(v) ? v.join(' ') : String(v));
-    for (const f of r.figures) {
-      addText(f.label);
-      for (const v of [f.value, f.floor, f.ratio]) if (v != null) out.add(Number(formatNumber(v)));
-    }
-    for (const t of r.tables) for (const row of t.rows) row.forEach(addText);
-  }
-  return out;
-}
-
-/** A value with its unit as docs write it ("30 s", "256 KB"); KiB and MiB are written KB and MB. */
-const withUnit = (value: number, unit: string) => `${formatNumber(value)} ${unit.replace('iB', 'B')}`;
-
-/**
- * Env defaults in the units docs state them in (a `_MS` default in ms and s, a byte size in KB and
- * MB), and the context budget's shares in %.
- */
-export function configValues(): Set<string> {
-  const out = new Set<string>(Object.values(CONTEXT_SHARES).map((share) => withUnit(share * 100, '%')));
-  for (const [key, v] of Object.entries(new EnvironmentVariables())) {
-    if (typeof v !== 'number') continue;
-    if (key.endsWith('_MS')) [withUnit(v, 'ms'), withUnit(v / 1000, 's')].forEach((x) => out.add(x));
-    else if (/_BYTES$|_LENGTH$/.test(key)) [withUnit(v / 1024, 'KB'), withUnit(v / 1024 ** 2, 'MB')].forEach((x) => out.add(x));
-  }
-  return out;
-}
-
-/** What a set of docs cites that no result (or config default, or allowlist entry) holds. */
-export function citationViolations(docs: Array<{ file: string; text: string }>, results: BenchResult[], config: Set<string>): Violation[] {
-  const reported = reportedValues(results);
-  const out: Violation[] = [];
-  for (const { file, text } of docs) {
-    const unitChecked = UNIT_CHECKED.includes(file);
-    text.split('\n').forEach((raw, i) => {
-      const linksBenchmarks = /BENCHMARKS\.md/.test(raw);
-      const line = prose(raw);
-      for (const m of line.matchAll(NUMBER)) {
-        const value = numeric(m[0]);
-        if (reported.has(value)) continue;
-        const after = line.slice(m.index! + m[0].length);
-        const unit = UNIT.exec(after.replace(RANGE_REST, ''));
-        const figure = unit ? `${m[0]}${unit[0]}` : m[0];
-        if (linksBenchmarks) {
-          out.push({ file, line: i + 1, figure, why: 'cited beside a BENCHMARKS.md link, in no result' });
-        } else if (unit && unitChecked && !config.has(withUnit(value, unit[1])) && !ALLOWED.some((a) => a.text === `${m[0]} ${unit[1]}`)) {
-          out.push({ file, line: i + 1, figure: figure.trim(), why: 'a measurement in no result, not a config default' });
-        }
-      }
-    });
-  }
-  return out;
-}
 
 /** Where a doc differs from the rendered file: the first differing line of each, or null. */
 export function firstDifference(actual: string, rendered: string): { line: number; actual: string; rendered: string } | null {
@@ -115,9 +20,9 @@ export function firstDifference(actual: string, rendered: string): { line: numbe
   return { line: line + 1, actual: a[line] ?? '(end of file)', rendered: r[line] ?? '(end of file)' };
 }
 
-/** README.md and docs/*.md, except the generated file itself. */
+/** README.md, bench/README.md and docs/*.md, except the generated file itself. */
 function realDocs(): Array<{ file: string; text: string }> {
-  const files = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md') && f !== 'BENCHMARKS.md').map((f) => `docs/${f}`)];
+  const files = ['README.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md') && f !== 'BENCHMARKS.md').map((f) => `docs/${f}`)];
   return files.map((file) => ({ file, text: readFileSync(join(ROOT, file), 'utf8') }));
 }
 
@@ -179,15 +84,53 @@ describe('benchmark figures in the docs', () => {
       'A tool times out after 30 s by default and fetches stop at 15 s; the body limit is 256 KB.',
       'The service idles at 231 MB, and at 290 MB after 40 turns.',
       'Released in 2026 as version 1.2 (issue #31), the answer has 3 parts.',
+      // the audit's lines (#31): each passed when any bare number in any result excused it
+      'A turn streams under 100 ms.',
+      'Start-up takes 3 seconds.',
+      'A long run costs 4 minutes of CPU.',
+      'Memory stays under 2 GB.',
+      'It is 7 times faster than the floor.',
+      // a figure in the wrong unit or meaning (231 is an RSS in MB, 16.63 a time, 44.3 turns/s),
+      // or rounded further than docs/BENCHMARKS.md renders it (16.63 ms is "16.6 ms")
+      'Idle at 231 ms; 16.6 MB a turn; 44.3 req/s; 16.6% of the time; 17 ms of CPU.',
     ].join('\n');
     const found = citationViolations([{ file: 'README.md', text: readme }], [sample], config);
+    const measured = 'a measurement in no result, not a config default';
     expect(found).toEqual([
       { file: 'README.md', line: 2, figure: '43.3 turns/s', why: 'cited beside a BENCHMARKS.md link, in no result' },
-      { file: 'README.md', line: 3, figure: '12 ms', why: 'a measurement in no result, not a config default' },
-      { file: 'README.md', line: 3, figure: '11.8 s', why: 'a measurement in no result, not a config default' },
-      { file: 'README.md', line: 3, figure: '12.7 s', why: 'a measurement in no result, not a config default' },
-      { file: 'README.md', line: 4, figure: '987.6', why: 'cited beside a BENCHMARKS.md link, in no result' },
-      { file: 'README.md', line: 6, figure: '290 MB', why: 'a measurement in no result, not a config default' },
+      { file: 'README.md', line: 3, figure: '12 ms', why: measured },
+      { file: 'README.md', line: 3, figure: '11.8 s', why: measured },
+      { file: 'README.md', line: 3, figure: '12.7 s', why: measured },
+      { file: 'README.md', line: 4, figure: '987.6 turns per second', why: 'cited beside a BENCHMARKS.md link, in no result' },
+      { file: 'README.md', line: 6, figure: '290 MB', why: measured },
+      { file: 'README.md', line: 8, figure: '100 ms', why: measured },
+      { file: 'README.md', line: 9, figure: '3 seconds', why: measured },
+      { file: 'README.md', line: 10, figure: '4 minutes', why: measured },
+      { file: 'README.md', line: 11, figure: '2 GB', why: measured },
+      { file: 'README.md', line: 12, figure: '7 times', why: measured },
+      { file: 'README.md', line: 13, figure: '231 ms', why: measured },
+      { file: 'README.md', line: 13, figure: '16.6 MB', why: measured },
+      { file: 'README.md', line: 13, figure: '44.3 req/s', why: measured },
+      { file: 'README.md', line: 13, figure: '16.6%', why: measured },
+      { file: 'README.md', line: 13, figure: '17 ms', why: measured },
+    ]);
+  });
+
+  it('recognises each unit a doc may write a measurement in', () => {
+    const units = ['5 us', '5 µs', '7 min', '1 second', '3 req/s', '4 requests per second', '5 ops/s', '6 MB/s', '7 per cent', '8 GiB', '9 KiB', '2x'];
+    const found = citationViolations([{ file: 'README.md', text: units.join(', ') }], [sample], config);
+    expect(found.map((v) => v.figure)).toEqual(units);
+  });
+
+  it('the audit lines are caught against the committed results too, not only against a sample', () => {
+    const audit = ['It answers in 12 ms at p99, under 100 ms.', 'Start-up takes 3 seconds; 4 minutes of CPU; 2 GB; 7 times faster.'].join('\n');
+    expect(citationViolations([{ file: 'README.md', text: audit }], results, config).map((v) => v.figure)).toEqual([
+      '12 ms',
+      '100 ms',
+      '3 seconds',
+      '4 minutes',
+      '2 GB',
+      '7 times',
     ]);
   });
 
@@ -196,12 +139,34 @@ describe('benchmark figures in the docs', () => {
       'Under load: 44.3 turns/s and 16.6 ms of CPU per turn, 4.36× the floor of 3.81 ms ([load](docs/BENCHMARKS.md#load)); N = 100 and 300.',
       'TOOL_TIMEOUT_MS defaults to 30 s, RUN_LEASE_MS to 30000 ms, LLM_MAX_LINE_LENGTH to 8 MiB; the system prompt gets 12% of the context.',
       'Idle: 231 MB. Listed in 2 tables with 5 columns.',
+      // in another unit of the same dimension, at 3 significant digits; ratios written as x or times
+      'That is 0.0166 s of CPU a turn, 4.36x or 4.36 times the floor, 44.3 turns per second; idle at 0.226 GB.',
     ].join('\n');
     expect(citationViolations([{ file: 'README.md', text: readme }], [sample], config)).toEqual([]);
   });
 
+  it('reads a table cell in the unit its column header names', () => {
+    const withTable: BenchResult = {
+      ...sample,
+      figures: [],
+      tables: [
+        {
+          id: 'load',
+          title: 'Load',
+          header: ['system', 'open p50 / p99 ms', 'CPU ms/turn', 'rows/turn', 'CPU × floor'],
+          rows: [['pglite', '12 / 40', '9.5', '31', '2.5']],
+        },
+      ],
+    };
+    const ok = 'Open p50 12 ms and p99 40 ms, 9.5 ms of CPU, 31 rows/turn, 2.5× the floor.';
+    expect(citationViolations([{ file: 'README.md', text: ok }], [withTable], config)).toEqual([]);
+    const wrong = 'Open in 12 s, 9.5 MB, 40 rows/turn, 31×.';
+    const found = citationViolations([{ file: 'README.md', text: wrong }], [withTable], config);
+    expect(found.map((v) => v.figure)).toEqual(['12 s', '9.5 MB', '40 rows/turn', '31×']);
+  });
+
   it('checks docs/API.md beside BENCHMARKS.md links only, not for units', () => {
-    const api = ['A body over 300 KB is a 413.', 'Figures: [load](BENCHMARKS.md#load) 44 turns/s.'].join('\n');
+    const api = ['A body over 300 KB is a 413.', 'Figures: [load](BENCHMARKS.md#load) 44 turns/s, 44.3 turns/s.'].join('\n');
     expect(citationViolations([{ file: 'docs/API.md', text: api }], [sample], config)).toEqual([
       { file: 'docs/API.md', line: 2, figure: '44 turns/s', why: 'cited beside a BENCHMARKS.md link, in no result' },
     ]);
