@@ -39,6 +39,16 @@ export const ALLOWED: Array<{ text: string; reason: string }> = [
   { text: '~30 ms or 32 events', reason: 'RunStream.CHUNK_BATCH_MS and CHUNK_BATCH_SIZE, code constants' },
   { text: 'wait up to 30 ms', reason: 'RunStream.CHUNK_BATCH_MS' },
   { text: 'every 5 s, and polls', reason: 'RunEventBus.WATCH_TTL_MS / 2, how often a follower renews its watch' },
+  // bench/README.md describes how each benchmark runs: its inputs are stated there, its results are not
+  { text: '20,000 deltas of 1 KB', reason: 'bench:slow-clients input (BENCH_DELTAS, PIECE in bench/sse-slow-clients.bench.ts)' },
+  { text: '(2 s timeout, then', reason: "the query embedding's time limit in ToolIndexService.retrieve, a code constant" },
+  { text: ', 180 s)', reason: "bench:load's default run timeout flag" },
+  { text: 'after 2 warm-up turns and 1 s idle', reason: 'how bench:load samples idle RSS' },
+  { text: 'sampled every 100 ms', reason: "bench/load/proc.ts's RSS sampling interval" },
+  { text: 'read 11 s after the warm-up', reason: 'PG_STATS_WAIT_MS in bench/load.bench.ts' },
+  { text: 'up to 10 s late', reason: "PostgreSQL's statistics reporting delay, the reason for PG_STATS_WAIT_MS" },
+  { text: 'at 512 KB and 8 MB', reason: "bench:decoders' two input sizes" },
+  { text: '16× the input costs 256× the time', reason: 'arithmetic: what a quadratic decoder would cost, not a measurement' },
 ];
 
 /** Whether an ALLOWED phrase covers the number at `index` of `line`. */
