@@ -6,6 +6,7 @@ import { DatabaseInfo } from './database-info';
 import { jsonRows } from './json-rows';
 import { preparedQuery } from './prepared-query';
 import { TickBatcher } from '../common/util/tick-batcher';
+import { sleep } from '../common/util/abort.util';
 
 type Handler = (payload: string) => void;
 
@@ -129,7 +130,7 @@ export class DbNotifierService implements OnApplicationShutdown {
         } catch (err) {
           await client.end().catch(() => undefined);
           this.logger.warn(`LISTEN connection failed: ${(err as Error).message}; retrying in ${delay} ms`);
-          await new Promise((r) => setTimeout(r, delay));
+          await sleep(delay);
           delay = Math.min(delay * 2, 10_000);
         }
       }

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { emptyUsage, type StopReason } from '../orchestration/protocol-event';
+import { anySignal, deadline } from '../common/util/abort.util';
 import type { AnswerMetadata, AnswerStore } from './answer-store.port';
 import type { RunRepository } from './repositories/run.repository';
 import type { RunEventsService } from './run-events.service';
@@ -62,8 +63,14 @@ export class RunFailures {
    */
   async sendStoredEnd(p: ExecuteRunParams, client: RunClient, afterSeq: number, stream: RunStream): Promise<void> {
     const bound = this.deps.leaseMs();
-    const stop = AbortSignal.any([AbortSignal.timeout(bound), this.deps.closing, ...(client.gone ? [client.gone] : [])]);
-    const last = await this.forwardStored(p.requestId, client, afterSeq, stop);
+    // one timer, cleared as soon as the stored end is forwarded (abort.util: not AbortSignal.timeout)
+    const limit = deadline(anySignal(this.deps.closing, client.gone), bound);
+    let last: number | null;
+    try {
+      last = await this.forwardStored(p.requestId, client, afterSeq, limit.signal);
+    } finally {
+      limit.dispose();
+    }
     if (last === null || client.gone?.aborted) return;
     this.deps.logger.warn(`run ${p.requestId}: the end of the run was not stored within ${bound} ms of losing its lease; its client is told so`);
     const message = 'This instance lost the run to another one, which has not stored how it ended; reconnect to the run\'s events route to read its end';

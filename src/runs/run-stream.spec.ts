@@ -19,6 +19,8 @@ function slowRepo(delayMs: number) {
 const id = { requestId: 'r', projectId: 'p', conversationId: 'c' };
 
 describe('RunStream', () => {
+  afterEach(() => jest.useRealTimers());
+
   it('sends an event only after it is stored, in seq order with no gaps', async () => {
     const { repo, stored } = slowRepo(5);
     const sent: SentEvent[] = [];
@@ -134,13 +136,15 @@ describe('RunStream', () => {
         return new Promise<void>((r) => releases.push(r));
       },
     } as unknown as RunEventRepository;
+    // the batch timer on a fake clock, moved on by the test; setImmediate stays real for the turns awaited below
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
     expect(stream.chunk('a')).toBeNull();
     const first = stream.flush(); // [a] is being stored
     // the model's stream goes on while [a] is stored: no chunk below a full batch makes it wait
     expect(stream.chunk('b')).toBeNull();
     expect(stream.chunk('c')).toBeNull();
-    await scriptedDelay(RunStream.CHUNK_BATCH_MS * 2); // the batch time passes
+    await jest.advanceTimersByTimeAsync(RunStream.CHUNK_BATCH_MS); // the batch time of [b, c] passes
     expect(inserted).toEqual([['a']]); // their batch time passed, but [a] is still in flight
     releases[0]();
     await first;

@@ -18,6 +18,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sse } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
+import { withTimeout } from '../../src/common/util/abort.util';
 import { dockerignore, readDockerfile, ROOT } from './deploy-files';
 
 const HEALTH_TIMEOUT_MS = 120_000;
@@ -94,26 +96,24 @@ async function main(): Promise<number> {
     const health = steps.find((s) => s.stage === final && s.keyword === 'HEALTHCHECK');
     if (!health) throw new Error('the final stage has no HEALTHCHECK');
     const [hcmd, ...hargs] = argv(health.args.slice(health.args.indexOf('CMD') + 3));
-    const deadline = Date.now() + HEALTH_TIMEOUT_MS;
     let attempts = 0;
     const healthy = () => spawnSync(hcmd, hargs, { cwd: app, env, stdio: 'ignore', timeout: 5_000 }).status === 0;
-    while (Date.now() < deadline) {
-      attempts++;
-      if (healthy()) {
-        log(`HEALTHCHECK passed (attempt ${attempts})`);
-        await snapshotAndStop(server, exited, env.DATA_DIR, `http://127.0.0.1:${env.PORT}`, healthy, log);
-        return 0;
-      }
-      const gone = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 1_000))]);
-      if (gone !== undefined) throw new Error(`the server exited with ${gone.signal ?? `code ${gone.code}`} before it was healthy`);
-    }
-    throw new Error(`HEALTHCHECK did not pass within ${HEALTH_TIMEOUT_MS / 1000} s (${attempts} attempts)`);
+    const gone = () => server!.exitCode !== null || server!.signalCode !== null;
+    await waitFor(() => gone() || (attempts++, healthy()), {
+      timeoutMs: HEALTH_TIMEOUT_MS,
+      intervalMs: 1_000,
+      what: `the HEALTHCHECK to pass (within ${HEALTH_TIMEOUT_MS / 1000} s)`,
+    });
+    if (gone()) throw new Error(`the server exited with ${server.signalCode ?? `code ${server.exitCode}`} before it was healthy`);
+    log(`HEALTHCHECK passed (attempt ${attempts})`);
+    await snapshotAndStop(server, exited, env.DATA_DIR, `http://127.0.0.1:${env.PORT}`, healthy, log);
+    return 0;
   } finally {
     if (server && server.exitCode === null && server.signalCode === null) {
       const gone = new Promise((r) => server!.once('exit', r));
       server.kill('SIGTERM');
       // a server that ignores SIGTERM is what a failed check may be about: it must not hang here
-      if ((await Promise.race([gone, new Promise((r) => setTimeout(() => r('timeout'), 10_000))])) === 'timeout') {
+      if ((await withTimeout(gone, 10_000, 'timeout')) === 'timeout') {
         server.kill('SIGKILL');
         await gone;
       }
@@ -130,20 +130,15 @@ async function main(): Promise<number> {
  */
 async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise<Ended>, diagnosticDir: string, url: string, healthy: () => boolean, log: (msg: string) => void): Promise<void> {
   server.kill('SIGUSR2');
-  const deadline = Date.now() + 60_000;
-  let snapshot: string | undefined;
-  while (!snapshot && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 500));
-    snapshot = readdirSync(diagnosticDir).find((f) => f.endsWith('.heapsnapshot'));
-  }
-  if (!snapshot) throw new Error(`SIGUSR2 (--heapsnapshot-signal) wrote no heap snapshot into ${diagnosticDir} within 60 s`);
+  const snapshot = await waitFor(() => readdirSync(diagnosticDir).find((f) => f.endsWith('.heapsnapshot')), {
+    timeoutMs: 60_000,
+    intervalMs: 500,
+    what: `SIGUSR2 (--heapsnapshot-signal) to write a heap snapshot into ${diagnosticDir}`,
+  });
   // the snapshot is written while the process is blocked; the health check answers once it is done
-  let up = false;
-  for (let i = 0; i < 30 && server.exitCode === null && server.signalCode === null; i++) {
-    if ((up = healthy())) break;
-    await new Promise((r) => setTimeout(r, 1_000));
-  }
-  if (!up) throw new Error(server.exitCode !== null || server.signalCode !== null ? `SIGUSR2 stopped the service (${server.signalCode ?? `exit code ${server.exitCode}`})` : 'the service did not answer its health check after a heap snapshot');
+  const gone = () => server.exitCode !== null || server.signalCode !== null;
+  await waitFor(() => gone() || healthy(), { timeoutMs: 30_000, intervalMs: 1_000, what: 'the service to answer its health check after a heap snapshot' });
+  if (gone()) throw new Error(`SIGUSR2 stopped the service (${server.signalCode ?? `exit code ${server.exitCode}`})`);
   log(`SIGUSR2 wrote ${snapshot} (${(statSync(join(diagnosticDir, snapshot)).size / 1048576).toFixed(0)} MB); HEALTHCHECK still passes`);
 
   // a chat turn on the image's default replay model, SIGTERM at its first chunk
@@ -161,7 +156,7 @@ async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise
   const last = turn.events.at(-1);
   const done = last?.event === 'done' ? last.data : undefined;
   if (done?.stopReason !== 'cancelled' || typeof done.messageId !== 'string') throw new Error(`a turn streaming at SIGTERM should end with done{stopReason: cancelled, messageId}; it ended with ${JSON.stringify(done ?? 'no done event')}`);
-  const end = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000))]);
+  const end = await withTimeout(exited, 30_000, 'timeout' as const);
   if (end === 'timeout') throw new Error('SIGTERM did not stop the service within 30 s');
   // Nest closes the application, then raises the signal again with its own listener removed
   if (end.code !== 0 && end.signal !== 'SIGTERM') throw new Error(`SIGTERM stopped the service with ${end.signal ?? `exit code ${end.code}`}`);

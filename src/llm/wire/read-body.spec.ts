@@ -93,10 +93,14 @@ describe.each([
   it('does not count a slow consumer as server silence', async () => {
     const guard = new RequestGuard({ timeoutMs: 5000, idleTimeoutMs: 60 });
     const chunks: Uint8Array[] = [];
-    for await (const c of readBody(body(['a', 'b', 'c'], 'end'), guard)) {
-      chunks.push(c);
-      await scriptedDelay(150); // a consumer slower than the idle timeout, between reads
-    }
+    // the scripted consumer: slower than the idle timeout between reads (the delay is the behaviour under test)
+    const slowConsumer = async (source: AsyncIterable<Uint8Array>) => {
+      for await (const c of source) {
+        chunks.push(c);
+        await scriptedDelay(150);
+      }
+    };
+    await slowConsumer(readBody(body(['a', 'b', 'c'], 'end'), guard));
     guard.dispose();
     expect(text(chunks)).toBe('abc');
     expect(guard.cause).toBeUndefined();

@@ -18,7 +18,6 @@ import { ToolRegistryService } from '../tool-registry.service';
 import { ToolsException, ToolsExceptionCode } from '../tools.exception';
 import { MCP_MANAGER_OPTIONS, McpClientManagerService, type McpManagerOptions } from './mcp-client-manager.service';
 import type { McpServerConfig } from './mcp-config';
-import { scriptedDelay } from '../../../test/support/scripted-delay';
 
 /** Crashes, reconnects, failing servers, config errors and Nest wiring. */
 describe('McpClientManagerService lifecycle', () => {
@@ -75,19 +74,31 @@ describe('McpClientManagerService lifecycle', () => {
   });
 
   it('a server that cannot start is failed, retried with back-off, and stopped by close()', async () => {
-    const { trace, manager, status } = setup(
-      [{ name: 'ghost', transport: 'stdio', command: '/nonexistent/mcp-server', args: [], env: {} }],
-      { initialBackoffMs: 50, maxBackoffMs: 100 },
-    );
-    await manager.start();
-    expect(status('ghost')).toMatchObject({ status: 'failed', toolCount: 0, lastError: expect.stringMatching(/ENOENT/) });
-    await waitFor(() => trace.ofType('mcp_server_status').length >= 3, 3_000, 'retries');
-    await manager.close();
-    const count = trace.ofType('mcp_server_status').length;
-    // longer than the longest back-off (100 ms): a retry still scheduled would have run by then
-    await scriptedDelay(250);
-    expect(trace.ofType('mcp_server_status')).toHaveLength(count); // no retry after close
-    expect(status('ghost').status).toBe('closed');
+    // a fake clock: the back-off timers run only when the test moves time on, so "no retry after
+    // close()" is checked by running every timer still pending rather than by waiting
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const { trace, manager, status } = setup(
+        [{ name: 'ghost', transport: 'stdio', command: '/nonexistent/mcp-server', args: [], env: {} }],
+        { initialBackoffMs: 50, maxBackoffMs: 100 },
+      );
+      await manager.start();
+      expect(status('ghost')).toMatchObject({ status: 'failed', toolCount: 0, lastError: expect.stringMatching(/ENOENT/) });
+      // each step passes the longest back-off; the spawn error of the retry arrives on a later tick
+      while (trace.ofType('mcp_server_status').length < 3) {
+        await jest.advanceTimersByTimeAsync(100);
+        await new Promise((r) => setImmediate(r));
+      }
+      await manager.close();
+      const count = trace.ofType('mcp_server_status').length;
+      // every timer due within ten times the longest back-off runs: a retry still scheduled would run here
+      await jest.advanceTimersByTimeAsync(1_000);
+      await new Promise((r) => setImmediate(r));
+      expect(trace.ofType('mcp_server_status')).toHaveLength(count); // and none ran after close
+      expect(status('ghost').status).toBe('closed');
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('a server that never answers initialize times out and does not hold up start-up beyond startupWaitMs', async () => {

@@ -9,6 +9,7 @@ import {
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfigService } from '../../config/app-config.service';
 import { SecretRegistry } from '../../common/secrets/secret-registry';
+import { withTimeout } from '../../common/util/abort.util';
 import { TRACE_SINK, type TraceSink } from '../../trace/trace-sink.port';
 import { definitionHash, ToolRegistryService } from '../tool-registry.service';
 import { loadMcpConfig, resolveMcpConfigSource, type McpServerConfig, type McpTransportKind } from './mcp-config';
@@ -130,12 +131,8 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
       this.states.set(server.name, { connection, tools: new Map(), held: new Map(), seen: [], pinQueue: Promise.resolve() });
       return connection.start();
     });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(attempts),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.startupWaitMs))),
-    ]);
-    clearTimeout(timer);
+    // start-up goes on after startupWaitMs; the attempts still running finish in the background
+    await withTimeout(Promise.all(attempts), this.options.startupWaitMs, undefined);
   }
 
   /** Closes every client and waits for stdio children to exit. Tools stay registered, unavailable. */

@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { redactString } from '../../common/util/redact.util';
+import { withTimeout } from '../../common/util/abort.util';
 import { mcpChildEnvironment } from './mcp-child-env';
 import type { McpServerConfig, McpTransportKind } from './mcp-config';
 
@@ -131,12 +132,11 @@ export class McpServerConnection implements McpToolConnection {
   /** Closes a client and waits until its transport is really closed (a stdio child has exited). */
   private closeClient(client: Client): void {
     const closed = this.transportClosed.get(client) ?? Promise.resolve();
-    let guard: NodeJS.Timeout | undefined;
     const closing = Promise.all([
       client.close().catch(() => undefined),
       // the SDK ends stdin, then sends SIGTERM after 2 s and SIGKILL after 4 s
-      Promise.race([closed, new Promise<void>((resolve) => (guard = setTimeout(resolve, TRANSPORT_CLOSE_GUARD_MS)))]),
-    ]).then(() => clearTimeout(guard));
+      withTimeout(closed, TRANSPORT_CLOSE_GUARD_MS, undefined),
+    ]).then(() => undefined);
     this.closingClients.add(closing);
     void closing.finally(() => this.closingClients.delete(closing));
   }

@@ -1,0 +1,98 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import * as ts from 'typescript';
+
+/**
+ * Guards against the SSE route patterns issue #31 removed coming back (read from the syntax tree
+ * of every controller):
+ * - a route is declared by `@Sse(path, { method })` alone: `@Post`/`@Get` stacked over `@Sse`
+ *   worked only because the last decorator wins;
+ * - a controller never turns a generator into a stream by hand: no `.next()` or `for await` in
+ *   an `@Sse` method, and each one either calls `fromGenerator(` or takes its stream from a
+ *   service (`this.<service>.<method>(`), where the services build it with `fromGenerator`
+ *   (whose teardown returns the generator when the client leaves);
+ * - no controller builds its own `new Observable(`.
+ */
+const SRC = __dirname;
+const HTTP_METHODS = new Set(['Get', 'Post', 'Put', 'Patch', 'Delete', 'All']);
+
+function controllers(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'public' ? [] : controllers(p);
+    return e.name.endsWith('.controller.ts') ? [p] : [];
+  });
+}
+
+const decoratorName = (d: ts.Decorator): string | undefined => {
+  const e = d.expression;
+  if (ts.isCallExpression(e) && ts.isIdentifier(e.expression)) return e.expression.text;
+  return ts.isIdentifier(e) ? e.text : undefined;
+};
+
+/** What breaks the rules in one controller's text (empty when nothing does). */
+export function sseRouteViolations(file: string, text = readFileSync(file, 'utf8')): string[] {
+  const rel = relative(SRC, file);
+  const source = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  if (/\bnew\s+Observable\s*[<(]/.test(text)) found.push(`${rel}: builds its own new Observable( (an SSE route returns fromGenerator or a service's stream)`);
+  const visit = (node: ts.Node) => {
+    if (ts.isMethodDeclaration(node) && node.body) {
+      const names = (ts.getDecorators(node) ?? []).map(decoratorName);
+      if (names.includes('Sse')) {
+        const method = `${rel}: ${node.name.getText(source)}()`;
+        const http = names.filter((n) => n && HTTP_METHODS.has(n));
+        if (http.length) found.push(`${method}: @${http.join(', @')} stacked with @Sse (use @Sse(path, { method }))`);
+        const body = node.body.getText(source);
+        if (/\.next\s*\(/.test(body) || /\bfor\s+await\b/.test(body)) found.push(`${method}: pumps a generator by hand (.next() or for await): return fromGenerator(...)`);
+        else if (!/\bfromGenerator\s*\(/.test(body) && !/\bthis\.\w+\.\w+\s*\(/.test(body)) found.push(`${method}: neither calls fromGenerator( nor takes its stream from a service`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+describe('SSE routes', () => {
+  it('are declared by @Sse alone and stream through fromGenerator or a service, in every controller', () => {
+    const files = controllers(SRC);
+    // the scan sees the SSE routes (chat, runs, orchestration)
+    expect(files.filter((f) => /@Sse\(/.test(readFileSync(f, 'utf8'))).length).toBeGreaterThanOrEqual(3);
+    expect(files.flatMap((f) => sseRouteViolations(f))).toEqual([]);
+  });
+
+  const controller = join(SRC, 'orchestration', 'orchestration.controller.ts');
+  const original = readFileSync(controller, 'utf8');
+
+  it('fails when @Post is stacked over @Sse (self-test)', () => {
+    const injected = original.replace("@Sse('execute/stream', { method: RequestMethod.POST })", "@Post('execute/stream')\n  @Sse()");
+    expect(injected).not.toBe(original);
+    expect(sseRouteViolations(controller, injected)).toEqual([
+      'orchestration/orchestration.controller.ts: executeStream(): @Post stacked with @Sse (use @Sse(path, { method }))',
+    ]);
+  });
+
+  it('fails when an @Sse method pumps the generator itself or builds an Observable (self-test)', () => {
+    const pumped = original.replace(
+      /const events = fromGenerator\(gen, \{[\s\S]*?\n {4}\}\);/,
+      'const events = new Observable<WireMessage>((s) => { void (async () => { for (let r = await gen.next(); !r.done; r = await gen.next()) s.next({ id: 0, type: "progress", data: r.value }); s.complete(); })(); });',
+    );
+    expect(pumped).not.toBe(original);
+    expect(sseRouteViolations(controller, pumped)).toEqual([
+      'orchestration/orchestration.controller.ts: builds its own new Observable( (an SSE route returns fromGenerator or a service\'s stream)',
+      'orchestration/orchestration.controller.ts: executeStream(): pumps a generator by hand (.next() or for await): return fromGenerator(...)',
+    ]);
+    const looped = original.replace('const events = fromGenerator(gen, {', 'for await (const s of gen) void s;\n    const events = from(gen, {');
+    expect(sseRouteViolations(controller, looped)).toEqual([
+      'orchestration/orchestration.controller.ts: executeStream(): pumps a generator by hand (.next() or for await): return fromGenerator(...)',
+    ]);
+  });
+
+  it('fails when an @Sse method neither uses fromGenerator nor a service (self-test)', () => {
+    const plain = original.replace('const events = fromGenerator(gen, {', 'const events = from(gen, {').replace('const gen = this.orchestration.executeModeStream({ ...req, signal });', 'const gen = makeStream({ ...req, signal });');
+    expect(sseRouteViolations(controller, plain)).toEqual([
+      'orchestration/orchestration.controller.ts: executeStream(): neither calls fromGenerator( nor takes its stream from a service',
+    ]);
+  });
+});
