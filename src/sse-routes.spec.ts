@@ -7,14 +7,18 @@ import * as ts from 'typescript';
  * of every controller):
  * - a route is declared by `@Sse(path, { method })` alone: `@Post`/`@Get` stacked over `@Sse`
  *   worked only because the last decorator wins;
- * - a controller never turns a generator into a stream by hand: no `.next()` or `for await` in
- *   an `@Sse` method, and each one either calls `fromGenerator(` or takes its stream from a
- *   service (`this.<service>.<method>(`), where the services build it with `fromGenerator`
- *   (whose teardown returns the generator when the client leaves);
+ * - a controller never turns a generator into a stream by hand: no `.next()` or `for await`
+ *   anywhere in its file, from rxjs only `map`, `EMPTY` and the `Observable` type (no `from`,
+ *   `defer`, `Subject`), and each `@Sse` method either calls `fromGenerator(` or takes its stream
+ *   from a service (`this.<service>.<method>(`), where the services build it with
+ *   `fromGenerator` (whose teardown returns the generator when the client leaves);
  * - no controller builds its own `new Observable(`.
  */
 const SRC = __dirname;
-const HTTP_METHODS = new Set(['Get', 'Post', 'Put', 'Patch', 'Delete', 'All']);
+const HTTP_METHODS = new Set(['Get', 'Post', 'Put', 'Patch', 'Delete', 'Head', 'Options', 'All']);
+/** What a controller may take from rxjs: mapping a service's stream, the empty stream, the type. A
+ * controller that imports `from`, `defer` or a `Subject` is building a stream the helper should build. */
+const RXJS_IN_CONTROLLERS = new Set(['map', 'EMPTY', 'Observable']);
 
 function controllers(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -36,6 +40,13 @@ export function sseRouteViolations(file: string, text = readFileSync(file, 'utf8
   const source = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   if (/\bnew\s+Observable\s*[<(]/.test(text)) found.push(`${rel}: builds its own new Observable( (an SSE route returns fromGenerator or a service's stream)`);
+  for (const m of text.matchAll(/import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*['"]rxjs['"]/g)) {
+    const names = m[1].split(',').map((n) => n.replace(/^\s*type\s+/, '').split(/\s+as\s+/)[0].trim()).filter(Boolean);
+    const extra = names.filter((n) => !RXJS_IN_CONTROLLERS.has(n));
+    if (extra.length) found.push(`${rel}: imports ${extra.join(', ')} from rxjs (a controller maps a stream; fromGenerator builds it)`);
+  }
+  // a pump anywhere in the file (a private method, a function beside the class), not only in the route
+  if (/\.next\s*\(/.test(text) || /\bfor\s+await\b/.test(text)) found.push(`${rel}: steps a generator by hand (.next() or for await): return fromGenerator(...)`);
   const visit = (node: ts.Node) => {
     if (ts.isMethodDeclaration(node) && node.body) {
       const names = (ts.getDecorators(node) ?? []).map(decoratorName);
@@ -44,8 +55,7 @@ export function sseRouteViolations(file: string, text = readFileSync(file, 'utf8
         const http = names.filter((n) => n && HTTP_METHODS.has(n));
         if (http.length) found.push(`${method}: @${http.join(', @')} stacked with @Sse (use @Sse(path, { method }))`);
         const body = node.body.getText(source);
-        if (/\.next\s*\(/.test(body) || /\bfor\s+await\b/.test(body)) found.push(`${method}: pumps a generator by hand (.next() or for await): return fromGenerator(...)`);
-        else if (!/\bfromGenerator\s*\(/.test(body) && !/\bthis\.\w+\.\w+\s*\(/.test(body)) found.push(`${method}: neither calls fromGenerator( nor takes its stream from a service`);
+        if (!/\bfromGenerator\s*\(/.test(body) && !/\bthis\.\w+\.\w+\s*\(/.test(body)) found.push(`${method}: neither calls fromGenerator( nor takes its stream from a service`);
       }
     }
     ts.forEachChild(node, visit);
@@ -81,11 +91,27 @@ describe('SSE routes', () => {
     expect(pumped).not.toBe(original);
     expect(sseRouteViolations(controller, pumped)).toEqual([
       'orchestration/orchestration.controller.ts: builds its own new Observable( (an SSE route returns fromGenerator or a service\'s stream)',
-      'orchestration/orchestration.controller.ts: executeStream(): pumps a generator by hand (.next() or for await): return fromGenerator(...)',
+      'orchestration/orchestration.controller.ts: steps a generator by hand (.next() or for await): return fromGenerator(...)',
     ]);
     const looped = original.replace('const events = fromGenerator(gen, {', 'for await (const s of gen) void s;\n    const events = from(gen, {');
     expect(sseRouteViolations(controller, looped)).toEqual([
-      'orchestration/orchestration.controller.ts: executeStream(): pumps a generator by hand (.next() or for await): return fromGenerator(...)',
+      'orchestration/orchestration.controller.ts: steps a generator by hand (.next() or for await): return fromGenerator(...)',
+    ]);
+  });
+
+  it('fails when the stream is built with rxjs or pumped outside the route (self-test)', () => {
+    const viaFrom = original.replace('const events = fromGenerator(gen, {', 'const events = from(gen, {').replace("import type { Observable } from 'rxjs';", "import { from, type Observable } from 'rxjs';");
+    expect(sseRouteViolations(controller, viaFrom)).toEqual([
+      'orchestration/orchestration.controller.ts: imports from from rxjs (a controller maps a stream; fromGenerator builds it)',
+    ]);
+    const viaSubject = `${original.replace("import type { Observable } from 'rxjs';", "import { Subject, type Observable } from 'rxjs';")}\nasync function pump(g: AsyncGenerator<unknown>, s: Subject<unknown>) { for (let r = await g.next(); !r.done; r = await g.next()) s.next(r.value); }\n`;
+    expect(sseRouteViolations(controller, viaSubject)).toEqual([
+      'orchestration/orchestration.controller.ts: imports Subject from rxjs (a controller maps a stream; fromGenerator builds it)',
+      'orchestration/orchestration.controller.ts: steps a generator by hand (.next() or for await): return fromGenerator(...)',
+    ]);
+    const head = original.replace("@Sse('execute/stream', { method: RequestMethod.POST })", "@Head('execute/stream')\n  @Sse()");
+    expect(sseRouteViolations(controller, head)).toEqual([
+      'orchestration/orchestration.controller.ts: executeStream(): @Head stacked with @Sse (use @Sse(path, { method }))',
     ]);
   });
 

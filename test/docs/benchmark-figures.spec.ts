@@ -81,7 +81,7 @@ describe('benchmark figures in the docs', () => {
       'Under load it does 43.3 turns/s ([load](docs/BENCHMARKS.md#load)), 16.6 ms of CPU a turn, 4.36× the floor.',
       'It answers in 12 ms at p99 on a laptop, starts in 11.8–12.7 s.',
       'Two instances give 987.6 turns per second, see [scale-out](docs/BENCHMARKS.md#scale-out).',
-      'A tool times out after 30 s by default and fetches stop at 15 s; the body limit is 256 KB.',
+      'A tool times out after 30 s by default and keep-alive comes after 15 s idle; the body limit is 256 KB.',
       'The service idles at 231 MB, and at 290 MB after 40 turns.',
       'Released in 2026 as version 1.2 (issue #31), the answer has 3 parts.',
       // the audit's lines (#31): each passed when any bare number in any result excused it
