@@ -165,6 +165,15 @@ describe('benchmark figures in the docs', () => {
     expect(found.map((v) => v.figure)).toEqual(['12 s', '9.5 MB', '40 rows/turn', '31×']);
   });
 
+  it("checks a figure beside a section's link against that benchmark's results only", () => {
+    const decoders: BenchResult = { ...sample, bench: 'decoders', figures: [{ key: 'x', label: 'x', value: 7.5, unit: 'ms' }], tables: [] };
+    const readme = ['Decoding costs 7.5 ms ([decoders](docs/BENCHMARKS.md#decoders)).', 'Decoding does 44.3 turns/s in 16.6 ms ([decoders](docs/BENCHMARKS.md#decoders)).'].join('\n');
+    expect(citationViolations([{ file: 'README.md', text: readme }], [sample, decoders], config)).toEqual([
+      { file: 'README.md', line: 2, figure: '44.3 turns/s', why: 'cited beside a BENCHMARKS.md link, in no result' },
+      { file: 'README.md', line: 2, figure: '16.6 ms', why: 'cited beside a BENCHMARKS.md link, in no result' },
+    ]);
+  });
+
   it('checks docs/API.md beside BENCHMARKS.md links only, not for units', () => {
     const api = ['A body over 300 KB is a 413.', 'Figures: [load](BENCHMARKS.md#load) 44 turns/s, 44.3 turns/s.'].join('\n');
     expect(citationViolations([{ file: 'docs/API.md', text: api }], [sample], config)).toEqual([
