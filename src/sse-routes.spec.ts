@@ -75,50 +75,52 @@ describe('SSE routes', () => {
   const controller = join(SRC, 'orchestration', 'orchestration.controller.ts');
   const original = readFileSync(controller, 'utf8');
 
-  it('fails when @Post is stacked over @Sse (self-test)', () => {
-    const injected = original.replace("@Sse('execute/stream', { method: RequestMethod.POST })", "@Post('execute/stream')\n  @Sse()");
-    expect(injected).not.toBe(original);
-    expect(sseRouteViolations(controller, injected)).toEqual([
-      'orchestration/orchestration.controller.ts: executeStream(): @Post stacked with @Sse (use @Sse(path, { method }))',
-    ]);
-  });
+  const FILE = 'orchestration/orchestration.controller.ts';
+  const ROUTE = `${FILE}: executeStream()`;
+  const SSE_DECORATOR = "@Sse('execute/stream', { method: RequestMethod.POST })";
+  const RXJS_IMPORT = "import type { Observable } from 'rxjs';";
+  const HELPER_CALL = 'const events = fromGenerator(gen, {';
+  const OWN_OBSERVABLE = `${FILE}: builds its own new Observable( (an SSE route returns fromGenerator or a service's stream)`;
+  const STEPPED = `${FILE}: steps a generator by hand (.next() or for await): return fromGenerator(...)`;
 
-  it('fails when an @Sse method pumps the generator itself or builds an Observable (self-test)', () => {
-    const pumped = original.replace(
-      /const events = fromGenerator\(gen, \{[\s\S]*?\n {4}\}\);/,
-      'const events = new Observable<WireMessage>((s) => { void (async () => { for (let r = await gen.next(); !r.done; r = await gen.next()) s.next({ id: 0, type: "progress", data: r.value }); s.complete(); })(); });',
-    );
-    expect(pumped).not.toBe(original);
-    expect(sseRouteViolations(controller, pumped)).toEqual([
-      'orchestration/orchestration.controller.ts: builds its own new Observable( (an SSE route returns fromGenerator or a service\'s stream)',
-      'orchestration/orchestration.controller.ts: steps a generator by hand (.next() or for await): return fromGenerator(...)',
-    ]);
-    const looped = original.replace('const events = fromGenerator(gen, {', 'for await (const s of gen) void s;\n    const events = from(gen, {');
-    expect(sseRouteViolations(controller, looped)).toEqual([
-      'orchestration/orchestration.controller.ts: steps a generator by hand (.next() or for await): return fromGenerator(...)',
-    ]);
-  });
+  /** Each case breaks the real controller one way (a replace that no longer matches fails the case) and names what the scan must report. */
+  const injected: Array<[string, Array<[string | RegExp, string]>, string, string[]]> = [
+    ['@Post stacked over @Sse', [[SSE_DECORATOR, "@Post('execute/stream')\n  @Sse()"]], '', [`${ROUTE}: @Post stacked with @Sse (use @Sse(path, { method }))`]],
+    ['@Head stacked over @Sse', [[SSE_DECORATOR, "@Head('execute/stream')\n  @Sse()"]], '', [`${ROUTE}: @Head stacked with @Sse (use @Sse(path, { method }))`]],
+    [
+      'a route pumping the generator into its own Observable',
+      [[/const events = fromGenerator\(gen, \{[\s\S]*?\n {4}\}\);/, 'const events = new Observable<WireMessage>((s) => { void (async () => { for (let r = await gen.next(); !r.done; r = await gen.next()) s.next({ id: 0, type: "progress", data: r.value }); s.complete(); })(); });']],
+      '',
+      [OWN_OBSERVABLE, STEPPED],
+    ],
+    ['a for await over the generator in the route', [[HELPER_CALL, 'for await (const s of gen) void s;\n    const events = from(gen, {']], '', [STEPPED]],
+    [
+      "rxjs's from() instead of the helper",
+      [[HELPER_CALL, 'const events = from(gen, {'], [RXJS_IMPORT, "import { from, type Observable } from 'rxjs';"]],
+      '',
+      [`${FILE}: imports from from rxjs (a controller maps a stream; fromGenerator builds it)`],
+    ],
+    [
+      'a Subject fed by a pump beside the class',
+      [[RXJS_IMPORT, "import { Subject, type Observable } from 'rxjs';"]],
+      '\nasync function pump(g: AsyncGenerator<unknown>, s: Subject<unknown>) { for (let r = await g.next(); !r.done; r = await g.next()) s.next(r.value); }\n',
+      [`${FILE}: imports Subject from rxjs (a controller maps a stream; fromGenerator builds it)`, STEPPED],
+    ],
+    [
+      'neither the helper nor a service',
+      [[HELPER_CALL, 'const events = from(gen, {'], ['const gen = this.orchestration.executeModeStream({ ...req, signal });', 'const gen = makeStream({ ...req, signal });']],
+      '',
+      [`${ROUTE}: neither calls fromGenerator( nor takes its stream from a service`],
+    ],
+  ];
 
-  it('fails when the stream is built with rxjs or pumped outside the route (self-test)', () => {
-    const viaFrom = original.replace('const events = fromGenerator(gen, {', 'const events = from(gen, {').replace("import type { Observable } from 'rxjs';", "import { from, type Observable } from 'rxjs';");
-    expect(sseRouteViolations(controller, viaFrom)).toEqual([
-      'orchestration/orchestration.controller.ts: imports from from rxjs (a controller maps a stream; fromGenerator builds it)',
-    ]);
-    const viaSubject = `${original.replace("import type { Observable } from 'rxjs';", "import { Subject, type Observable } from 'rxjs';")}\nasync function pump(g: AsyncGenerator<unknown>, s: Subject<unknown>) { for (let r = await g.next(); !r.done; r = await g.next()) s.next(r.value); }\n`;
-    expect(sseRouteViolations(controller, viaSubject)).toEqual([
-      'orchestration/orchestration.controller.ts: imports Subject from rxjs (a controller maps a stream; fromGenerator builds it)',
-      'orchestration/orchestration.controller.ts: steps a generator by hand (.next() or for await): return fromGenerator(...)',
-    ]);
-    const head = original.replace("@Sse('execute/stream', { method: RequestMethod.POST })", "@Head('execute/stream')\n  @Sse()");
-    expect(sseRouteViolations(controller, head)).toEqual([
-      'orchestration/orchestration.controller.ts: executeStream(): @Head stacked with @Sse (use @Sse(path, { method }))',
-    ]);
-  });
-
-  it('fails when an @Sse method neither uses fromGenerator nor a service (self-test)', () => {
-    const plain = original.replace('const events = fromGenerator(gen, {', 'const events = from(gen, {').replace('const gen = this.orchestration.executeModeStream({ ...req, signal });', 'const gen = makeStream({ ...req, signal });');
-    expect(sseRouteViolations(controller, plain)).toEqual([
-      'orchestration/orchestration.controller.ts: executeStream(): neither calls fromGenerator( nor takes its stream from a service',
-    ]);
+  it.each(injected)('reports %s (self-test)', (_, replacements, appended, expected) => {
+    let text = original;
+    for (const [from, to] of replacements) {
+      const next = text.replace(from, to);
+      expect(next).not.toBe(text);
+      text = next;
+    }
+    expect(sseRouteViolations(controller, text + appended)).toEqual(expected);
   });
 });
