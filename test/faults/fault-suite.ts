@@ -10,11 +10,13 @@
  * `error` and `done` byte-equal to the rows B stored. `--cases frozen,mid-stream` runs only those cases.
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
+import { once } from 'node:events';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { Client } from 'pg';
 import { freePort, readSse, startModel, startOrion, type Instance, type ModelHook, type ModelScript, type Received } from './harness';
 import { waitFor } from '../support/wait-for';
+import { withTimeout } from '../../src/common/util/abort.util';
 import { BenchReport } from '../../bench/report';
 
 const arg = (name: string, d: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
@@ -78,6 +80,9 @@ async function main() {
           row.runs++;
           row.violations += problems.length;
           problems.forEach((p) => row.notes.add(p));
+          // a SIGKILL sent at the end of a case may not have reached the exit event yet: an A that no
+          // longer answers is waited for (bounded) so the next case does not post to a dead instance
+          if (a.child.exitCode === null && a.child.signalCode === null && !(await answers(a))) await withTimeout(once(a.child, 'exit'), 5_000, undefined);
           if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
         }
         console.error(`${point} ${protocol}: ${row.runs} runs, ${row.violations} violations ${[...row.notes].join('; ')}`);
@@ -464,3 +469,8 @@ void main().catch((err) => {
   console.error(err);
   process.exit(1);
 });
+
+/** Whether the instance answers its liveness probe. */
+async function answers(i: Instance): Promise<boolean> {
+  return fetch(`${i.url}/api/health/live`).then((r) => r.ok, () => false);
+}
