@@ -59,6 +59,28 @@ export type ProtocolEvent =
     }
   | { type: 'notice'; code: NoticeCode; message: string }
   | { type: 'error'; code: string; message: string; retryable: boolean }
+  | {
+      /** a call waits for a person; the run engine stores it (status awaiting_approval) and adds `expiresAt` */
+      type: 'approval_required';
+      approvalId: string;
+      tool: string;
+      callId: string;
+      /** as shown to users: masked like tool_progress params */
+      arguments: unknown;
+      /** why it waits (ApprovalNeed.reason) */
+      reason: string;
+      expiresAt?: string;
+    }
+  | {
+      type: 'approval_decided';
+      approvalId: string;
+      decision: 'approve' | 'deny';
+      /** approved with arguments a person edited */
+      edited: boolean;
+      /** the API key id that decided, null without keys; `timeout` when the approval expired */
+      by: string | null;
+      reason?: string;
+    }
   | { type: 'checkpoint'; phaseIndex: number; state: Record<string, unknown> }
   | { type: 'paused'; resumeFromPhaseIndex: number }
   | { type: 'done'; fullContent: string; stopReason: StopReason; usage: TurnUsage };

@@ -5,6 +5,8 @@ import type { ToolRunner } from '../tools/tool-runner.port';
 import type { TraceSink } from '../trace/trace-sink.port';
 import type { KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
 import type { ProtocolEvent } from './protocol-event';
+import type { ApprovalsPort } from './approvals.port';
+import type { ApprovalSetting } from '../tools/tool-definition';
 
 export type ChatMode = 'act' | 'plan';
 
@@ -40,8 +42,17 @@ export interface ProtocolExecutionContext {
   /** aborted by cancel, client disconnect (unless detached) or shutdown */
   signal: AbortSignal;
   control: RunControlPort;
-  /** a stored checkpoint to continue from (resume) */
-  resumeFrom?: { phaseIndex: number; state: Record<string, unknown> };
+  /**
+   * a stored checkpoint to continue from (resume). `takeover`: the run was waiting for a person
+   * on an instance that died and is continued here; an approval pending in the checkpoint is
+   * still open (on a resume after a pause it was voided and is asked again)
+   */
+  resumeFrom?: { phaseIndex: number; state: Record<string, unknown>; takeover?: boolean };
+  /**
+   * Calls that wait for a person: the conversation's setting, and the port that waits for the
+   * decision. Absent: no call waits (tests, benchmarks).
+   */
+  approvals?: ApprovalsPort & { setting: ApprovalSetting };
   /** extra system guidance (conversation custom instructions, knowledge modules) */
   systemContext?: string;
   /** strategy-specific switches (e.g. unified: `orchestratorEnabled` for this conversation) */

@@ -212,6 +212,11 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       case 'done':
         await this.finish(p, stream, { ...ev, fullContent: leg.content }, leg.steps.steps());
         return 'done';
+      case 'approval_required':
+      case 'approval_decided':
+        // stored and sent as they come; approvals (runs/approvals) add the waiting status and the record
+        await stream.emit(ev);
+        return null;
       case 'tool_calls':
       case 'tool_progress':
       case 'tool_phase':

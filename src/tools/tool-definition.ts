@@ -34,6 +34,28 @@ export interface ToolExecutionContext {
    * Never passed on to the tool itself.
    */
   argumentPolicy?: (argsJson: string) => ArgumentRefusal | null;
+  /**
+   * Whether a person must approve the call first (docs/API.md, Approvals). Absent: the call
+   * never waits (tests, benchmarks, tool-only callers that chose so). A call the policy says
+   * needs approval and that is not `granted` does not run: it comes back with outcome
+   * `approval_required` and `approval` saying why. Never passed on to the tool itself.
+   */
+  approval?: ToolApprovalContext;
+}
+
+/** `policy`: the tool's configured policy decides; `always`: every call waits (conversation setting). */
+export type ApprovalSetting = 'policy' | 'always';
+
+export interface ToolApprovalContext {
+  setting: ApprovalSetting;
+  /** a person approved this very call (or, tool-only, listed it in `approvedCalls`) */
+  granted?: boolean;
+}
+
+/** Why a call waits for a person; `reason` is a short code shown to users (`configured`, `destructive`, …). */
+export interface ApprovalNeed {
+  required: boolean;
+  reason: string;
 }
 
 /** Why a call is refused by policy: a short code for traces and a sentence for the model (never the value). */
@@ -85,7 +107,11 @@ export interface ToolDefinition {
 }
 
 /** `cancelled`: the caller's signal (a cancelled or disconnected turn) stopped the call before or while it ran. */
-export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception' | 'cancelled';
+/**
+ * `approval_required`: the call needs a person's approval and has none yet; nothing of the tool ran.
+ * `denied`: a person declined the call (or its approval timed out); nothing of the tool ran.
+ */
+export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception' | 'cancelled' | 'approval_required' | 'denied';
 
 /** What ToolRunner.run returns; it never throws. */
 export interface ToolRunResult {
@@ -106,6 +132,8 @@ export interface ToolRunResult {
   sources: ToolSource[];
   /** canonical signature (null when the arguments were not a JSON object) */
   signature: string | null;
+  /** outcome `approval_required`: why the call waits for a person */
+  approval?: ApprovalNeed;
 }
 
 /** Errors a tool throws to choose its outcome explicitly. */

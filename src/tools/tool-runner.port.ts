@@ -1,5 +1,5 @@
 import type { LlmToolSpec } from '../llm/llm-adapter.port';
-import type { RepeatPolicy, ToolExecutionContext, ToolRunResult } from './tool-definition';
+import type { ApprovalNeed, ApprovalSetting, RepeatPolicy, ToolExecutionContext, ToolRunResult } from './tool-definition';
 
 /** A tool call as a protocol hands it over: arguments as the model sent them (usually a JSON string). */
 export interface ToolCallRequest {
@@ -26,6 +26,21 @@ export interface ToolRunner {
   redactArgs(name: string, args: unknown): unknown;
   /** What a repeated identical call of this tool gets (absent: `refuse`). */
   repeatPolicy?(name: string): RepeatPolicy;
+  /**
+   * Whether a call of this tool waits for a person in this project (configuration, MCP
+   * annotations, the project's override, then the conversation's `setting`).
+   */
+  approvalNeed?(name: string, projectId: string, setting: ApprovalSetting): Promise<ApprovalNeed>;
+  /**
+   * The result a declined call gets (outcome `denied`, traced like any call): the model reads
+   * that the user declined it, and why. Nothing of the tool runs.
+   */
+  decline?(call: ToolCallRequest, ctx: ToolExecutionContext, reason: string): ToolRunResult;
+  /**
+   * Arguments a person edited, checked as a model's would be before the call runs: the tool's
+   * schema (defaults applied) and configured secrets. Refused: the reasons, for a 400.
+   */
+  checkArguments?(name: string, args: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; errors: string[] };
 }
 
 export const TOOL_RUNNER = Symbol('TOOL_RUNNER');
