@@ -12,7 +12,7 @@ export class AppConfigService {
   }
 
   /** Splits a comma-separated variable into trimmed, non-empty items. */
-  list(key: 'API_KEYS' | 'FETCH_ALLOW_HOSTS' | 'TOOLS_ALLOW' | 'TOOLS_DENY' | 'TOOLS_RERUN'): string[] {
+  list(key: 'API_KEYS' | 'FETCH_ALLOW_HOSTS' | 'TOOLS_ALLOW' | 'TOOLS_DENY' | 'TOOLS_RERUN' | 'TOOLS_REQUIRE_APPROVAL'): string[] {
     const raw = this.get(key);
     return raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : [];
   }

@@ -220,6 +220,24 @@ export class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @IsString()
   TOOLS_RERUN?: string;
 
+  /**
+   * Extension: comma-separated tool names or globs (`fs__write*`) whose calls wait for a person's
+   * approval (docs/API.md, Approvals).
+   */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  TOOLS_REQUIRE_APPROVAL?: string;
+
+  /**
+   * Extension: which MCP tools wait for approval when TOOLS_REQUIRE_APPROVAL does not name them:
+   * `destructive` (annotated `destructiveHint: true`, or lacking `readOnlyHint: true`), `all`, `none`.
+   */
+  @IsIn(['destructive', 'all', 'none'])
+  TOOLS_APPROVAL_DEFAULT: 'destructive' | 'all' | 'none' = 'destructive';
+
+  /** Extension: how long a call waits for a person before it counts as denied (reason `timeout`). */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(86_400_000)
+  APPROVAL_TIMEOUT_MS = 600_000;
+
   /** Extension: how long a running instance's lease on a run lasts before another may close it. */
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   RUN_LEASE_MS = 30_000;

@@ -99,6 +99,8 @@ export interface ToolDefinition {
   readonly action?: string;
   /** what a repeated identical call gets; default `refuse` (TOOLS_RERUN overrides) */
   readonly repeat?: RepeatPolicy;
+  /** what the tool says of itself (MCP annotations `readOnlyHint`, `destructiveHint`): the approval default reads them */
+  readonly hints?: { readOnly?: boolean; destructive?: boolean };
   isAvailable(): boolean | Promise<boolean>;
   /** short reason while unavailable (an MCP tool's `definition changed`), shown in listings and refusals */
   unavailableReason?(): string | undefined;

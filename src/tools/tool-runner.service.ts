@@ -4,7 +4,8 @@ import { AppConfigService } from '../config/app-config.service';
 import { redactSecrets } from '../common/util/redact.util';
 import type { LlmToolSpec } from '../llm/llm-adapter.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
-import type { RepeatPolicy, ToolDefinition, ToolExecutionContext, ToolRunResult } from './tool-definition';
+import type { ApprovalNeed, ApprovalSetting, RepeatPolicy, ToolDefinition, ToolExecutionContext, ToolRunResult } from './tool-definition';
+import { ToolApprovalPolicy } from './approval/approval-policy';
 import { ToolRegistryService, definitionHash } from './tool-registry.service';
 import type { ToolCallRequest, ToolRunner } from './tool-runner.port';
 import { JsonSchemaValidator } from './json-schema.validator';
@@ -39,6 +40,7 @@ export class ToolRunnerService implements ToolRunner {
   private readonly rerun: Set<string>;
   private readonly policy: ToolCallPolicy;
   private readonly pipeline: ToolCallPipeline;
+  private readonly approvals: ToolApprovalPolicy;
 
   constructor(
     private readonly registry: ToolRegistryService,
@@ -50,6 +52,7 @@ export class ToolRunnerService implements ToolRunner {
     this.rerun = new Set(config.list('TOOLS_RERUN'));
     const keyOf = (def: ToolDefinition) => this.cacheKey(def);
     this.policy = new ToolCallPolicy(this.secrets, keyOf);
+    this.approvals = new ToolApprovalPolicy(config.list('TOOLS_REQUIRE_APPROVAL'), config.get('TOOLS_APPROVAL_DEFAULT'));
     this.pipeline = new ToolCallPipeline({
       validator: this.validator,
       policy: this.policy,
@@ -60,6 +63,7 @@ export class ToolRunnerService implements ToolRunner {
       find: (name) => this.registry.get(name),
       keyOf,
       availableNames: async () => (await this.availableTools()).map((t) => t.name),
+      approvalNeed: async (def, _projectId, setting) => this.approvals.need(def, setting),
     });
   }
 
@@ -84,6 +88,34 @@ export class ToolRunnerService implements ToolRunner {
         latencyMs: Math.round(performance.now() - started), sources: [], signature: null,
       };
     }
+  }
+
+  async approvalNeed(name: string, projectId: string, setting: ApprovalSetting): Promise<ApprovalNeed> {
+    const def = this.registry.get(name);
+    if (!def) return { required: false, reason: 'unknown_tool' };
+    return this.approvals.need(def, setting);
+  }
+
+  /** The policy of a tool before any conversation setting (GET /api/tools). */
+  approvalPolicyOf(def: ToolDefinition): ApprovalNeed {
+    return this.approvals.of(def);
+  }
+
+  decline(call: ToolCallRequest, ctx: ToolExecutionContext, reason: string): ToolRunResult {
+    const name = typeof call?.name === 'string' ? call.name : String(call?.name);
+    return this.pipeline.declined(call, ctx, performance.now(), name, reason);
+  }
+
+  checkArguments(name: string, args: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; errors: string[] } {
+    const def = this.registry.get(name);
+    if (!def) return { ok: false, errors: [`unknown tool "${name}"`] };
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) return { ok: false, errors: ['arguments must be a JSON object'] };
+    const copy = structuredClone(args) as Record<string, unknown>;
+    const v = this.validator.validate(def.parameters, copy, this.cacheKey(def));
+    if (!v.ok) return { ok: false, errors: v.reason === 'schema_error' ? [v.message] : v.errors };
+    // the same rule as a model's call: a configured secret never leaves through a tool
+    if (this.secrets.foundIn(JSON.stringify(v.value))) return { ok: false, errors: ['the arguments carry a configured secret'] };
+    return { ok: true, value: v.value };
   }
 
   signature(call: ToolCallRequest, projectId: string): string | null {

@@ -3,7 +3,7 @@ import type { Logger } from '@nestjs/common';
 import type { SecretRegistry } from '../../common/secrets/secret-registry';
 import { redactSecrets } from '../../common/util/redact.util';
 import type { ArgsValidation, JsonSchemaValidator } from '../json-schema.validator';
-import type { ArgumentRefusal, ToolDefinition, ToolExecuteResult, ToolExecutionContext, ToolRunResult, ToolSource } from '../tool-definition';
+import type { ApprovalNeed, ApprovalSetting, ArgumentRefusal, ToolDefinition, ToolExecuteResult, ToolExecutionContext, ToolRunResult, ToolSource } from '../tool-definition';
 import type { ToolCallRequest } from '../tool-runner.port';
 import { isToolAvailable, unavailableReason } from './availability';
 import { argumentsForTool, readArguments, safeSignature } from './call-arguments';
@@ -24,6 +24,8 @@ export interface PipelineParts {
   keyOf(def: ToolDefinition): string;
   /** names of the tools available now, for the model told about an unknown one */
   availableNames(): Promise<string[]>;
+  /** whether a call of this tool waits for a person (ToolApprovalPolicy, with the project's override) */
+  approvalNeed(def: ToolDefinition, projectId: string, setting: ApprovalSetting): Promise<ApprovalNeed>;
 }
 
 /** What each stage hands on: the call so far. */
@@ -44,6 +46,7 @@ export class ToolCallPipeline {
       .then((k) => this.valid(k))
       .then((v) => this.notCancelled(v))
       .then((v) => this.allowed(v))
+      .then((v) => this.approved(v))
       .then((v) => this.executed(v))
       .end((r) => this.shaped(r));
   }
@@ -110,6 +113,25 @@ export class ToolCallPipeline {
   private allowed(v: Valid): Valid | Final {
     const refusal = this.p.policy.decide({ name: v.st.name, def: v.def, args: v.args, ctx: v.st.ctx, argumentRefusal: v.argumentRefusal });
     return refusal ? new Final(this.p.recorder.refuse(v.st, refusal.reason, refusal.why)) : v;
+  }
+
+  /**
+   * A call that needs a person and has no approval does not run: it comes back as
+   * `approval_required` with its validated arguments, for the caller to ask.
+   */
+  private async approved(v: Valid): Promise<Valid | Final> {
+    const approval = v.st.ctx?.approval;
+    if (!approval || approval.granted) return v;
+    const need = await this.p.approvalNeed(v.def, v.st.ctx.projectId, approval.setting);
+    if (!need.required) return v;
+    const result = this.p.recorder.fail(v.st, 'approval_required', `tool "${v.st.name}" needs a person's approval before it runs (${need.reason})`, { reason: need.reason });
+    return new Final({ ...result, args: v.args, approval: need });
+  }
+
+  /** A call a person declined: traced like any call, answered as `denied`; nothing of the tool runs. */
+  declined(call: ToolCallRequest, ctx: ToolExecutionContext, started: number, name: string, reason: string): ToolRunResult {
+    const { st } = this.open(call, ctx, started, name);
+    return this.p.recorder.fail(st, 'denied', `the user declined this call (${reason}); it was not made. Do not call it again in this turn.`, { declined: true, reason });
   }
 
   private async executed({ st, def, args }: Valid): Promise<Returned | Final> {
