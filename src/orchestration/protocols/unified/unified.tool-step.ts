@@ -4,9 +4,8 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
-import { toolErrorStage, toolFinishedEvent } from '../../protocol-steps.util';
 import { invalidName, ToolCallGuard, type Strikes } from '../../tool-call-guard';
-import { argumentPolicyOf } from '../../untrusted-output';
+import { runOne } from './unified.call';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
@@ -174,33 +173,6 @@ function plan(guard: ToolCallGuard, at: StepPosition, calls: CompletedToolCall[]
   return out.sort((a, b) => a.index - b.index);
 }
 
-async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, queue: AsyncEventQueue<ProtocolEvent>): Promise<ToolRunResult> {
-  if (ctx.signal.aborted) return cancelledResult(call);
-  queue.push({ type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false });
-  let result: ToolRunResult;
-  try {
-    result = await ctx.tools.run(
-      { name: call.name, arguments: call.arguments, callId: call.id },
-      {
-        projectId: ctx.projectId,
-        requestId: ctx.requestId,
-        signal: ctx.signal,
-        progress: (p) => queue.push({ type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, ...(p.metadata ? { metadata: p.metadata } : {}) }),
-        ...argumentPolicyOf(ctx),
-      },
-    );
-    ctx.untrusted?.learn(result.outputText);
-  } catch (err) {
-    // the ToolRunner port never throws; a broken implementation still gets an answer for the model
-    const message = err instanceof Error ? err.message : String(err);
-    result = { ...cancelledResult(call), outcome: 'exception', output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
-  }
-  const failure = toolErrorStage(ctx, call, result);
-  if (failure) queue.push(failure);
-  queue.push(toolFinishedEvent(ctx, call, result));
-  return result;
-}
-
 /** The second of two identical calls in one response: answered from the first one's run, not a strike. */
 function* answerTwin(guard: ToolCallGuard, call: CompletedToolCall, digest: string, twin: ExecutedCall): Generator<ProtocolEvent, void, undefined> {
   guard.traceDuplicate(call, digest, { policy: 'refuse', sameResult: null }, { firstPhaseIndex: twin.phaseIndex, firstCallId: twin.callId, answeredFromEarlierResult: true });
@@ -217,12 +189,4 @@ function* refuseInvalid(guard: ToolCallGuard, bad: InvalidToolCall): Generator<P
   guard.traceInvalid(bad);
   yield guard.refused(bad);
   yield { type: 'notice', code: 'invalid_tool_arguments', message: `The arguments of ${name} were not a JSON object (${bad.error}); the call was not run and the model was told the schema.` };
-}
-
-function cancelledResult(call: CompletedToolCall): ToolRunResult {
-  const output = { error: 'cancelled', message: 'cancelled' };
-  return {
-    toolName: call.name, args: call.args, outcome: 'cancelled', output, outputText: JSON.stringify(output),
-    truncated: false, isError: true, latencyMs: 0, sources: [], signature: null,
-  };
 }
