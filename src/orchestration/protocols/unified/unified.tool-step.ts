@@ -5,7 +5,8 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
 import { invalidName, ToolCallGuard, type Strikes } from '../../tool-call-guard';
-import { runOne } from './unified.call';
+import { settleApprovals, type WaitingCall } from './unified.approvals';
+import { runOne, waitsForPerson } from './unified.call';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
@@ -36,6 +37,8 @@ export interface CallOutcome {
   kind: 'ran' | 'duplicate' | 'refused' | 'invalid';
   content: string;
   result?: ToolRunResult;
+  /** the call waited for a person and the turn was cancelled before a decision: the turn ends */
+  interrupted?: boolean;
 }
 
 /** Where a tool step is in the turn: its number (cycleIndex) and its tool phase. */
@@ -64,7 +67,11 @@ type Planned =
  *   model has not seen the result yet), traced and shown as a duplicate, not a strike;
  * - a `rerun` tool's repeat runs again; the same result as before is a strike (the guard's verdict);
  * - a call without a name or with arguments that are not a JSON object is never run: its tool
- *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice).
+ *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice);
+ * - with `ctx.approvals`, a call the approval policy reserves for a person does not run: once
+ *   the other calls have run, the step asks for each such call and waits for every decision
+ *   (`settleApprovals`), so the model is not called again before the last one. Such a call shows
+ *   `calling`, then nothing until it ran or was declined.
  *
  * Strikes are counted on `strikes` (the turn's state); the caller stops the loop once the guard
  * says the budget is spent. Returns one outcome per call in call order (index order), so tool
@@ -91,16 +98,31 @@ export async function* runToolStep(
   }
 
   const runs = planned.filter((p): p is Extract<Planned, { kind: 'run' }> => p.kind === 'run');
+  const waiting = new Map<Extract<Planned, { kind: 'run' }>, WaitingCall>();
   let next = 0;
   const worker = async () => {
     while (next < runs.length) {
       const r = runs[next++];
-      r.settle(await runOne(ctx, r.call, queue));
+      const result = await runOne(ctx, r.call, queue);
+      // a call that waits for a person frees its slot: the decision may take minutes
+      if (waitsForPerson(ctx, result)) waiting.set(r, { call: r.call, asked: result });
+      else r.settle(result);
     }
   };
   const all = Promise.all(Array.from({ length: Math.min(TOOL_CONCURRENCY, runs.length) }, worker)).finally(() => queue.close());
   for await (const ev of queue) yield ev;
   await all;
+
+  const interrupted = new Set<string>();
+  if (waiting.size > 0 && ctx.approvals) {
+    // asked in the model's order (`runs` is in call order), whatever order the runner answered in
+    const asking = runs.filter((r) => waiting.has(r));
+    const settled = yield* settleApprovals(ctx, ctx.approvals, asking.map((r) => waiting.get(r)!));
+    asking.forEach((r, i) => {
+      r.settle(settled[i].result);
+      if (settled[i].interrupted) interrupted.add(r.call.id);
+    });
+  }
 
   const outcomes: CallOutcome[] = [];
   for (const p of planned) {
@@ -111,7 +133,7 @@ export async function* runToolStep(
           const sameResult = (await p.rerun.previous.result).outputText === result.outputText;
           yield* guard.rerunVerdict(strikes, p.call, p.rerun.digest, sameResult, { firstPhaseIndex: p.rerun.previous.phaseIndex, phaseIndex: at.phaseIndex });
         }
-        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result) });
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result), ...(interrupted.has(p.call.id) ? { interrupted: true } : {}) });
         break;
       }
       case 'duplicate': {
