@@ -34,9 +34,13 @@ export const DIRECT_RETRIEVAL_TOP_K = 5;
  * all of them (see `runToolStep`: concurrently, bound 4, progress as it happens, repeats of
  * earlier calls refused as on two-stage, invalid calls answered with the schema); the assistant
  * message and one `tool` message per call (with its `tool_call_id`, in call order) join the
- * conversation before the next model call. After `budgets.maxIterations` model calls, a
- * response that still calls tools is the last one: its calls are NOT run and get no tool
- * messages (nor a `tool_calls` event), the text it streamed stands, `stopReason: max_iterations`.
+ * conversation before the next model call. Calls that wait for a person's approval (with
+ * `ctx.approvals`) are asked for once the step's other calls have run, and the model is called
+ * again only after every decision (approved calls run, declined ones are answered as declined).
+ * Unified keeps no checkpoint: a run whose instance dies while it waits is not continued.
+ * After `budgets.maxIterations` model calls, a response that still calls tools is the last one:
+ * its calls are NOT run and get no tool messages (nor a `tool_calls` event), the text it
+ * streamed stands, `stopReason: max_iterations`.
  * The loop rule is two-stage's (the ToolCallGuard): each refused repeat, and each `rerun` result
  * that repeats, is a strike; after the step whose strikes reach `budgets.maxDuplicateAttempts`
  * one tool-free call writes the answer, `stopReason: duplicate_limit`.
@@ -104,15 +108,19 @@ export class UnifiedStrategy implements ProtocolStrategy {
       if (outcome.kind === 'final' && outcome.stopReason === 'max_iterations') return yield* finalAnswer(ctx, s, setup, 'max_iterations');
       if (outcome.kind === 'final') return yield* finish(ctx, s, outcome.stopReason, outcome.error);
 
-      const spent = yield* toolPhase(ctx, s, res, specs);
-      if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
-      if (spent) return yield* finalAnswer(ctx, s, setup, 'duplicate_limit');
+      const next = yield* toolPhase(ctx, s, res, specs);
+      if (next === 'cancelled' || ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
+      if (next === 'spent') return yield* finalAnswer(ctx, s, setup, 'duplicate_limit');
     }
   }
 }
 
-/** One tool step: every call of the response, then its messages join the conversation. True once the loop-strike limit is spent. */
-async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, boolean, undefined> {
+/**
+ * One tool step: every call of the response, then its messages join the conversation.
+ * `spent` once the loop-strike limit is; `cancelled` when the turn was cancelled, also while a
+ * call waited for a person.
+ */
+async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
   // like two-stage: the calls are shown where the model made them, before their tool phase opens
   if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
   s.phaseIndex += 1;
@@ -122,15 +130,15 @@ async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: Mode
 
   const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, s.executed, specs, s);
   for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
-  if (ctx.signal.aborted) {
+  if (ctx.signal.aborted || outcomes.some((o) => o.interrupted)) {
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
-    return false;
+    return 'cancelled';
   }
   s.steps.push(stepMessages(res.text, res.calls, res.invalid, outcomes));
   // a refused repeat is no tool error: the call was not run, and the model was told why
   const allOk = outcomes.every((o) => o.kind === 'refused' || (o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError));
   yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
-  return new ToolCallGuard(ctx).spent(s);
+  return new ToolCallGuard(ctx).spent(s) ? 'spent' : 'next';
 }
 
 /** The direct path: retrieval, sources, one tool-free answer with the excerpts in the system prompt. */

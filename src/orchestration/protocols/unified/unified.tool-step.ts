@@ -4,9 +4,9 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
-import { toolErrorStage, toolFinishedEvent } from '../../protocol-steps.util';
 import { invalidName, ToolCallGuard, type Strikes } from '../../tool-call-guard';
-import { argumentPolicyOf } from '../../untrusted-output';
+import { settleApprovals, type WaitingCall } from './unified.approvals';
+import { runOne, waitsForPerson } from './unified.call';
 import type { StepMessages } from './unified.budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
@@ -37,6 +37,8 @@ export interface CallOutcome {
   kind: 'ran' | 'duplicate' | 'refused' | 'invalid';
   content: string;
   result?: ToolRunResult;
+  /** the call waited for a person and the turn was cancelled before a decision: the turn ends */
+  interrupted?: boolean;
 }
 
 /** Where a tool step is in the turn: its number (cycleIndex) and its tool phase. */
@@ -65,7 +67,11 @@ type Planned =
  *   model has not seen the result yet), traced and shown as a duplicate, not a strike;
  * - a `rerun` tool's repeat runs again; the same result as before is a strike (the guard's verdict);
  * - a call without a name or with arguments that are not a JSON object is never run: its tool
- *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice).
+ *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice);
+ * - with `ctx.approvals`, a call the approval policy reserves for a person does not run: once
+ *   the other calls have run, the step asks for each such call and waits for every decision
+ *   (`settleApprovals`), so the model is not called again before the last one. Such a call shows
+ *   `calling`, then nothing until it ran or was declined.
  *
  * Strikes are counted on `strikes` (the turn's state); the caller stops the loop once the guard
  * says the budget is spent. Returns one outcome per call in call order (index order), so tool
@@ -92,16 +98,31 @@ export async function* runToolStep(
   }
 
   const runs = planned.filter((p): p is Extract<Planned, { kind: 'run' }> => p.kind === 'run');
+  const waiting = new Map<Extract<Planned, { kind: 'run' }>, WaitingCall>();
   let next = 0;
   const worker = async () => {
     while (next < runs.length) {
       const r = runs[next++];
-      r.settle(await runOne(ctx, r.call, queue));
+      const result = await runOne(ctx, r.call, queue);
+      // a call that waits for a person frees its slot: the decision may take minutes
+      if (waitsForPerson(ctx, result)) waiting.set(r, { call: r.call, asked: result });
+      else r.settle(result);
     }
   };
   const all = Promise.all(Array.from({ length: Math.min(TOOL_CONCURRENCY, runs.length) }, worker)).finally(() => queue.close());
   for await (const ev of queue) yield ev;
   await all;
+
+  const interrupted = new Set<string>();
+  if (waiting.size > 0 && ctx.approvals) {
+    // asked in the model's order (`runs` is in call order), whatever order the runner answered in
+    const asking = runs.filter((r) => waiting.has(r));
+    const settled = yield* settleApprovals(ctx, ctx.approvals, asking.map((r) => waiting.get(r)!));
+    asking.forEach((r, i) => {
+      r.settle(settled[i].result);
+      if (settled[i].interrupted) interrupted.add(r.call.id);
+    });
+  }
 
   const outcomes: CallOutcome[] = [];
   for (const p of planned) {
@@ -112,7 +133,7 @@ export async function* runToolStep(
           const sameResult = (await p.rerun.previous.result).outputText === result.outputText;
           yield* guard.rerunVerdict(strikes, p.call, p.rerun.digest, sameResult, { firstPhaseIndex: p.rerun.previous.phaseIndex, phaseIndex: at.phaseIndex });
         }
-        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result) });
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result), ...(interrupted.has(p.call.id) ? { interrupted: true } : {}) });
         break;
       }
       case 'duplicate': {
@@ -174,33 +195,6 @@ function plan(guard: ToolCallGuard, at: StepPosition, calls: CompletedToolCall[]
   return out.sort((a, b) => a.index - b.index);
 }
 
-async function runOne(ctx: ProtocolExecutionContext, call: CompletedToolCall, queue: AsyncEventQueue<ProtocolEvent>): Promise<ToolRunResult> {
-  if (ctx.signal.aborted) return cancelledResult(call);
-  queue.push({ type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false });
-  let result: ToolRunResult;
-  try {
-    result = await ctx.tools.run(
-      { name: call.name, arguments: call.arguments, callId: call.id },
-      {
-        projectId: ctx.projectId,
-        requestId: ctx.requestId,
-        signal: ctx.signal,
-        progress: (p) => queue.push({ type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, ...(p.metadata ? { metadata: p.metadata } : {}) }),
-        ...argumentPolicyOf(ctx),
-      },
-    );
-    ctx.untrusted?.learn(result.outputText);
-  } catch (err) {
-    // the ToolRunner port never throws; a broken implementation still gets an answer for the model
-    const message = err instanceof Error ? err.message : String(err);
-    result = { ...cancelledResult(call), outcome: 'exception', output: { error: 'exception', message }, outputText: JSON.stringify({ error: 'exception', message }) };
-  }
-  const failure = toolErrorStage(ctx, call, result);
-  if (failure) queue.push(failure);
-  queue.push(toolFinishedEvent(ctx, call, result));
-  return result;
-}
-
 /** The second of two identical calls in one response: answered from the first one's run, not a strike. */
 function* answerTwin(guard: ToolCallGuard, call: CompletedToolCall, digest: string, twin: ExecutedCall): Generator<ProtocolEvent, void, undefined> {
   guard.traceDuplicate(call, digest, { policy: 'refuse', sameResult: null }, { firstPhaseIndex: twin.phaseIndex, firstCallId: twin.callId, answeredFromEarlierResult: true });
@@ -217,12 +211,4 @@ function* refuseInvalid(guard: ToolCallGuard, bad: InvalidToolCall): Generator<P
   guard.traceInvalid(bad);
   yield guard.refused(bad);
   yield { type: 'notice', code: 'invalid_tool_arguments', message: `The arguments of ${name} were not a JSON object (${bad.error}); the call was not run and the model was told the schema.` };
-}
-
-function cancelledResult(call: CompletedToolCall): ToolRunResult {
-  const output = { error: 'cancelled', message: 'cancelled' };
-  return {
-    toolName: call.name, args: call.args, outcome: 'cancelled', output, outputText: JSON.stringify(output),
-    truncated: false, isError: true, latencyMs: 0, sources: [], signature: null,
-  };
 }

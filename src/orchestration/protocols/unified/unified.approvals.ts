@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import type { CompletedToolCall } from '../../../llm/tool-call-accumulator';
+import type { ToolRunResult } from '../../../tools/tool-definition';
+import type { ApprovalDecision, ApprovalsPort } from '../../approvals.port';
+import type { ProtocolEvent } from '../../protocol-event';
+import type { ProtocolExecutionContext } from '../../protocol-strategy';
+import { traceStep } from '../../protocol-steps.util';
+import { AsyncEventQueue } from './async-event-queue';
+import { cancelledResult, finishCall, invoke } from './unified.call';
+
+/** A call of the step that did not run because a person must decide first. */
+export interface WaitingCall {
+  call: CompletedToolCall;
+  /** the runner's `approval_required` answer: validated arguments and why it waits */
+  asked: ToolRunResult;
+}
+
+/** What a waiting call came to. `interrupted`: no decision came (the turn was cancelled while it waited). */
+export interface SettledCall {
+  result: ToolRunResult;
+  interrupted: boolean;
+}
+
+/** A decision as the protocol acts on it: `paused` is a denial here (see {@link settleApprovals}). */
+type Decided = Exclude<ApprovalDecision, { decision: 'paused' }>;
+
+/**
+ * The calls of one step that wait for a person (issue #32, item 3), after the step's other
+ * calls have run: for each, in the model's order, `approval_required` (arguments masked as
+ * `tool_progress` shows them, a fresh approval id); the run engine stores the approval when it
+ * handles the event, so the wait on it starts only after the event was taken. Every decision
+ * is awaited concurrently and acted on as it comes: `approval_decided`, then an approved call
+ * runs (granted, with a person's edited arguments when given) and a declined one gets the
+ * runner's `denied` result; each closes with its `completed`|`failed` progress. It returns only
+ * once every call is answered, so the model is not called again before the last decision.
+ *
+ * `paused` cannot really happen here (unified has no pause points: the run engine refuses a
+ * pause of a unified run); should a port still answer it, the call is declined with reason
+ * `paused`, since there is no checkpoint to pause at. Cancel (the signal, or a wait that
+ * rejects) leaves the waiting calls unanswered: `cancelled` results, `interrupted`.
+ *
+ * Returns one settled call per waiting call, in the order given.
+ */
+export async function* settleApprovals(ctx: ProtocolExecutionContext, approvals: ApprovalsPort, waiting: WaitingCall[]): AsyncGenerator<ProtocolEvent, SettledCall[], undefined> {
+  const queue = new AsyncEventQueue<ProtocolEvent>();
+  const settled: Array<Promise<SettledCall>> = [];
+  for (const w of waiting) {
+    if (ctx.signal.aborted) {
+      settled.push(Promise.resolve(interrupted(ctx, w, queue)));
+      continue;
+    }
+    const approvalId = randomUUID();
+    yield {
+      type: 'approval_required',
+      approvalId,
+      tool: w.call.name,
+      callId: w.call.id,
+      arguments: ctx.tools.redactArgs(w.call.name, w.asked.args ?? w.call.args),
+      reason: w.asked.approval?.reason ?? 'required',
+    };
+    settled.push(answer(ctx, approvals, approvalId, w, queue));
+  }
+  const all = Promise.all(settled).finally(() => queue.close());
+  for await (const ev of queue) yield ev;
+  return await all;
+}
+
+/** Waits for one decision and acts on it; never rejects. */
+async function answer(ctx: ProtocolExecutionContext, approvals: ApprovalsPort, approvalId: string, w: WaitingCall, queue: AsyncEventQueue<ProtocolEvent>): Promise<SettledCall> {
+  let given: ApprovalDecision;
+  try {
+    given = await untilAborted(approvals.await(approvalId, ctx.signal), ctx.signal);
+  } catch (err) {
+    // the port rejects when the run is cancelled; a rejection without a cancel is traced, and ends the turn the same way
+    if (!ctx.signal.aborted) traceStep(ctx, 'approval_wait_failed', { approvalId, tool: w.call.name, callId: w.call.id, message: err instanceof Error ? err.message : String(err) });
+    return interrupted(ctx, w, queue);
+  }
+  if (ctx.signal.aborted) return interrupted(ctx, w, queue);
+  const d: Decided = given.decision === 'paused' ? { decision: 'deny', reason: 'paused', by: null, edited: false } : given;
+  queue.push({ type: 'approval_decided', approvalId, decision: d.decision, edited: d.edited, by: d.by, ...(d.reason !== undefined ? { reason: d.reason } : {}) });
+  const result =
+    d.decision === 'approve'
+      ? await invoke(ctx, w.call, d.arguments ? JSON.stringify(d.arguments) : w.call.arguments, queue, true)
+      : declined(ctx, w.call, d.reason);
+  finishCall(ctx, w.call, result, queue);
+  return { result, interrupted: false };
+}
+
+function interrupted(ctx: ProtocolExecutionContext, w: WaitingCall, queue: AsyncEventQueue<ProtocolEvent>): SettledCall {
+  const result = cancelledResult(w.call);
+  // the call showed `calling`: it closes like any call a cancel stopped
+  finishCall(ctx, w.call, result, queue);
+  return { result, interrupted: true };
+}
+
+/** The runner's answer for a declined call (traced as a call); a runner without `decline` gets the same shape here. */
+function declined(ctx: ProtocolExecutionContext, call: CompletedToolCall, reason: string): ToolRunResult {
+  const request = { name: call.name, arguments: call.arguments, callId: call.id };
+  if (ctx.tools.decline) return ctx.tools.decline(request, { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal }, reason);
+  const output = { error: 'denied', message: `the user declined this call (${reason}); it was not made. Do not call it again in this turn.` };
+  return { toolName: call.name, args: call.args, outcome: 'denied', output, outputText: JSON.stringify(output), truncated: false, isError: true, latencyMs: 0, sources: [], signature: null };
+}
+
+/** The port promises to reject on cancel; the turn does not depend on it keeping that promise. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
