@@ -57,6 +57,19 @@ describe('approval cards: state', () => {
     expect(decisionText(s.approvals[0])).toBe('Approved by key-7 with edited arguments');
   });
 
+  it('keeps a waiting call as one tool step: waiting, then run once approved', () => {
+    const s = createTurnState();
+    applyEvent(s, 'tool_progress', { ...env(1), tool: 'write_file', callId: 'call_a1', action: 'calling', isError: false });
+    applyEvent(s, 'tool_progress', { ...env(2), tool: 'write_file', callId: 'call_a1', action: 'failed', isError: true, outcome: 'approval_required' });
+    applyEvent(s, 'approval_required', required(3, 'a1'));
+    expect(s.tools).toHaveLength(1);
+    expect(isErrorStep(s.tools[0])).toBe(false);
+    applyEvent(s, 'approval_decided', { ...env(4), approvalId: 'a1', decision: 'approve', edited: false, by: 'k' });
+    applyEvent(s, 'tool_progress', { ...env(5), tool: 'write_file', callId: 'call_a1', action: 'calling', isError: false });
+    applyEvent(s, 'tool_progress', { ...env(6), tool: 'write_file', callId: 'call_a1', action: 'completed', isError: false, outcome: 'success' });
+    expect(s.tools).toEqual([expect.objectContaining({ callId: 'call_a1', status: 'completed', isError: false, outcome: 'success' })]);
+  });
+
   it('tells a denial with its reason from an expiry (by timeout), and names no one without keys', () => {
     const s = createTurnState();
     applyEvent(s, 'approval_required', required(1, 'a1'));

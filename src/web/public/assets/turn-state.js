@@ -254,7 +254,12 @@ function upsertTool(s, callId, patch) {
   // some servers number calls per response, so a later step may reuse an id: a call that is
   // starting again after its namesake finished is a new call
   const starting = patch.status === 'calling' || patch.status === 'requested';
-  if (tool && starting && FINISHED.has(tool.status)) tool = undefined;
+  if (tool && starting && isDecisionOutcome(tool.outcome)) {
+    // the call that waited for a person now runs (or is declined): the same call, not a failure
+    delete tool.outcome;
+    delete tool.errorMessage;
+    tool.isError = false;
+  } else if (tool && starting && FINISHED.has(tool.status)) tool = undefined;
   if (!tool) {
     // the phase of the event that first named the call (as its stored step keeps it): the
     // action phase that called it, or the tool phase when no `tool_calls` came first
