@@ -37,6 +37,8 @@ export class MetricsService {
   readonly toolRefusals = new Counter({ name: 'orion_tool_refusals_total', help: 'Tool calls not run: duplicates, invalid arguments, refused by a mode', labelNames: ['tool', 'reason'], registers: [this.registry] });
   readonly forcedFinals = new Counter({ name: 'orion_forced_finals_total', help: 'Final model calls forced by a budget (no tools offered)', labelNames: ['reason'], registers: [this.registry] });
   readonly llmRetries = new Counter({ name: 'orion_llm_retries_total', help: 'LLM requests retried before their first byte', labelNames: ['provider', 'reason'], registers: [this.registry] });
+  readonly approvals = new Counter({ name: 'orion_approvals_total', help: 'Tool calls a person decided on, by decision (approve, deny, timeout = expired unanswered)', labelNames: ['decision'], registers: [this.registry] });
+  readonly approvalsPending = new Gauge({ name: 'orion_approvals_pending', help: 'Approvals asked by runs executing on this instance and not yet decided, expired or voided', registers: [this.registry] });
 
   constructor(traceWriter: TraceWriterService, dataSource: DataSource) {
     new Gauge({ name: 'orion_open_streams', help: 'Server-Sent Event streams open on this instance', registers: [this.registry], collect() { this.set(openStreams.count); } });

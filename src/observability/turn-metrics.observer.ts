@@ -1,5 +1,6 @@
 import type { LlmEvent } from '../llm/llm-events';
 import type { TraceRecord } from '../trace/trace-sink.port';
+import { approvalDecision } from './approval-decision';
 import type { MetricsService } from './metrics.service';
 
 interface TurnState {
@@ -14,12 +15,17 @@ const MAX_TRACKED = 10_000;
 
 const END_TYPES = new Set(['run_completed', 'run_failed', 'run_cancelled', 'run_paused']);
 
+/** Outcomes of a call that did not end: it waits for a person and runs (or is declined) later, counted then. */
+const NOT_ENDED_OUTCOMES = new Set(['approval_required']);
+
 /**
  * Moves the Prometheus metrics from the trace records of a turn as they are made: the trace
  * already says when a turn, a model call and a tool start and end, and how they ended.
  */
 export class TurnMetricsObserver {
   private readonly turns = new Map<string, TurnState>();
+  /** approvals asked on this instance and not answered yet: approvalId → the run that asked */
+  private readonly pendingApprovals = new Map<string, string>();
 
   constructor(
     private readonly metrics: MetricsService,
@@ -53,6 +59,8 @@ export class TurnMetricsObserver {
       case 'tool_result': {
         const tool = this.toolLabel(d.name);
         const outcome = str(d.outcome, 'unknown');
+        // the same call comes back as `success`, `denied`… once decided: counted once, then
+        if (NOT_ENDED_OUTCOMES.has(outcome)) return;
         this.metrics.toolExecutions.inc({ tool, outcome });
         if (typeof d.latencyMs === 'number') this.metrics.toolDuration.observe({ tool }, d.latencyMs / 1000);
         return;
@@ -66,8 +74,16 @@ export class TurnMetricsObserver {
       case 'tool_call_refused':
         this.metrics.toolRefusals.inc({ tool: this.toolLabel(d.toolName), reason: str(d.reason, 'refused') });
         return;
+      case 'approval_requested':
+        return this.approvalRequested(id, d);
+      case 'approval_decided':
+        return this.approvalDecided(d);
       default:
-        if (END_TYPES.has(rec.type)) this.turnEnded(rec.type, id, d, at);
+        if (END_TYPES.has(rec.type)) {
+          this.turnEnded(rec.type, id, d, at);
+          // a run that ends or pauses while it waits voids its approvals: none waits here any more
+          if (id) this.forgetApprovalsOf(id);
+        }
     }
   }
 
@@ -105,6 +121,28 @@ export class TurnMetricsObserver {
     const stopReason = str(d.stopReason, type === 'run_cancelled' ? 'cancelled' : 'error');
     this.metrics.turns.inc({ protocol, stop_reason: stopReason });
     if (turn) this.metrics.turnDuration.observe({ protocol, stop_reason: stopReason }, Math.max(0, at - turn.startedAt) / 1000);
+  }
+
+  private approvalRequested(id: string | undefined, d: Record<string, unknown>): void {
+    if (typeof d.approvalId !== 'string' || !id) return;
+    if (this.pendingApprovals.size >= MAX_TRACKED) this.pendingApprovals.delete(this.pendingApprovals.keys().next().value!);
+    this.pendingApprovals.set(d.approvalId, id);
+    this.metrics.approvalsPending.set(this.pendingApprovals.size);
+  }
+
+  private approvalDecided(d: Record<string, unknown>): void {
+    const decision = approvalDecision(d);
+    if (decision) this.metrics.approvals.inc({ decision });
+    // an approval asked on another instance (this one took the run over) was never counted as pending here
+    if (typeof d.approvalId === 'string' && this.pendingApprovals.delete(d.approvalId)) this.metrics.approvalsPending.set(this.pendingApprovals.size);
+  }
+
+  private forgetApprovalsOf(requestId: string): void {
+    let changed = false;
+    for (const [approvalId, owner] of this.pendingApprovals) {
+      if (owner === requestId) changed = this.pendingApprovals.delete(approvalId) || changed;
+    }
+    if (changed) this.metrics.approvalsPending.set(this.pendingApprovals.size);
   }
 
   private toolLabel(name: unknown): string {

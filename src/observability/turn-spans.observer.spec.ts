@@ -78,4 +78,43 @@ describe('TurnSpansObserver', () => {
     for (const s of ['private question', 'private answer', 'secret.md', 'file text']) expect(text).not.toContain(s);
     expect(exporter.getFinishedSpans().find((s) => s.name === 'chat m1')!.attributes['gen_ai.usage.output_tokens']).toBe(4);
   });
+
+  it('keeps a waiting call on one span through its approval, with the request and decision as span events and no argument values', () => {
+    const o = observer(false);
+    o.onRecord({ requestId: 'r3', type: 'run_started', details: { protocol: 'two-stage' } }, 1000);
+    o.onRecord({ requestId: 'r3', type: 'tool_call', details: { name: 'write_file', callId: 'k1', args: { path: 'notes.md', token: 'hunter2-secret' } } }, 1010);
+    o.onRecord({ requestId: 'r3', type: 'tool_result', details: { name: 'write_file', callId: 'k1', outcome: 'approval_required', isError: true } }, 1011);
+    // nothing ended yet: the call waits
+    expect(exporter.getFinishedSpans()).toHaveLength(0);
+    o.onRecord({ requestId: 'r3', type: 'approval_requested', details: { approvalId: 'a1', callId: 'k1', tool: 'write_file', reason: 'configured', arguments: { token: 'hunter2-secret' } } }, 1020);
+    o.onRecord({ requestId: 'r3', type: 'approval_decided', details: { approvalId: 'a1', decision: 'approve', keyId: 'key-1', edited: true, waitMs: 480 } }, 1500);
+    o.onRecord({ requestId: 'r3', type: 'tool_call', details: { name: 'write_file', callId: 'k1', args: { path: 'notes2.md' } } }, 1501);
+    o.onRecord({ requestId: 'r3', type: 'tool_result', details: { name: 'write_file', callId: 'k1', outcome: 'success', isError: false } }, 1530);
+    // a second call, declined when its approval expired (no callId on the record: the waiting one)
+    o.onRecord({ requestId: 'r3', type: 'tool_call', details: { name: 'write_file', callId: 'k2', args: {} } }, 1600);
+    o.onRecord({ requestId: 'r3', type: 'tool_result', details: { name: 'write_file', callId: 'k2', outcome: 'approval_required', isError: true } }, 1601);
+    o.onRecord({ requestId: 'r3', type: 'approval_requested', details: { approvalId: 'a2', tool: 'write_file', reason: 'configured' } }, 1602);
+    o.onRecord({ requestId: 'r3', type: 'approval_decided', details: { approvalId: 'a2', decision: 'deny', keyId: 'timeout', edited: false } }, 2602);
+    o.onRecord({ requestId: 'r3', type: 'tool_call', details: { name: 'write_file', callId: 'k2', args: {} } }, 2603);
+    o.onRecord({ requestId: 'r3', type: 'tool_result', details: { name: 'write_file', callId: 'k2', outcome: 'denied', isError: true } }, 2604);
+    o.onRecord({ requestId: 'r3', type: 'run_completed', details: { stopReason: 'final_answer' } }, 2700);
+
+    const tools = exporter.getFinishedSpans().filter((s) => s.name === 'execute_tool write_file');
+    expect(tools).toHaveLength(2);
+    const [approved, denied] = tools.sort((a, b) => a.startTime[0] * 1e9 + a.startTime[1] - (b.startTime[0] * 1e9 + b.startTime[1]));
+    const ms = (hr: [number, number]) => hr[0] * 1000 + hr[1] / 1e6;
+    // one span from the call to its result, the wait included
+    expect(Math.round(ms(approved.endTime) - ms(approved.startTime))).toBe(520);
+    expect(approved.attributes['orion.tool.outcome']).toBe('success');
+    expect(approved.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['approval_requested', { 'orion.approval.id': 'a1', 'orion.approval.reason': 'configured' }],
+      ['approval_decided', { 'orion.approval.id': 'a1', 'orion.approval.decision': 'approve', 'orion.approval.edited': true, 'orion.approval.wait_ms': 480 }],
+    ]);
+    expect(denied.events.map((e) => e.attributes?.['orion.approval.decision'] ?? e.name)).toEqual(['approval_requested', 'timeout']);
+    // waited 1000 ms by the records' own times when the record carries no waitMs
+    expect(denied.events[1].attributes?.['orion.approval.wait_ms']).toBe(1000);
+    expect(denied.attributes['orion.tool.outcome']).toBe('denied');
+    expect(denied.status.code).toBe(0);
+    expect(JSON.stringify(exporter.getFinishedSpans().map((s) => [s.attributes, s.events]))).not.toContain('hunter2-secret');
+  });
 });

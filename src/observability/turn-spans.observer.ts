@@ -1,6 +1,7 @@
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { LlmEvent } from '../llm/llm-events';
 import type { TraceRecord } from '../trace/trace-sink.port';
+import { approvalDecision } from './approval-decision';
 
 interface TurnSpans {
   turn: Span;
@@ -10,6 +11,10 @@ interface TurnSpans {
   phase?: Span;
   model?: Span;
   tools: Map<string, Span>;
+  /** tool spans kept open while their call waits for a person, by callId */
+  waiting: Map<string, Span>;
+  /** approvals asked in this turn: the tool span that waits and when it was asked */
+  approvals: Map<string, { span: Span; at: number }>;
 }
 
 export interface TurnSpansOptions {
@@ -79,6 +84,13 @@ export class TurnSpansObserver {
         return this.endModel(t, rec.type === 'llm_error', d, at);
       case 'tool_call': {
         const name = String(d.name);
+        // the call that waited for a person, now run (or declined): its span goes on
+        const waited = t.waiting.get(String(d.callId));
+        if (waited) {
+          t.waiting.delete(String(d.callId));
+          t.tools.set(String(d.callId), waited);
+          return;
+        }
         const span = this.child(t, t.phase ?? t.turn, `execute_tool ${name}`, at, {
           [REQUEST_ID]: id,
           'gen_ai.operation.name': 'execute_tool',
@@ -93,13 +105,23 @@ export class TurnSpansObserver {
       case 'tool_result': {
         const span = t.tools.get(String(d.callId));
         if (!span) return;
+        t.tools.delete(String(d.callId));
+        if (d.outcome === 'approval_required') {
+          // nothing ran yet: the span stays open through the wait, so it shows how long the call took the turn
+          t.waiting.set(String(d.callId), span);
+          return;
+        }
         span.setAttribute('orion.tool.outcome', String(d.outcome));
         if (this.o.captureContent) span.setAttribute('gen_ai.tool.call.result', json(d.output));
-        if (d.outcome !== 'success' || d.isError === true) span.setStatus({ code: SpanStatusCode.ERROR, message: String(d.outcome) });
+        // a person declining a call is a decision, not a failure
+        if (d.outcome !== 'denied' && (d.outcome !== 'success' || d.isError === true)) span.setStatus({ code: SpanStatusCode.ERROR, message: String(d.outcome) });
         span.end(at);
-        t.tools.delete(String(d.callId));
         return;
       }
+      case 'approval_requested':
+        return this.approvalRequested(t, d, at);
+      case 'approval_decided':
+        return this.approvalDecided(t, d, at);
       case 'duplicate_tool_call':
       case 'tool_call_invalid':
       case 'orchestration_notice':
@@ -131,6 +153,36 @@ export class TurnSpansObserver {
     }
   }
 
+  /**
+   * A span event on the waiting call's span (the turn's when that call is unknown here, e.g. a
+   * run taken over from another instance). Never the arguments: they may hold secrets.
+   */
+  private approvalRequested(t: TurnSpans, d: Record<string, unknown>, at: number): void {
+    if (typeof d.approvalId !== 'string') return;
+    const callId = typeof d.callId === 'string' ? d.callId : undefined;
+    // without a callId, the latest call that waits and has no approval yet
+    const asked = new Set([...t.approvals.values()].map((a) => a.span));
+    const span = (callId !== undefined ? t.waiting.get(callId) : [...t.waiting.values()].reverse().find((s) => !asked.has(s))) ?? t.turn;
+    t.approvals.set(d.approvalId, { span, at });
+    span.addEvent('approval_requested', { 'orion.approval.id': d.approvalId, ...(typeof d.reason === 'string' ? { 'orion.approval.reason': d.reason } : {}) }, at);
+  }
+
+  private approvalDecided(t: TurnSpans, d: Record<string, unknown>, at: number): void {
+    const asked = typeof d.approvalId === 'string' ? t.approvals.get(d.approvalId) : undefined;
+    if (typeof d.approvalId === 'string') t.approvals.delete(d.approvalId);
+    const waitMs = typeof d.waitMs === 'number' ? d.waitMs : asked ? Math.max(0, at - asked.at) : undefined;
+    (asked?.span ?? t.turn).addEvent(
+      'approval_decided',
+      {
+        ...(typeof d.approvalId === 'string' ? { 'orion.approval.id': d.approvalId } : {}),
+        'orion.approval.decision': approvalDecision(d) ?? 'unknown',
+        'orion.approval.edited': d.edited === true,
+        ...(waitMs !== undefined ? { 'orion.approval.wait_ms': waitMs } : {}),
+      },
+      at,
+    );
+  }
+
   private startTurn(id: string, d: Record<string, unknown>, resumed: boolean, at: number): void {
     if (this.turns.size >= MAX_TRACKED) this.forget(this.turns.keys().next().value!);
     // the HTTP request that started the turn names it too, so its span leads to GET /api/trace
@@ -153,7 +205,7 @@ export class TurnSpansObserver {
       },
       context.active(),
     );
-    this.turns.set(id, { turn, ctx: trace.setSpan(context.active(), turn), phases: new Map(), tools: new Map() });
+    this.turns.set(id, { turn, ctx: trace.setSpan(context.active(), turn), phases: new Map(), tools: new Map(), waiting: new Map(), approvals: new Map() });
   }
 
   private endModel(t: TurnSpans, failed: boolean, d: Record<string, unknown>, at: number): void {
@@ -185,6 +237,7 @@ export class TurnSpansObserver {
     if (!t) return;
     this.turns.delete(id);
     for (const s of t.tools.values()) s.end(at);
+    for (const s of t.waiting.values()) s.end(at);
     t.model?.end(at);
     for (const s of t.phases.values()) s.end(at);
     t.turn.end(at);

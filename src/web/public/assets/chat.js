@@ -7,7 +7,8 @@ import { confirmDelete, deleteConversation, renameForm } from './conversation-ac
 import { byId, el, formatWhen } from './dom.js';
 import { isTerminal, phaseLabel, STATUS_LABELS } from './turn-state.js';
 import { TurnRunner } from './turn-runner.js';
-import { scrollToEnd, storedMessage, TurnView } from './turn-view.js';
+import { pendingApprovals } from './approval-state.js';
+import { scrollToEnd, TurnView, userMessage } from './turn-view.js';
 
 const PREFS_STORAGE = 'orion.chat.prefs';
 const ROUTES = { 'two-stage': '/api/chat/messages_two_stage', unified: '/api/chat/messages' };
@@ -326,11 +327,46 @@ async function openConversation(conv) {
   }
   if (app.conversation !== conv) return; // another one was opened meanwhile
   ui.emptyState.hidden = messages.length > 0;
-  ui.messages.replaceChildren(ui.emptyState, ...messages.map(storedMessage));
+  const stored = messages.map((m) => (m.role === 'user' ? { node: userMessage(m.content), view: null } : storedTurn(m)));
+  ui.messages.replaceChildren(ui.emptyState, ...stored.map((x) => x.node));
   scrollToEnd(ui.messages, true);
   renderControls();
+  void loadStoredApprovals(conv, stored.flatMap((x) => (x.view ? [x.view] : [])));
   await followUnfinishedRun(conv, messages);
 }
+
+/** @param {Parameters<typeof TurnView.stored>[0]} m */
+function storedTurn(m) {
+  const view = TurnView.stored(m);
+  return { node: view.article, view };
+}
+
+/** Stored turns whose approvals are read back: the newest ones that called a tool (only they can have any). */
+const STORED_APPROVAL_TURNS = 20;
+
+/**
+ * A reloaded conversation shows who decided each approval: a stored turn's steps keep its
+ * calls but not their approvals, so they are read from the approvals route, for the newest
+ * turns that called tools (one request each, in parallel). A server without the route (404)
+ * or a failure leaves the turns as they are.
+ * @param {Conversation} conv @param {TurnView[]} views
+ */
+async function loadStoredApprovals(conv, views) {
+  const wanted = views.filter((v) => v.state?.requestId && v.state.tools.length > 0 && v.state.approvals.length === 0).slice(-STORED_APPROVAL_TURNS);
+  await Promise.all(
+    wanted.map(async (view) => {
+      try {
+        const rows = await apiJson(`/api/chat/runs/${encodeURIComponent(/** @type {string} */ (view.state?.requestId))}/approvals`);
+        if (app.conversation === conv) view.showApprovals(rows);
+      } catch {
+        // no approvals to show
+      }
+    }),
+  );
+}
+
+/** Runs a reopened conversation follows: still going, paused, or waiting for a person's approval (its cards come back from the replayed events). */
+const FOLLOWED_RUN_STATUSES = new Set(['running', 'paused', 'awaiting_approval']);
 
 /**
  * A turn still running (or paused) when the conversation is opened — the page was reloaded
@@ -346,7 +382,7 @@ async function followUnfinishedRun(conv, messages) {
   } catch {
     return;
   }
-  if (app.conversation !== conv || app.runner || (run.status !== 'running' && run.status !== 'paused')) return;
+  if (app.conversation !== conv || app.runner || !FOLLOWED_RUN_STATUSES.has(run.status)) return;
   startRunner(new TurnView(ui.messages, null), { requestId: last.requestId, conversationId: conv.id, protocol: run.protocol }).follow(last.requestId);
 }
 
@@ -387,6 +423,7 @@ function startRunner(view, state) {
       if (app.runner === runner) void loadConversations();
     },
   });
+  view.onDecide = (approvalId, decision, extra) => void runner.decide(approvalId, decision, extra);
   app.runner = runner;
   renderControls();
   return runner;
@@ -431,6 +468,8 @@ function statusLine(s) {
   const label = STATUS_LABELS[s.status] ?? s.status;
   if (s.status === 'reconnecting') return `Connection lost — reconnecting (attempt ${Math.max(1, s.reconnectAttempts)})…`;
   if (s.status === 'paused') return `Paused after phase ${s.resumeFromPhaseIndex ?? s.phaseIndex}. Resume to continue, or Stop.`;
+  const waiting = isTerminal(s.status) ? [] : pendingApprovals(s);
+  if (waiting.length > 0) return `Waiting for your approval: ${[...new Set(waiting.map((a) => a.tool))].join(', ')}`;
   if (isTerminal(s.status) || s.status === 'disconnected' || !s.phaseIndex) return label;
   const cycle = s.cycleIndex ? ` · tool cycle ${s.cycleIndex}` : '';
   return `${label} · phase ${s.phaseIndex}: ${phaseLabel(s.phase)}${cycle}`;

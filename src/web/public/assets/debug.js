@@ -3,6 +3,7 @@
 
 import { ApiError, apiJson, getApiKey, setApiKey } from './api.js';
 import { byId, el } from './dom.js';
+import { waitingCalls, withApprovedCalls } from './tool-only-approvals.js';
 
 const ui = {
   banner: byId('banner'),
@@ -18,6 +19,9 @@ const ui = {
   openTrace: /** @type {HTMLButtonElement} */ (byId('open-trace')),
   executeMeta: byId('execute-meta'),
   executeJson: byId('execute-json'),
+  waiting: byId('waiting'),
+  waitingCalls: byId('waiting-calls'),
+  runApproved: /** @type {HTMLButtonElement} */ (byId('run-approved')),
   tracePanel: byId('trace-panel'),
   traceForm: /** @type {HTMLFormElement} */ (byId('trace-form')),
   traceId: /** @type {HTMLInputElement} */ (byId('trace-request-id')),
@@ -33,12 +37,21 @@ const ui = {
 
 /** requestId of the last execution, for "Open its trace" */
 let lastRequestId = '';
+/** the last request and the calls of its result that wait for approval, for "Run again" */
+let last = /** @type {{ body: Record<string, unknown>, waiting: ReturnType<typeof waitingCalls> } | null} */ (null);
 
 ui.key.value = getApiKey();
 ui.form.addEventListener('submit', (e) => {
   e.preventDefault();
   const submitter = /** @type {HTMLButtonElement | null} */ (/** @type {SubmitEvent} */ (e).submitter);
   void execute(submitter?.value === 'NarrowTopK' ? 'NarrowTopK' : 'Classic');
+});
+ui.runApproved.addEventListener('click', () => {
+  if (!last) return;
+  const checked = [...ui.waitingCalls.querySelectorAll('input[type="checkbox"]:checked')].map((box) => last?.waiting[Number(/** @type {HTMLInputElement} */ (box).value)]);
+  const approved = checked.filter((c) => c !== undefined);
+  if (approved.length === 0) return;
+  void execute(/** @type {'Classic' | 'NarrowTopK'} */ (last.body.mode), withApprovedCalls(last.body, approved));
 });
 ui.openTrace.addEventListener('click', () => {
   ui.traceId.value = lastRequestId;
@@ -68,8 +81,11 @@ if (linked) {
 }
 document.documentElement.dataset.ready = 'true';
 
-/** @param {'Classic' | 'NarrowTopK'} mode */
-async function execute(mode) {
+/**
+ * @param {'Classic' | 'NarrowTopK'} mode
+ * @param {Record<string, unknown>} [again] a request sent before, with the calls a person approved
+ */
+async function execute(mode, again) {
   const participantIds = ui.participants.value.split(',').map((s) => s.trim()).filter(Boolean);
   /** @type {Record<string, number | string>} */
   const options = {};
@@ -77,9 +93,9 @@ async function execute(mode) {
   setNumber(options, 'narrowTopK', ui.narrowTopK);
   setNumber(options, 'minScoreThreshold', ui.minScore);
   if (ui.locale.value.trim()) options.locale = ui.locale.value.trim();
-  const body = { userInput: ui.userInput.value, participantIds, projectId: ui.project.value.trim() || 'default', mode, options };
+  const body = again ?? { userInput: ui.userInput.value, participantIds, projectId: ui.project.value.trim() || 'default', mode, options };
 
-  for (const b of ui.buttons) b.disabled = true;
+  for (const b of [...ui.buttons, ui.runApproved]) b.disabled = true;
   ui.executeMeta.className = 'result-meta';
   ui.executeMeta.textContent = `Running ${mode}…`;
   ui.openTrace.hidden = true;
@@ -91,13 +107,37 @@ async function execute(mode) {
     ui.executeMeta.textContent = `${mode}: ${result?.isSuccess ? 'success' : `not successful (${result?.error ?? 'unknown'})`} · ${ms} ms`;
     lastRequestId = typeof result?.requestId === 'string' ? result.requestId : '';
     ui.openTrace.hidden = !lastRequestId;
+    showWaiting(body, waitingCalls(result));
   } catch (err) {
     ui.executeMeta.className = 'result-meta error';
     ui.executeMeta.textContent = failure(err);
     ui.executeJson.textContent = err instanceof ApiError ? JSON.stringify(err.body, null, 2) : '';
+    showWaiting(body, []);
   } finally {
-    for (const b of ui.buttons) b.disabled = false;
+    for (const b of [...ui.buttons, ui.runApproved]) b.disabled = false;
   }
+}
+
+/**
+ * The executions that wait for a person: tool, why, arguments, a box to approve each.
+ * @param {Record<string, unknown>} body @param {ReturnType<typeof waitingCalls>} waiting
+ */
+function showWaiting(body, waiting) {
+  last = waiting.length ? { body, waiting } : null;
+  ui.waiting.hidden = waiting.length === 0;
+  ui.waitingCalls.replaceChildren(
+    ...waiting.map((c, i) => {
+      const id = `waiting-call-${i}`;
+      return el('div', { class: 'approval-card', 'data-testid': 'waiting-call', 'data-status': 'pending', 'data-tool': c.tool }, [
+        el('div', { class: 'approval-header' }, [
+          el('input', { type: 'checkbox', id, value: String(i), 'data-testid': 'waiting-call-approve' }),
+          el('label', { for: id }, [el('span', { class: 'approval-title' }, 'Approve '), el('span', { class: 'approval-tool' }, c.tool)]),
+          c.reason ? el('span', { class: 'approval-reason muted small' }, ` (${c.reason})`) : null,
+        ]),
+        el('pre', { class: 'approval-arguments' }, JSON.stringify(c.arguments, null, 2)),
+      ]);
+    }),
+  );
 }
 
 async function loadTrace() {

@@ -3,6 +3,7 @@
 // Every event goes through applyEvent (turn-state.js), which drops anything already seen.
 
 import { ApiError, apiJson, openSse, readSse } from './api.js';
+import { approvalFromRow, approvalRefused, approvalSending, canDecide, decisionBody, findApproval } from './approval-state.js';
 import { applyEvent, createTurnState, isSettled, isTerminal, liveStatus } from './turn-state.js';
 
 /**
@@ -97,6 +98,42 @@ export class TurnRunner {
     this.changed();
     const body = { requestId: s.requestId, resumeFromPhaseIndex: s.resumeFromPhaseIndex ?? s.phaseIndex };
     void this.open('resume', (signal) => openSse('/api/chat/messages_two_stage/resume', { method: 'POST', body, signal }));
+  }
+
+  /**
+   * Sends a person's decision on one of the turn's approvals. The card shows the stored approval
+   * the server answers; the run's `approval_decided` event follows on the stream. A refusal
+   * leaves the card waiting, with the server's message (a 400 says what is wrong with edited
+   * arguments); a 409 (decided elsewhere, expired, or the run stopped waiting) shows what is stored.
+   * @param {string} approvalId @param {'approve' | 'deny'} decision
+   * @param {{ reason?: string, arguments?: Record<string, unknown> }} [extra]
+   */
+  async decide(approvalId, decision, extra = {}) {
+    const s = this.state;
+    const a = findApproval(s, approvalId);
+    if (!s.requestId || !a || !canDecide(a)) return;
+    approvalSending(s, approvalId);
+    this.changed();
+    const path = `/api/chat/runs/${encodeURIComponent(s.requestId)}/approvals/${encodeURIComponent(approvalId)}`;
+    try {
+      approvalFromRow(s, await apiJson(path, { method: 'POST', body: decisionBody(decision, extra) }));
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409) await this.refreshApprovals();
+      approvalRefused(s, approvalId, err instanceof ApiError ? `Not sent: ${err.message}` : `Not sent (network): ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.changed();
+  }
+
+  /** Reads the run's approvals as stored (after a 409, the truth about who decided). */
+  async refreshApprovals() {
+    const s = this.state;
+    if (!s.requestId) return;
+    try {
+      const rows = await apiJson(`/api/chat/runs/${encodeURIComponent(s.requestId)}/approvals`);
+      for (const row of Array.isArray(rows) ? rows : []) approvalFromRow(s, row);
+    } catch {
+      // the refusal's message still says why
+    }
   }
 
   /** Tries again after the page gave up reconnecting. */

@@ -3,6 +3,8 @@
 // a reconnect the events route replays from the last seq seen, and anything already applied is
 // skipped, so the answer has nothing missing and nothing repeated.
 
+import { approvalDecided, approvalFromRow, approvalRequired, voidPending } from './approval-state.js';
+
 /**
  * Where a turn is. Connection states are set by TurnRunner, the rest by events:
  *   connecting → streaming ⇄ reconnecting → done | stopped | failed
@@ -24,6 +26,13 @@ const TERMINAL = new Set(['done', 'stopped', 'failed']);
 /** `tool_phase` stages that report a failure (the rest are progress). */
 const ERROR_STAGES = new Set(['error', 'failed']);
 const FINISHED = new Set(['completed', 'failed', 'refused']);
+/** Outcomes of a call that waits for a person or was declined by one: a decision, not an error. */
+const DECISION_OUTCOMES = new Set(['approval_required', 'denied']);
+
+/** Whether a tool's outcome is a person's part (waiting, declined) rather than the tool's. @param {string | undefined} outcome */
+export function isDecisionOutcome(outcome) {
+  return outcome !== undefined && DECISION_OUTCOMES.has(outcome);
+}
 
 /** @param {string} status */
 export function isTerminal(status) {
@@ -52,6 +61,7 @@ export function createTurnState(init = {}) {
     /** @type {PhaseStep[]} */ phases: [],
     content: '',
     /** @type {ToolActivity[]} */ tools: [],
+    /** calls waiting for (or decided by) a person @type {import('./approval-state.js').Approval[]} */ approvals: [],
     /** @type {{ code: string, message: string }[]} */ notices: [],
     /** @type {Record<string, unknown> | null} */ sources: null,
     /** @type {{ code: string, message: string, retryable?: boolean } | null} */ error: null,
@@ -112,10 +122,16 @@ export function stateFromStored(m) {
       case 'error':
         s.error = { code: String(step.code ?? 'error'), message: String(step.message ?? '') };
         break;
+      case 'approval':
+        // kept with the answer as the approvals route returns it (when the server stores them)
+        approvalFromRow(s, step);
+        break;
       default:
         break; // a step kind this page does not know yet
     }
   }
+  // a finished turn waits for no one
+  voidPending(s);
   if (s.stopReason === 'max_tokens' && !s.notices.some((n) => n.code === 'response_truncated')) {
     s.notices.push({ code: 'response_truncated', message: 'The answer was cut off: the model reached its token limit.' });
   }
@@ -200,7 +216,15 @@ export function applyEvent(s, type, data) {
     case 'error':
       s.error = { code: String(data.code ?? 'error'), message: String(data.message ?? ''), retryable: !!data.retryable };
       break;
+    case 'approval_required':
+      approvalRequired(s, data);
+      break;
+    case 'approval_decided':
+      approvalDecided(s, data);
+      break;
     case 'paused':
+      // a pause voids what waited; a resume asks again with a new approval
+      voidPending(s);
       s.status = 'paused';
       s.intent = null;
       s.resumeFromPhaseIndex = Number.isInteger(data.resumeFromPhaseIndex) ? data.resumeFromPhaseIndex : s.phaseIndex;
@@ -210,6 +234,7 @@ export function applyEvent(s, type, data) {
       s.messageId = typeof data.messageId === 'string' ? data.messageId : null;
       s.status = s.stopReason === 'cancelled' ? 'stopped' : s.stopReason === 'error' ? 'failed' : 'done';
       s.intent = null;
+      voidPending(s);
       if (typeof data.fullContent === 'string' && data.fullContent !== s.content) {
         // the stored answer is the truth; say so, because a correct stream never gets here
         s.contentMismatch = true;
@@ -229,7 +254,12 @@ function upsertTool(s, callId, patch) {
   // some servers number calls per response, so a later step may reuse an id: a call that is
   // starting again after its namesake finished is a new call
   const starting = patch.status === 'calling' || patch.status === 'requested';
-  if (tool && starting && FINISHED.has(tool.status)) tool = undefined;
+  if (tool && starting && isDecisionOutcome(tool.outcome)) {
+    // the call that waited for a person now runs (or is declined): the same call, not a failure
+    delete tool.outcome;
+    delete tool.errorMessage;
+    tool.isError = false;
+  } else if (tool && starting && FINISHED.has(tool.status)) tool = undefined;
   if (!tool) {
     // the phase of the event that first named the call (as its stored step keeps it): the
     // action phase that called it, or the tool phase when no `tool_calls` came first
@@ -246,13 +276,14 @@ function upsertTool(s, callId, patch) {
  * arguments were unusable (a refused duplicate is not an error). @param {ToolActivity} t
  */
 export function isErrorStep(t) {
+  if (isDecisionOutcome(t.outcome)) return false;
   return t.status === 'failed' || (t.isError && t.status !== 'calling' && t.status !== 'requested');
 }
 
 /** What a tool outcome means, in words. @param {string | undefined} outcome */
 export function outcomeLabel(outcome) {
   return (
-    { validation_error: 'invalid arguments', unavailable: 'unavailable', rate_limited: 'rate limited', timeout: 'timed out', cancelled: 'cancelled', exception: 'failed', success: 'reported an error' }[
+    { approval_required: 'waiting for approval', denied: 'declined', validation_error: 'invalid arguments', unavailable: 'unavailable', rate_limited: 'rate limited', timeout: 'timed out', cancelled: 'cancelled', exception: 'failed', success: 'reported an error' }[
       outcome ?? ''
     ] ?? 'failed'
   );

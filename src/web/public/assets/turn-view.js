@@ -1,10 +1,12 @@
 // How a chat turn looks: the live assistant message (status, phase trail, tool activity,
 // notices, the answer as sanitized Markdown, sources) and the stored messages of a conversation.
 
+import { ApprovalCards } from './approval-card.js';
 import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { renderSources } from './sources-view.js';
-import { isErrorStep, isSettled, outcomeLabel, stateFromStored, STATUS_LABELS, stepLabel } from './turn-state.js';
+import { approvalFromRow, pendingApprovals } from './approval-state.js';
+import { isDecisionOutcome, isErrorStep, isSettled, outcomeLabel, stateFromStored, STATUS_LABELS, stepLabel } from './turn-state.js';
 
 /** The assistant side of a live turn: phases, tool activity, notices, the answer, sources. */
 export class TurnView {
@@ -16,6 +18,9 @@ export class TurnView {
     this.container = container;
     this.phases = el('ol', { class: 'phase-trail', 'aria-label': 'Phases' });
     this.tools = el('ul', { class: 'tool-activity', 'aria-label': 'Tool activity' });
+    /** sends a person's decision on an approval (set by whoever drives the turn; a stored turn has none) @type {import('./approval-card.js').DecideFn | null} */
+    this.onDecide = null;
+    this.approvals = new ApprovalCards(() => this.onDecide);
     this.notices = el('div', { class: 'notices' });
     this.body = el('div', { class: 'markdown', 'aria-busy': 'true' });
     this.sources = el('div', { class: 'sources-wrap' });
@@ -25,6 +30,7 @@ export class TurnView {
     this.article = el('article', { class: 'message assistant live', 'aria-label': 'Assistant' }, [
       el('header', { class: 'turn-header' }, [this.pill, this.phases]),
       this.tools,
+      this.approvals.root,
       this.notices,
       this.body,
       this.error,
@@ -36,6 +42,8 @@ export class TurnView {
     this.rendered = { content: null, tools: '', notices: -1, sources: null, sourcesTools: '', phases: '' };
     /** @type {import('./turn-state.js').TurnState | null} */
     this.pending = null;
+    /** a stored turn's state (a live turn's belongs to its TurnRunner) @type {import('./turn-state.js').TurnState | null} */
+    this.state = null;
     if (container) scrollToEnd(container, true);
   }
 
@@ -47,9 +55,23 @@ export class TurnView {
   static stored(m) {
     const view = new TurnView(null, null);
     view.article.classList.remove('live');
-    view.pending = stateFromStored(m);
+    view.state = stateFromStored(m);
+    view.pending = view.state;
     view.paint();
-    return view.article;
+    return view;
+  }
+
+  /**
+   * The approvals of a stored turn, read from the approvals route after a reload (its stored
+   * steps do not keep them): the cards show each decision and who made it.
+   * @param {Record<string, any>[]} rows
+   */
+  showApprovals(rows) {
+    const s = this.state;
+    if (!s || !Array.isArray(rows) || rows.length === 0) return;
+    for (const row of rows) approvalFromRow(s, row);
+    this.pending = s;
+    this.paint();
   }
 
   /** Coalesces bursts of events into one paint per frame. @param {import('./turn-state.js').TurnState} s */
@@ -65,7 +87,8 @@ export class TurnView {
     if (!s) return;
     const nearEnd = this.container !== null && isNearEnd(this.container);
     this.article.dataset.status = s.status;
-    this.pill.textContent = STATUS_LABELS[s.status] ?? s.status;
+    const waiting = !isSettled(s.status) && pendingApprovals(s).length > 0;
+    this.pill.textContent = waiting ? 'Waiting for approval' : (STATUS_LABELS[s.status] ?? s.status);
     this.pill.className = `status-pill ${s.status}`;
 
     // the labels name the tools a phase called or ran, so tool activity changes them too
@@ -89,6 +112,9 @@ export class TurnView {
       this.rendered.tools = tools;
       this.tools.replaceChildren(...s.tools.map(toolItem));
     }
+
+    // cards update in place (a person may be typing in one)
+    this.approvals.render(s.approvals);
 
     if (s.notices.length !== this.rendered.notices) {
       this.rendered.notices = s.notices.length;
@@ -125,11 +151,12 @@ export class TurnView {
  */
 function toolItem(t) {
   const error = isErrorStep(t);
-  const label = error ? 'error' : ({ requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status);
+  const decided = isDecisionOutcome(t.outcome);
+  const label = error ? 'error' : decided ? outcomeLabel(t.outcome) : ({ requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status);
   return el('li', { class: `tool ${t.status}${error ? ' error-step' : ''}`, 'data-tool': t.name, 'data-step': error ? 'error' : null }, [
     error ? el('span', { class: 'error-icon', 'aria-hidden': 'true' }, '!') : null,
     el('span', { class: 'tool-name' }, t.name),
-    el('span', { class: `tool-status ${error ? 'failed' : t.status}` }, error ? 'error' : t.outcome && t.outcome !== 'success' ? `${label}: ${t.outcome}` : label),
+    el('span', { class: `tool-status ${error ? 'failed' : t.status}` }, error ? 'error' : t.outcome && t.outcome !== 'success' && !decided ? `${label}: ${t.outcome}` : label),
     error ? el('span', { class: 'tool-error' }, t.errorMessage || (t.status === 'refused' ? 'refused: its arguments were not usable' : `${t.name} ${outcomeLabel(t.outcome)}`)) : null,
     // a tool's own progress message ("Searching the knowledge base…") while it runs
     t.detail && (t.status === 'calling' || t.status === 'requested') ? el('span', { class: 'tool-detail' }, t.detail) : null,
@@ -140,11 +167,6 @@ function toolItem(t) {
         ])
       : null,
   ]);
-}
-
-/** A message of the messages route. @param {{ role: string } & Parameters<typeof stateFromStored>[0]} m */
-export function storedMessage(m) {
-  return m.role === 'user' ? userMessage(m.content) : TurnView.stored(m);
 }
 
 /** @param {string} text */
