@@ -7,6 +7,7 @@ const PATTERN = /^[A-Za-z0-9_*-]{1,128}$/;
 const PATTERN_MESSAGE = 'each entry must be a tool name or glob: 1-128 characters of A-Z, a-z, 0-9, _, - or *';
 
 export class ProjectIdParamDto {
+  @ApiProperty({ example: 'default', pattern: '^[A-Za-z0-9_-]{1,64}$' })
   @Matches(PROJECT_ID_PATTERN, { message: PROJECT_ID_MESSAGE })
   projectId: string;
 }
