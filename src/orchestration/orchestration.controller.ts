@@ -75,6 +75,7 @@ export class OrchestrationController {
       projectId: dto.projectId ?? 'default',
       mode: this.orchestration.resolveMode(dto.mode),
       options: this.orchestration.modeOptions(dto.options ?? {}),
+      approvedCalls: (dto.approvedCalls ?? []).map((c) => ({ tool: c.tool, arguments: c.arguments })),
     };
   }
 }

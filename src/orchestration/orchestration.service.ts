@@ -13,7 +13,7 @@ import type { Turn, TurnRequest } from './turn';
 import { OrchestrationException, OrchestrationExceptionCode } from './orchestration.exception';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
 import type { ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
-import { TOOL_MODES, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
+import { TOOL_MODES, type ApprovedCall, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
@@ -26,6 +26,7 @@ export interface ExecuteModeRequest {
   options: ToolModeOptions;
   requestId?: string;
   signal?: AbortSignal;
+  approvedCalls?: ApprovedCall[];
 }
 
 /**
@@ -195,6 +196,7 @@ export class OrchestrationService implements OnApplicationBootstrap {
       participantIds: req.participantIds,
       options: req.options,
       signal: req.signal ?? new AbortController().signal,
+      approvedCalls: req.approvedCalls ?? [],
     };
     let result: ToolCallsResult;
     try {

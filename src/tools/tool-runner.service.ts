@@ -6,6 +6,7 @@ import type { LlmToolSpec } from '../llm/llm-adapter.port';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import type { ApprovalNeed, ApprovalSetting, RepeatPolicy, ToolDefinition, ToolExecutionContext, ToolRunResult } from './tool-definition';
 import { ToolApprovalPolicy } from './approval/approval-policy';
+import { ApprovalOverridesService } from './approval/approval-overrides.service';
 import { ToolRegistryService, definitionHash } from './tool-registry.service';
 import type { ToolCallRequest, ToolRunner } from './tool-runner.port';
 import { JsonSchemaValidator } from './json-schema.validator';
@@ -47,6 +48,8 @@ export class ToolRunnerService implements ToolRunner {
     config: AppConfigService,
     @Inject(TRACE_SINK) trace: TraceSink,
     @Optional() secrets?: SecretRegistry,
+    /** the projects' overrides (absent in unit tests: the configuration alone decides) */
+    @Optional() private readonly overrides?: ApprovalOverridesService,
   ) {
     this.secrets = secrets ?? SecretRegistry.fromConfig(config);
     this.rerun = new Set(config.list('TOOLS_RERUN'));
@@ -63,7 +66,7 @@ export class ToolRunnerService implements ToolRunner {
       find: (name) => this.registry.get(name),
       keyOf,
       availableNames: async () => (await this.availableTools()).map((t) => t.name),
-      approvalNeed: async (def, _projectId, setting) => this.approvals.need(def, setting),
+      approvalNeed: (def, projectId, setting) => this.needOf(def, projectId, setting),
     });
   }
 
@@ -93,12 +96,19 @@ export class ToolRunnerService implements ToolRunner {
   async approvalNeed(name: string, projectId: string, setting: ApprovalSetting): Promise<ApprovalNeed> {
     const def = this.registry.get(name);
     if (!def) return { required: false, reason: 'unknown_tool' };
-    return this.approvals.need(def, setting);
+    return this.needOf(def, projectId, setting);
   }
 
-  /** The policy of a tool before any conversation setting (GET /api/tools). */
-  approvalPolicyOf(def: ToolDefinition): ApprovalNeed {
-    return this.approvals.of(def);
+  /** The policy of a tool before any conversation setting, with the project's override when one is named (GET /api/tools). */
+  async approvalPolicyOf(def: ToolDefinition, projectId?: string): Promise<ApprovalNeed> {
+    const override = projectId === undefined ? null : await this.overrides?.overrideOf(projectId);
+    return this.approvals.of(def, override);
+  }
+
+  /** `always` needs no look-up; otherwise the project's override (cached) joins the configuration. */
+  private async needOf(def: ToolDefinition, projectId: string, setting: ApprovalSetting): Promise<ApprovalNeed> {
+    if (setting === 'always') return this.approvals.need(def, setting);
+    return this.approvals.need(def, setting, await this.overrides?.overrideOf(projectId));
   }
 
   decline(call: ToolCallRequest, ctx: ToolExecutionContext, reason: string): ToolRunResult {

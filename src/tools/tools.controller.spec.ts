@@ -3,6 +3,9 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { ToolRegistryService, type ToolSummary } from './tool-registry.service';
 import { ToolsController } from './tools.controller';
+import { ToolRunnerService } from './tool-runner.service';
+import { ToolApprovalPolicy } from './approval/approval-policy';
+import type { ToolDefinition } from './tool-definition';
 
 const summaries: ToolSummary[] = [
   { name: 'list_files', description: 'List files', parameters: { type: 'object' }, origin: 'builtin', available: true },
@@ -17,7 +20,11 @@ describe('GET /api/tools', () => {
     const build = async (globalPipe: boolean) => {
       const moduleRef = await Test.createTestingModule({
         controllers: [ToolsController],
-        providers: [{ provide: ToolRegistryService, useValue: { summaries: async () => summaries } }],
+        providers: [
+          { provide: ToolRegistryService, useValue: { summaries: async () => summaries, get: (name: string) => summaries.find((t) => t.name === name) } },
+          // the policy itself, without an override: built-ins never wait, an MCP tool without readOnlyHint does
+          { provide: ToolRunnerService, useValue: { approvalPolicyOf: async (def: ToolDefinition) => new ToolApprovalPolicy([]).of(def) } },
+        ],
       }).compile();
       const a = moduleRef.createNestApplication({ logger: false });
       if (globalPipe) a.useGlobalPipes(new ValidationPipe({ transform: true, whitelist: true }));
@@ -33,9 +40,12 @@ describe('GET /api/tools', () => {
     await withoutGlobalPipe.close();
   });
 
-  it('lists the tools with name, description, parameters, origin and availability', async () => {
+  it('lists the tools with name, description, parameters, origin, availability and approval policy', async () => {
     const res = await request(app.getHttpServer()).get('/api/tools').expect(200);
-    expect(res.body).toEqual(summaries);
+    expect(res.body).toEqual([
+      { ...summaries[0], approval: { required: false, reason: 'none' } },
+      { ...summaries[1], approval: { required: true, reason: 'not_read_only' } },
+    ]);
   });
 
   it('accepts a valid projectId', async () => {

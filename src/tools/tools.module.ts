@@ -16,6 +16,8 @@ import { McpClientManagerService } from './mcp/mcp-client-manager.service';
 import { McpToolPinsService } from './mcp/mcp-tool-pins.service';
 import { McpToolPinRepository } from './mcp/repositories/mcp-tool-pin.repository';
 import { DefaultProjectFolder } from './default-project-folder';
+import { ApprovalOverridesService } from './approval/approval-overrides.service';
+import { ApprovalOverrideRepository } from './approval/repositories/approval-override.repository';
 
 /** The built-in tool instances, collected by BUILTIN_TOOL_PROVIDERS below. */
 export const BUILTIN_TOOLS: InjectionToken<ToolDefinition[]> = Symbol('BUILTIN_TOOLS');
@@ -56,8 +58,10 @@ const BUILTIN_TOOL_TOKENS = BUILTIN_TOOL_PROVIDERS.map((p) => ('provide' in p ? 
     McpToolPinsService,
     McpClientManagerService,
     DefaultProjectFolder,
+    ApprovalOverrideRepository,
+    ApprovalOverridesService,
   ],
-  exports: [ToolRegistryService, ToolRunnerService, TOOL_RUNNER, McpClientManagerService, McpToolPinsService],
+  exports: [ToolRegistryService, ToolRunnerService, TOOL_RUNNER, McpClientManagerService, McpToolPinsService, ApprovalOverridesService],
 })
 export class ToolsModule implements OnModuleInit {
   constructor(

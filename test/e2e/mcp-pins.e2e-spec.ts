@@ -59,8 +59,9 @@ describe('pinned MCP tools', () => {
   });
   beforeEach(() => llm.reset());
 
+  // pins are about definitions: the fixture's unannotated tools would otherwise wait for a person's approval (issue 32)
   const start = (env: Record<string, string> = {}, shared?: { databaseUrl: string }) =>
-    startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', API_KEYS: ADMIN, MCP_CONFIG: config, ...env }, shared ?? {});
+    startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', API_KEYS: ADMIN, MCP_CONFIG: config, TOOLS_APPROVAL_DEFAULT: 'none', ...env }, shared ?? {});
   const tools = async (t: TestApp): Promise<Record<string, ToolRow>> => {
     const rows = (await (await fetch(`${t.url}/api/tools`, { headers: auth() })).json()) as ToolRow[];
     return Object.fromEntries(rows.filter((r) => r.name.startsWith('fx__')).map((r) => [r.name, r]));

@@ -1,4 +1,4 @@
-import type { ToolOutcome } from '../../tools/tool-definition';
+import type { ApprovalNeed, ToolOutcome } from '../../tools/tool-definition';
 import { ORCHESTRATION_MODES } from '../../config/env.schema';
 
 /** The two tool-only modes (one list with ORCHESTRATION_DEFAULT_MODE's); a caller always gets the mode it asked for. */
@@ -32,6 +32,14 @@ export interface ToolExecution {
   latencyMs: number;
   /** true for every outcome but `success` (always present, as docs/API.md's example shows) */
   isError: boolean;
+  /** outcome `approval_required`: why the call waits for a person; it did not run */
+  approval?: ApprovalNeed;
+}
+
+/** A call a person approved earlier (the request's `approvedCalls`). */
+export interface ApprovedCall {
+  tool: string;
+  arguments: Record<string, unknown>;
 }
 
 export interface ToolCandidate {
@@ -72,6 +80,8 @@ export interface ToolModeInput {
   participantIds: string[];
   options: ToolModeOptions;
   signal: AbortSignal;
+  /** calls a person approved earlier: these run without waiting (each entry once) */
+  approvedCalls?: ApprovedCall[];
 }
 
 /** Progress of a tool-only run, for the streaming route. */

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { LlmAdapter, LlmToolSpec } from '../../llm/llm-adapter.port';
 import type { ToolRunner } from '../../tools/tool-runner.port';
 import type { TraceSink } from '../../trace/trace-sink.port';
-import type { DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
+import type { ApprovedCall, DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
 import { toolModeSystemPrompt, toolModeUserMessage } from './tool-mode.prompts';
 
 /** Fixed prefix of every tool-only log line, so operators can grep one mode run end to end. */
@@ -93,6 +93,7 @@ export async function* decideAndExecute(
   }
 
   const exposed = new Set(exposedTools);
+  const approved = approvedSignatures(deps.tools, input.approvedCalls ?? [], projectId);
   const executions: ToolExecution[] = [];
   for (const [index, call] of decided.entries()) {
     let execution: ToolExecution;
@@ -108,8 +109,15 @@ export async function* decideAndExecute(
       execution = invalid(shown[index], refusal, exposedTools, schema);
       deps.trace.record({ requestId, projectId, type: 'tool_call_refused', details: { mode, index, toolName: call.toolName, reason: refusal } });
     } else {
-      const r = await deps.tools.run({ name: call.toolName, arguments: call.args as Record<string, unknown> }, { projectId, requestId, signal: input.signal });
-      execution = { toolName: call.toolName, args: deps.tools.redactArgs(call.toolName, r.args), outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs, isError: r.isError || r.outcome !== 'success' };
+      const request = { name: call.toolName, arguments: call.args as Record<string, unknown> };
+      // a tool-only caller has nobody to ask while it waits: a call that needs a person and was
+      // not approved earlier comes back as `approval_required`, not run
+      const granted = takeApproval(approved, deps.tools.signature(request, projectId));
+      const r = await deps.tools.run(request, { projectId, requestId, signal: input.signal, approval: { setting: 'policy', granted } });
+      execution = {
+        toolName: call.toolName, args: deps.tools.redactArgs(call.toolName, r.args), outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs,
+        isError: r.isError || r.outcome !== 'success', ...(r.approval ? { approval: r.approval } : {}),
+      };
     }
     executions.push(execution);
     yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
@@ -117,6 +125,20 @@ export async function* decideAndExecute(
   // a tool that ran and failed is not an orchestration error: its execution's outcome says so
   const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
   return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, executions, error, candidates });
+}
+
+/** The canonical signatures of the calls a person approved, each as many times as it was listed. */
+function approvedSignatures(tools: ToolRunner, calls: ApprovedCall[], projectId: string): string[] {
+  return calls.map((c) => tools.signature({ name: c.tool, arguments: c.arguments }, projectId)).filter((s): s is string => s !== null);
+}
+
+/** Whether this call was approved; an approval is used up by the call it lets run (one approval, one call). */
+function takeApproval(approved: string[], signature: string | null): boolean {
+  if (signature === null) return false;
+  const i = approved.indexOf(signature);
+  if (i < 0) return false;
+  approved.splice(i, 1);
+  return true;
 }
 
 function invalid(call: DecidedCall, message: string, exposedTools: string[], schema?: Record<string, unknown>): ToolExecution {

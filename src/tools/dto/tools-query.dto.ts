@@ -4,7 +4,7 @@ import { IsOptional, IsString, Matches } from 'class-validator';
 /** Query of `GET /api/tools`. */
 export class ToolsQueryDto {
   @ApiPropertyOptional({
-    description: 'Project whose tools to list. Every project currently sees the same tools; the id is validated so clients fail early.',
+    description: "Project whose tools to list (default `default`). Every project sees the same tools; each tool's `approval` applies this project's override.",
     example: 'default',
     pattern: '^[A-Za-z0-9_-]{1,64}$',
   })

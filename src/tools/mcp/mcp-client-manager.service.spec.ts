@@ -15,6 +15,7 @@ import {
 import { ToolFailure, type ToolDefinition } from '../tool-definition';
 import type { ToolRegistryService } from '../tool-registry.service';
 import { McpClientManagerService } from './mcp-client-manager.service';
+import { ToolApprovalPolicy } from '../approval/approval-policy';
 import type { McpToolOutput } from './mcp-result.mapper';
 
 /**
@@ -120,6 +121,18 @@ describe('McpClientManagerService over stdio (real servers)', () => {
     const outside = await run('fs__read_text_file', { path: '/etc/hostname' });
     expect(outside.isError).toBe(true);
     expect(text(outside.output)).toMatch(/Access denied/);
+  });
+
+  it("carries server-filesystem's annotations into hints: its write tools wait under TOOLS_APPROVAL_DEFAULT=destructive, its read tools do not", () => {
+    expect(tool('fs__write_file').hints).toEqual({ readOnly: false, destructive: true });
+    expect(tool('fs__read_text_file').hints).toEqual({ readOnly: true });
+    const policy = new ToolApprovalPolicy([], 'destructive');
+    expect(policy.of(tool('fs__write_file'))).toEqual({ required: true, reason: 'destructive' });
+    expect(policy.of(tool('fs__move_file'))).toEqual({ required: true, reason: 'destructive' });
+    // not destructive, but not read-only either: it changes the disk, so it waits too
+    expect(policy.of(tool('fs__create_directory'))).toEqual({ required: true, reason: 'not_read_only' });
+    expect(policy.of(tool('fs__read_text_file'))).toEqual({ required: false, reason: 'none' });
+    expect(policy.of(tool('fs__list_directory'))).toEqual({ required: false, reason: 'none' });
   });
 
   it('calls server-everything echo and get-sum', async () => {

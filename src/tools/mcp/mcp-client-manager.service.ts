@@ -14,7 +14,7 @@ import { TRACE_SINK, type TraceSink } from '../../trace/trace-sink.port';
 import { definitionHash, ToolRegistryService } from '../tool-registry.service';
 import { loadMcpConfig, resolveMcpConfigSource, type McpServerConfig, type McpTransportKind } from './mcp-config';
 import { McpServerConnection, type McpConnectionTimings, type McpServerStatus } from './mcp-server-connection';
-import { McpToolAdapter, repeatFromAnnotations, type McpToolSpec } from './mcp-tool.adapter';
+import { hintsFromAnnotations, McpToolAdapter, repeatFromAnnotations, type McpToolSpec } from './mcp-tool.adapter';
 import { namespacedToolName } from './mcp-tool-name.util';
 import { McpToolPinsService, pinHash, pinnedDefinition, type SeenTool } from './mcp-tool-pins.service';
 
@@ -181,12 +181,15 @@ export class McpClientManagerService implements OnModuleInit, OnApplicationShutd
         description: tool.description ?? tool.title ?? `Tool ${tool.name} of MCP server ${server}`,
         parameters: toParameters(tool.inputSchema),
         repeat: repeatFromAnnotations(tool.annotations),
+        hints: hintsFromAnnotations(tool.annotations),
       };
       const pinned = pinnedDefinition(tool);
       seen.push({ tool: tool.name, name, definition: pinned, hash: pinHash(pinned) });
       const hash = definitionHash(spec);
       const previous = state.tools.get(name);
-      if (previous && previous.hash === hash && previous.adapter.spec.remoteName === tool.name) {
+      // the hash covers what the model reads; the annotations (repeat, approval hints) are compared too
+      const sameAnnotations = previous && JSON.stringify([previous.adapter.spec.repeat, previous.adapter.spec.hints]) === JSON.stringify([spec.repeat, spec.hints]);
+      if (previous && previous.hash === hash && previous.adapter.spec.remoteName === tool.name && sameAnnotations) {
         next.set(name, previous);
         continue;
       }

@@ -22,6 +22,8 @@ export interface McpToolSpec {
   parameters: Record<string, unknown>;
   /** from the server's annotations (see repeatFromAnnotations) */
   repeat?: RepeatPolicy;
+  /** from the server's annotations (see hintsFromAnnotations): the approval default reads them */
+  hints?: ToolDefinition['hints'];
 }
 
 /**
@@ -31,6 +33,17 @@ export interface McpToolSpec {
  */
 export function repeatFromAnnotations(annotations: { readOnlyHint?: boolean } | undefined): RepeatPolicy {
   return annotations?.readOnlyHint === true ? 'rerun' : 'refuse';
+}
+
+/**
+ * The annotations the approval policy reads (TOOLS_APPROVAL_DEFAULT=destructive): only booleans
+ * the server actually gave, so a tool that says nothing stays "not known to be read-only".
+ */
+export function hintsFromAnnotations(annotations: { readOnlyHint?: unknown; destructiveHint?: unknown } | undefined): NonNullable<ToolDefinition['hints']> {
+  return {
+    ...(typeof annotations?.readOnlyHint === 'boolean' ? { readOnly: annotations.readOnlyHint } : {}),
+    ...(typeof annotations?.destructiveHint === 'boolean' ? { destructive: annotations.destructiveHint } : {}),
+  };
 }
 
 export interface McpCallLimits {
@@ -53,6 +66,7 @@ export class McpToolAdapter implements ToolDefinition {
   /** the remote tool name, so calls to two servers' same-named tools never share a signature */
   readonly action: string;
   readonly repeat: RepeatPolicy;
+  readonly hints: NonNullable<ToolDefinition['hints']>;
 
   constructor(
     readonly spec: McpToolSpec,
@@ -67,6 +81,7 @@ export class McpToolAdapter implements ToolDefinition {
     this.origin = `mcp:${connection.serverName}`;
     this.action = spec.remoteName;
     this.repeat = spec.repeat ?? 'refuse';
+    this.hints = spec.hints ?? {};
   }
 
   isAvailable(): boolean {

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../../common/workspace/project-id';
 import { TOOL_MODES, type ToolMode } from '../tool-calls-result';
 import { SUPPORTED_LOCALE } from '../tool-mode.prompts';
@@ -21,6 +21,17 @@ export class ExecuteToolsOptionsDto {
   @ApiPropertyOptional({ default: 'en', description: 'language of the fixed system prompt: en or zh (with optional region, e.g. zh-CN)' })
   @IsOptional() @IsString() @Matches(SUPPORTED_LOCALE, { message: 'locale must be en or zh (optionally with a region, e.g. zh-CN)' })
   locale?: string;
+}
+
+/** A call a person approved earlier (after an `approval_required` execution): it runs without waiting. */
+export class ApprovedCallDto {
+  @ApiProperty({ example: 'fs__write_file', description: 'the tool, as the execution named it' })
+  @IsString() @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'tool must be a tool name (1-64 characters of A-Z, a-z, 0-9, _ or -)' })
+  tool: string;
+
+  @ApiProperty({ type: 'object', additionalProperties: true, example: { path: 'notes.txt', content: 'hi' }, description: 'the arguments approved, compared canonically (key order and defaults do not matter)' })
+  @IsObject({ message: 'arguments must be a JSON object' })
+  arguments: Record<string, unknown>;
 }
 
 /** Body of POST /api/orchestration/execute(/stream). */
@@ -46,6 +57,14 @@ export class ExecuteToolsDto {
   @ApiPropertyOptional({ type: ExecuteToolsOptionsDto })
   @IsOptional() @ValidateNested() @Type(() => ExecuteToolsOptionsDto)
   options?: ExecuteToolsOptionsDto;
+
+  @ApiPropertyOptional({
+    type: [ApprovedCallDto],
+    maxItems: 20,
+    description: 'calls a person approved earlier: a decided call with the same tool and canonical arguments runs without waiting (each entry once)',
+  })
+  @IsOptional() @IsArray() @ArrayMaxSize(20) @ValidateNested({ each: true }) @Type(() => ApprovedCallDto)
+  approvedCalls?: ApprovedCallDto[];
 }
 
 export class ToolIndexSearchQueryDto {
@@ -67,13 +86,20 @@ export class DecidedCallDto {
   @ApiProperty({ description: 'parsed arguments (or the raw text when not a JSON object)' }) args: unknown;
 }
 
+export class ToolApprovalNeedDto {
+  @ApiProperty() required: boolean;
+  @ApiProperty({ example: 'destructive' }) reason: string;
+}
+
 export class ToolExecutionDto {
   @ApiProperty() toolName: string;
   @ApiProperty() args: unknown;
-  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled'] }) outcome: string;
+  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'approval_required'] }) outcome: string;
   @ApiProperty() resultObject: unknown;
   @ApiProperty() latencyMs: number;
   @ApiProperty({ description: 'true for every outcome but success' }) isError: boolean;
+  @ApiPropertyOptional({ type: ToolApprovalNeedDto, description: 'outcome approval_required: why the call waits for a person (it did not run)' })
+  approval?: ToolApprovalNeedDto;
 }
 
 export class ToolCandidateDto {
