@@ -70,15 +70,15 @@ describe('UI message stream mapper', () => {
       'start-step', 'data-phase',
       'text-start', 'text-delta', 'text-delta',
       'text-end', 'tool-input-available',
-      'finish-step', 'data-phase',
+      'data-phase',
       'data-phase',
       'data-tool-progress',
       'data-tool-progress',
       'data-phase',
-      'start-step', 'data-phase',
+      'finish-step', 'start-step', 'data-phase',
       'text-start', 'text-delta',
-      'text-end', 'finish-step', 'data-phase',
-      'finish',
+      'text-end', 'data-phase',
+      'finish-step', 'finish',
     ]);
     expect(parts[0]).toEqual({ type: 'start', messageId: RUN, messageMetadata: { requestId: RUN, conversationId: CONV, projectId: 'default', protocol: 'unified', model: 'scripted-model', userMessageId: 'u1' } });
     expect(parts.find((p) => p.type === 'tool-input-available')).toEqual({ type: 'tool-input-available', toolCallId: 'call_1', toolName: 'list_files', input: { path: '.' }, dynamic: true, providerExecuted: true });
@@ -188,6 +188,7 @@ describe('UI message stream mapper', () => {
 
   it('ends a paused run with data-paused and finish "other", a cancelled one with finish "other", a cut-off one with "length"', () => {
     expect(mapAll(run(['paused', { resumeFromPhaseIndex: 2 }])).map((p) => p.type)).toEqual(['data-paused', 'finish']);
+    expect(mapAll(run(phase('action_phase', 'start', 1, 0), ['paused', { resumeFromPhaseIndex: 2 }])).map((p) => p.type)).toEqual(['start-step', 'data-phase', 'finish-step', 'data-paused', 'finish']);
     expect(mapAll(run(['done', { stopReason: 'cancelled' }]))[0]).toMatchObject({ finishReason: 'other' });
     expect(mapAll(run(['done', { stopReason: 'max_tokens' }]))[0]).toMatchObject({ finishReason: 'length' });
   });

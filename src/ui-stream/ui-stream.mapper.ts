@@ -81,12 +81,14 @@ export function toUiParts(state: UiStreamState, event: RunEventLike): { state: U
     case 'phase': {
       const status = str(d.status);
       const phase = str(d.phase);
+      // a step is one model call with the tool calls it made and their results, as the AI SDK
+      // counts steps: it ends when the next model call starts (or the turn ends)
       if (phase === 'action_phase' && status === 'start') {
         closeStep();
         parts.push({ type: 'start-step' });
         s = { ...s, stepOpen: true };
       }
-      if (phase === 'action_phase' && status === 'end') closeStep();
+      if (status === 'end') closeText();
       parts.push({
         type: 'data-phase',
         id: `phase-${num(d.phaseIndex)}`,
