@@ -42,7 +42,7 @@ function gated(steps: ScriptStep[], gate: Promise<void>, before = 1) {
     for (const [i, f] of frames.entries()) {
       if (i === before) await gate;
       if (res.destroyed) return;
-      res.write(`data: ${f.data}\n\n`);
+      res.write('data' in f ? `data: ${f.data}\n\n` : `: ${f.comment}\n\n`);
     }
     res.end();
   });
