@@ -9,6 +9,7 @@ import { ToolsModule } from './tools/tools.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { OrchestrationModule } from './orchestration/orchestration.module';
 import { ChatModule } from './chat/chat.module';
+import { UiStreamModule } from './ui-stream/ui-stream.module';
 import { HealthModule } from './health/health.module';
 import { WebModule } from './web/web.module';
 import { ObservabilityModule } from './observability/observability.module';
@@ -33,7 +34,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
+      imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, UiStreamModule, HealthModule, ObservabilityModule, WebModule, AdminModule,
         ThrottlerModule.forRootAsync({
           imports: [AdminModule],
           inject: [AppConfigService, RATE_LIMIT_WINDOWS],

@@ -16,10 +16,11 @@ import { TurnSlotRepository } from '../runs/repositories/turn-slot.repository';
 import { ProjectOwnership } from './project-ownership';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
+const runs = RunsModule.register({ imports: [conversationTables], store: ConversationRepository });
 
 /** Conversations, messages and commands; turns are built by orchestration and run by the run engine. */
 @Module({
-  imports: [conversationTables, OrchestrationModule, RunsModule.register({ imports: [conversationTables], store: ConversationRepository })],
+  imports: [conversationTables, OrchestrationModule, runs],
   controllers: [ChatController],
   providers: [
     ConversationRepository, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
@@ -28,6 +29,7 @@ const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMes
     { provide: PROJECT_OWNERSHIP, useExisting: ProjectOwnership },
     { provide: TURN_SLOT_STORE, useExisting: TurnSlotRepository },
   ],
-  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE],
+  // ChatService and the run engine (reconnect) for the edges that speak other wire formats
+  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, runs],
 })
 export class ChatModule {}

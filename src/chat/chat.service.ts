@@ -36,7 +36,12 @@ export class ChatService {
     private readonly commands: CommandStrategy,
   ) {}
 
-  async send(protocolName: ChatProtocol, dto: SendMessageDto, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
+  /**
+   * `opts.createMissing`: a `conversationId` that names no conversation yet starts one with that
+   * id (edges whose clients name their chats, e.g. the AI SDK's chat id), in the same statement
+   * as the turn; without it an unknown id is a 404.
+   */
+  async send(protocolName: ChatProtocol, dto: SendMessageDto, flow: ClientFlow, clientGone: AbortSignal, opts: { createMissing?: boolean } = {}): Promise<Observable<SentEvent>> {
     const projectId = dto.projectId ?? 'default';
     // a leading /command goes to the command registry, never to the model
     const protocol = isCommand(dto.content) ? this.commands : this.orchestration.protocol(protocolName);
@@ -54,7 +59,7 @@ export class ChatService {
       let conversation: Pick<ConversationEntity, 'id' | 'projectId' | 'settings'> | null = null;
       if (dto.conversationId) {
         conversation = await this.conversations.findById(dto.conversationId);
-        if (!conversation || conversation.projectId !== projectId) {
+        if (conversation ? conversation.projectId !== projectId : !opts.createMissing) {
           throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
         }
       }
@@ -62,7 +67,7 @@ export class ChatService {
       const contextWindow = await this.orchestration.contextWindow(model);
       const { history, lastTurnTools } = conversation ? await this.history(conversation.id, contextWindow) : { history: [], lastTurnTools: [] };
       // the conversation (when new), the user message and the run: one statement, all or nothing
-      const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content }, content: dto.content, requestId });
+      const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content, newId: dto.conversationId }, content: dto.content, requestId });
       conversation ??= { id: opening.conversationId, projectId, settings: {} };
       await this.runs
         .open(

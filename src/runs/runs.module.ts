@@ -43,7 +43,7 @@ export class RunsModule {
         RunDeletionService,
         TurnSlotRepository,
       ],
-      exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository],
+      exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository, RunEventsService],
     };
   }
 }

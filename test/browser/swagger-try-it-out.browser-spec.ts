@@ -76,6 +76,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
     Object.values(doc.paths).flatMap((item) => Object.values(item)).find((o) => o.operationId === operationId)?.requestBody?.content['application/json']?.example;
 
   const streamEnded = (text: string, last: 'done' | 'result') => new RegExp(`event: ${last}\\n`).test(text) && text.trimStart().startsWith('event: ');
+  /** The AI SDK UI message stream: data lines only, its finish part, then [DONE]. */
+  const uiStreamEnded = (text: string) => /"type":"finish"/.test(text) && /data: \[DONE\]\n\n$/.test(text);
 
   it('with the defaults (no keys, two-stage off): every example runs as it stands', async () => {
     const t = await startApp();
@@ -91,6 +93,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect([send.status, streamEnded(send.text, 'done')]).toEqual([200, true]);
       expect(JSON.parse(sent.get('POST /api/chat/messages')!)).toEqual(exampleOf(doc, 'sendMessage'));
       const conversationId = /"conversationId":"([0-9a-f-]{36})"/.exec(send.text)![1];
+      const ui = await run('sendUiMessage');
+      expect([ui.status, uiStreamEnded(ui.text)]).toEqual([200, true]);
 
       const twoStage = await run('sendMessageTwoStage');
       expect([twoStage.status, JSON.parse(twoStage.text).error]).toEqual([404, 'two_stage_disabled']);
@@ -142,6 +146,9 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       const send = await run('sendMessage');
       expect([send.status, streamEnded(send.text, 'done')]).toEqual([200, true]);
       const conversationId = /"conversationId":"([0-9a-f-]{36})"/.exec(send.text)![1];
+
+      const ui = await run('sendUiMessage');
+      expect([ui.status, uiStreamEnded(ui.text)]).toEqual([200, true]);
 
       const twoStage = await run('sendMessageTwoStage');
       expect([twoStage.status, streamEnded(twoStage.text, 'done')]).toEqual([200, true]);

@@ -5,6 +5,8 @@ import { startApp, type TestApp } from '../support/app';
 
 const COMMITTED = join(__dirname, '..', '..', 'docs', 'openapi.json');
 const REGENERATE = 'npm run openapi';
+/** The AI SDK UI message stream routes: `data:` lines only (no event names), ending `data: [DONE]`. */
+const UI_STREAMS = new Set(['sendUiMessage', 'resumeUiStream']);
 
 type Json = unknown;
 type MediaType = { schema: Record<string, unknown>; example?: unknown; examples?: Record<string, { summary: string; value: Record<string, unknown> }> };
@@ -67,7 +69,7 @@ describe('the OpenAPI document', () => {
 
   it('documents the SSE routes as text/event-stream with a schema per event type', () => {
     const streams = operations(served).filter(([, , op]) => op.responses['200']?.content?.['text/event-stream']);
-    expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'resumeTwoStageRun', 'sendMessage', 'sendMessageTwoStage', 'streamRunEvents']);
+    expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'resumeTwoStageRun', 'resumeUiStream', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage', 'streamRunEvents']);
     const send = served.paths['/api/chat/messages'].post.responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
     const events = Object.fromEntries(send.oneOf.map((o) => [o.properties.event.enum[0], o.properties.data.$ref]));
     expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'paused', 'done']);
@@ -114,6 +116,12 @@ describe('the OpenAPI document', () => {
       const stream = op.responses['200']?.content?.['text/event-stream'];
       if (!stream) continue;
       const names = [...String(stream.example).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+      if (UI_STREAMS.has(op.operationId)) {
+        // the AI SDK UI message stream: data lines only, a part each, then [DONE]
+        const parts = [...String(stream.example).matchAll(/^data: (.*)$/gm)].map((m) => m[1]);
+        expect([op.operationId, names, JSON.parse(parts[0]).type, JSON.parse(parts.at(-2)!).type, parts.at(-1), parts.some((p) => p.includes('"text-delta"'))]).toEqual([op.operationId, [], 'start', 'finish', '[DONE]', true]);
+        continue;
+      }
       if (op.operationId === 'executeToolsStream') expect([names[0], names.at(-1)]).toEqual(['progress', 'result']);
       else expect([op.operationId, names[0], names.at(-1), names.includes('chunk')]).toEqual([op.operationId, 'start', 'done', true]);
       for (const data of String(stream.example).matchAll(/^data: (.*)$/gm)) expect(() => JSON.parse(data[1])).not.toThrow();
@@ -132,11 +140,12 @@ describe('the OpenAPI document', () => {
       // two-stage is off by default: its documented answer
       if (op.operationId === 'sendMessageTwoStage') expect([op.operationId, res.status, JSON.parse(text).error]).toEqual([op.operationId, 404, 'two_stage_disabled']);
       else expect([op.operationId, res.status]).toEqual([op.operationId, 200]);
-      if (res.headers.get('content-type')?.startsWith('text/event-stream')) expect(text).toMatch(/event: (done|result)\n/);
+      if (UI_STREAMS.has(op.operationId)) expect([op.operationId, res.headers.get('x-vercel-ai-ui-message-stream'), text]).toEqual([op.operationId, 'v1', expect.stringMatching(/"type":"finish"[^\n]*\n\n(id: \d+\n)?data: \[DONE\]\n\n$/)]);
+      else if (res.headers.get('content-type')?.startsWith('text/event-stream')) expect(text).toMatch(/event: (done|result)\n/);
       if (op.operationId === 'executeTools') expect(JSON.parse(text)).toMatchObject({ isSuccess: true, error: null, executions: [{ toolName: 'list_files', outcome: 'success', isError: false }] });
       tried.push(op.operationId);
     }
-    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'sendMessage', 'sendMessageTwoStage']);
+    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage']);
   });
 
   it('describes the error body of every error answer', () => {

@@ -22,7 +22,7 @@ export class ConversationRepository {
    * conversation when the turn starts one, and the user message. Ids are made here, so nothing
    * needs reading back; the rows' timestamps are the database's.
    */
-  opening(p: { conversation: { id: string } | { projectId: string; title: string }; content: string; requestId: string }): {
+  opening(p: { conversation: { id: string } | { projectId: string; title: string; newId?: string }; content: string; requestId: string }): {
     conversationId: string;
     userMessageId: string;
     prelude: StatementPrelude;
@@ -30,7 +30,7 @@ export class ConversationRepository {
     const params: unknown[] = [];
     const $ = (v: unknown) => `$${params.push(v)}`;
     const ctes: string[] = [];
-    const conversationId = 'id' in p.conversation ? p.conversation.id : randomUUID();
+    const conversationId = 'id' in p.conversation ? p.conversation.id : (p.conversation.newId ?? randomUUID());
     if (!('id' in p.conversation)) {
       ctes.push(`opened_conversation AS (INSERT INTO conversations (id, project_id, title) VALUES (${$(conversationId)}::uuid, ${$(p.conversation.projectId)}, ${$(p.conversation.title.slice(0, 120))}))`);
     }

@@ -87,6 +87,7 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   sendMessageTwoStage: ['model_not_allowed', 'two_stage_disabled', 'conversation_not_found', 'database_unavailable', ...TURN],
   resumeTwoStageRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'resume_in_progress', 'run_cancelled', 'run_finished_resume', 'run_not_latest_checkpoint', 'run_not_resumable', ...TURN],
   forkRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'fork_running', 'run_not_resumable', ...TURN],
+  sendUiMessage: ['model_not_allowed', 'conversation_not_found', 'database_unavailable', ...TURN],
   listConversationMessages: ['conversation_not_found'],
   renameConversation: ['conversation_not_found'],
   updateConversationSettings: ['model_not_allowed', 'conversation_not_found'],

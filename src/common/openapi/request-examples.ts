@@ -20,6 +20,12 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
     mode: 'act',
     options: { maxPhaseCycles: 3, maxDuplicateAttempts: 3, debugShowToolResults: false, detach: false },
   },
+  // what the AI SDK's DefaultChatTransport sends; a chat id seen first starts its conversation
+  sendUiMessage: {
+    id: 'my-first-chat',
+    messages: [{ id: 'msg-1', role: 'user', parts: [{ type: 'text', text: 'List the files of this project' }] }],
+    trigger: 'submit-message',
+  },
   // a run of yours: a two-stage run's requestId (its start event) and one of its checkpoints (GET /api/chat/runs/{requestId})
   resumeTwoStageRun: { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', resumeFromPhaseIndex: 2 },
   // any checkpoint of one of your two-stage runs that is not running (the run's id goes in the path)

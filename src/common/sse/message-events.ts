@@ -8,7 +8,8 @@ export const KEEP_ALIVE_MS = 15_000;
 /** An event as it goes on the wire: SSE id, event name, JSON data. */
 export interface WireMessage {
   id?: number | string;
-  type: string;
+  /** the SSE event name; none for formats that send only `data:` lines (the AI SDK's UI message stream) */
+  type?: string;
   data: unknown;
   /** `data` already serialized, sent as is */
   json?: string;

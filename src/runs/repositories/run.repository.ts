@@ -184,6 +184,19 @@ export class RunRepository {
   }
 
   /**
+   * The newest run of a conversation that has not ended (its stream is still live), for the edges
+   * that reconnect by conversation rather than by run; undefined when none. A paused run's stream
+   * has ended (`paused`), so it is not one.
+   */
+  async activeOf(conversationId: string): Promise<string | undefined> {
+    const rows = (await this.runs.query(
+      `SELECT request_id FROM runs WHERE conversation_id = $1 AND status NOT IN ('paused', 'completed', 'cancelled', 'failed') ORDER BY created_at DESC LIMIT 1`,
+      [conversationId],
+    )) as Array<{ request_id: string }>;
+    return rows[0]?.request_id ?? undefined;
+  }
+
+  /**
    * The runs of a conversation, oldest first, locked in `m`'s transaction (FOR UPDATE: a cancel,
    * resume or sweep racing a deletion waits for it, then finds nothing).
    */

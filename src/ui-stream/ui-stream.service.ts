@@ -1,0 +1,95 @@
+import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { concatMap, defer, endWith, type Observable } from 'rxjs';
+import { ChatService } from '../chat/chat.service';
+import type { SendMessageDto } from '../chat/dto/send-message.dto';
+import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/project-ownership.port';
+import type { ClientFlow } from '../common/sse/client-flow';
+import type { WireMessage } from '../common/sse/message-events';
+import { RunRepository } from '../runs/repositories/run.repository';
+import type { SentEvent } from '../runs/run-event-bus.service';
+import { RunEventsService } from '../runs/run-events.service';
+import { conversationIdForChat } from './chat-id';
+import type { UiChatRequestDto, UiMessageDto } from './dto/ui-chat-request.dto';
+import { INITIAL_UI_STREAM_STATE, toUiParts } from './ui-stream.mapper';
+
+/** The response header the AI SDK's transports look for. */
+export const UI_MESSAGE_STREAM_HEADER = 'x-vercel-ai-ui-message-stream';
+export const UI_MESSAGE_STREAM_VERSION = 'v1';
+
+/** The chat routes' limit on a message's text (SendMessageDto.content). */
+const MAX_CONTENT = 32_000;
+
+/**
+ * The AI SDK UI message stream edge: a `DefaultChatTransport` request becomes a unified chat turn
+ * (ChatService, as the chat route starts one), and the run's events, live or read back for a
+ * resume, become UI message stream parts (ui-stream.mapper).
+ */
+@Injectable()
+export class UiStreamService {
+  constructor(
+    private readonly chat: ChatService,
+    private readonly runs: RunRepository,
+    private readonly runEvents: RunEventsService,
+    @Inject(PROJECT_OWNERSHIP) private readonly ownership: ProjectOwnershipPort,
+  ) {}
+
+  /**
+   * A turn for the chat's last user message, in the conversation the chat id maps to (created
+   * with the turn when the chat is new). Refused with 400 before anything is stored when the last
+   * message is not a user message with text.
+   */
+  async send(dto: UiChatRequestDto, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<WireMessage>> {
+    const projectId = dto.projectId ?? 'default';
+    const message: SendMessageDto = {
+      projectId,
+      conversationId: conversationIdForChat(projectId, dto.id),
+      content: lastUserText(dto.messages),
+      ...(dto.mode !== undefined && { mode: dto.mode }),
+      ...(dto.options !== undefined && { options: dto.options }),
+    };
+    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true }));
+  }
+
+  /**
+   * The chat's active run, from its first stored event (the AI SDK replaces the message it was
+   * streaming with the replay), then live until it ends; null when the chat has no active run in
+   * this project (the route answers 204).
+   */
+  async resume(projectId: string, chatId: string, flow: ClientFlow, stop: AbortSignal): Promise<Observable<WireMessage> | null> {
+    const conversationId = conversationIdForChat(projectId, chatId);
+    // another project's chat is answered like an unknown one: its existence is not revealed
+    if ((await this.ownership.conversationProject(conversationId)) !== projectId) return null;
+    const requestId = await this.runs.activeOf(conversationId);
+    if (!requestId) return null;
+    return uiMessageStream(this.runEvents.follow(requestId, 0, flow, stop));
+  }
+}
+
+/** A run's events as UI message stream parts, one `data:` line each, then `[DONE]` as the AI SDK's own servers end it. */
+export function uiMessageStream(events: Observable<SentEvent>): Observable<WireMessage> {
+  return defer(() => {
+    let state = INITIAL_UI_STREAM_STATE;
+    return events.pipe(
+      concatMap((event) => {
+        const mapped = toUiParts(state, event);
+        state = mapped.state;
+        return mapped.parts.map((part): WireMessage => ({ data: part }));
+      }),
+      endWith<WireMessage>({ data: '[DONE]', json: '[DONE]' }),
+    );
+  });
+}
+
+/** The new message: the text parts of the last message, which must be the user's. */
+function lastUserText(messages: UiMessageDto[]): string {
+  const last = messages.at(-1)!;
+  if (last.role !== 'user') throw new BadRequestException(`the last of messages must be the user's message (got role "${last.role}"); nothing was stored`);
+  const other = [...new Set(last.parts.map((p) => p.type).filter((t) => t !== 'text'))];
+  if (other.length) throw new BadRequestException(`the last user message may only have text parts (got ${other.map((t) => JSON.stringify(t)).join(', ')}); nothing was stored`);
+  const texts = last.parts.map((p) => p.text);
+  if (texts.some((t) => typeof t !== 'string')) throw new BadRequestException('each text part of the last user message must have a string text; nothing was stored');
+  const content = texts.join('\n');
+  if (!content.trim()) throw new BadRequestException('the last user message has no text; nothing was stored');
+  if (content.length > MAX_CONTENT) throw new BadRequestException(`the last user message's text must be at most ${MAX_CONTENT} characters (got ${content.length}); nothing was stored`);
+  return content;
+}
