@@ -6,7 +6,7 @@ import { responseFlow } from '../common/sse/client-flow';
 import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
 import { RunEventsQueryDto } from './dto/run.dto';
 import { RunEventsService } from './run-events.service';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiHeader, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { RUN_EVENTS } from './dto/run-event.dto';
@@ -99,14 +99,6 @@ export class RunsController {
   @ApiOperation({
     operationId: 'decideApproval',
     summary: 'Approve (optionally with edited arguments) or deny a tool call the run waits for, from any instance; the run goes on with approval_decided',
-  })
-  @ApiBody({
-    type: DecideApprovalDto,
-    examples: {
-      approve: { value: { decision: 'approve' } },
-      edit: { value: { decision: 'approve', arguments: { path: 'docs/roadmap.md' } } },
-      deny: { value: { decision: 'deny', reason: 'not this file' } },
-    },
   })
   @ApiOkResponse({ type: ApprovalDto, description: 'the approval as stored after the decision' })
   @ApiBadRequestResponse({ description: 'invalid body; invalid_approval: arguments with deny, or edited arguments the tool refuses (the body lists errors); nothing changed' })
