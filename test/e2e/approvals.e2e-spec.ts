@@ -1,5 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent, type SseResponse } from '../support/sse-client';
@@ -231,6 +233,29 @@ describe('approvals on the two-stage route', () => {
     expect(asked.data).toMatchObject({ tool: 'list_files', reason: 'conversation_always' });
     await decide(asked.data.requestId as string, asked.data.approvalId as string, { decision: 'approve' });
     expect((await turn.stream).events.at(-1)!.data).toMatchObject({ stopReason: 'final_answer' });
+  });
+
+  it('the sweeper closes a run whose instance died while it waited (instance_lost) and voids its approval', async () => {
+    const ds = t.app.get(DataSource);
+    llm.enqueue(respond.turn([{ text: 'hi' }]));
+    const res = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'x' } });
+    const conversationId = res.events[0].data.conversationId as string;
+    const requestId = '22222222-2222-4222-8222-222222222222';
+    const approvalId = '33333333-3333-4333-8333-333333333333';
+    await ds.query(
+      `INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, lease_owner, lease_expires_at)
+       VALUES ($1, $2, 'default', 'two-stage', 'awaiting_approval', 'dead-host', now() - interval '1 minute')`,
+      [requestId, conversationId],
+    );
+    await ds.query(
+      `INSERT INTO approvals (id, request_id, project_id, tool, call_id, arguments, reason, status, expires_at)
+       VALUES ($1, $2, 'default', 'read_file', 'call_1', '{}'::jsonb, 'configured', 'pending', now() + interval '1 hour')`,
+      [approvalId, requestId],
+    );
+    expect(await t.app.get(RunSweeperService).sweep()).toEqual([requestId]);
+    expect((await getJson(`/api/chat/runs/${requestId}`)).status).toBe('failed');
+    expect((await getJson(`/api/chat/runs/${requestId}/approvals`))[0]).toMatchObject({ status: 'void', decisionReason: 'instance_lost' });
+    expect((await decide(requestId, approvalId, { decision: 'approve' })).status).toBe(409);
   });
 
   it('unknown approvals are 404', async () => {
