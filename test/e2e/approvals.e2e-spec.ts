@@ -258,7 +258,7 @@ describe('approvals on the two-stage route', () => {
     expect((await decide(requestId, approvalId, { decision: 'approve' })).status).toBe(409);
   });
 
-  it('unknown approvals are 404', async () => {
+  it('unknown approvals are 404; of two concurrent decisions exactly one wins', async () => {
     scriptRead();
     const turn = startTurn(t, {});
     const asked = await turn.asked;
@@ -267,7 +267,9 @@ describe('approvals on the two-stage route', () => {
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error).toBe('approval_not_found');
     expect((await decide('00000000-0000-4000-8000-000000000001', asked.data.approvalId as string, { decision: 'approve' })).status).toBe(404);
-    await decide(requestId, asked.data.approvalId as string, { decision: 'deny' });
+    // two decisions at once: exactly one wins
+    const both = await Promise.all([decide(requestId, asked.data.approvalId as string, { decision: 'deny' }), decide(requestId, asked.data.approvalId as string, { decision: 'approve' })]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
     await turn.stream;
   });
 });
