@@ -86,7 +86,7 @@ describe('approvals on the two-stage route', () => {
 
     const ok = await decide(requestId, asked.data.approvalId as string, { decision: 'approve' });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toMatchObject({ status: 'approved', decision: 'approve', edited: false, decidedBy: null });
+    expect(await ok.json()).toMatchObject({ status: 'approved', decision: 'approve', edited: false, by: null });
     const res = await turn.stream;
     checkEnvelope(res.events);
     const decided = res.events.find((e) => e.event === 'approval_decided')!;
@@ -150,7 +150,7 @@ describe('approvals on the two-stage route', () => {
     expect(res.events.find((e) => e.event === 'approval_decided')!.data).toMatchObject({ decision: 'deny', by: 'timeout', reason: 'timeout' });
     expect(res.events.at(-1)!.data).toMatchObject({ stopReason: 'final_answer' });
     expect(modelSaw(1)).toContain('declined');
-    expect((await getJson(`/api/chat/runs/${asked.data.requestId}/approvals`))[0]).toMatchObject({ status: 'expired', decision: 'deny', decidedBy: 'timeout' });
+    expect((await getJson(`/api/chat/runs/${asked.data.requestId}/approvals`))[0]).toMatchObject({ status: 'expired', decision: 'deny', by: 'timeout' });
     expect((await decide(asked.data.requestId as string, asked.data.approvalId as string, { decision: 'approve' })).status).toBe(409);
     expect((await post('/api/chat/messages_two_stage', { content: 'x', options: { approvalTimeoutMs: 10 } })).status).toBe(400);
   });
@@ -313,7 +313,7 @@ describe('approvals with keys bound to projects', () => {
     expect((await as(b.key)).status).toBe(404);
     expect((await (await as(a.key)).json())[0]).toMatchObject({ status: 'pending' });
     const ok = await as(a.key, { decision: 'approve' });
-    expect(await ok.json()).toMatchObject({ status: 'approved', decidedBy: a.id });
+    expect(await ok.json()).toMatchObject({ status: 'approved', by: a.id });
     expect((await turn.stream).events.find((e) => e.event === 'approval_decided')!.data).toMatchObject({ by: a.id });
   });
 });

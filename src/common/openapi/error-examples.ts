@@ -77,7 +77,7 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   approval_not_found: example(404, 'approval_not_found', `Run ${RUN} has no approval 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11`, 'the run never asked for that approval'),
   approval_not_pending: example(409, 'approval_not_pending', 'Approval 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11 is already approved by key_12ab', 'already decided, expired or void; says which, and by whom', {
     status: 'approved',
-    decidedBy: 'key_12ab',
+    by: 'key_12ab',
     decidedAt: '2026-11-27T13:45:00.000Z',
   }),
   run_not_awaiting: example(409, 'run_not_awaiting', `Run ${RUN} is paused; it does not wait for a decision`, 'the run does not wait for a decision (paused, cancelled, finished)', { status: 'paused' }),

@@ -36,7 +36,7 @@ export class ApprovalDto {
   decisionReason: string | null;
   @ApiProperty({ description: 'approved with arguments a person edited' }) edited: boolean;
   @ApiProperty({ nullable: true, type: 'object', additionalProperties: true, description: 'the edited arguments, when edited' }) editedArguments: Record<string, unknown> | null;
-  @ApiProperty({ nullable: true, type: String, description: 'the API key id that decided (null without keys); `timeout` when it expired' }) decidedBy: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'who decided: the API key id (null without keys); `timeout` when it expired' }) by: string | null;
   @ApiProperty() createdAt: string;
   @ApiProperty() expiresAt: string;
   @ApiProperty({ nullable: true, type: String }) decidedAt: string | null;
@@ -55,7 +55,7 @@ export function mapApproval(a: ApprovalEntity): ApprovalDto {
     decisionReason: a.decisionReason,
     edited: a.edited,
     editedArguments: a.editedArguments,
-    decidedBy: a.decidedBy,
+    by: a.decidedBy,
     createdAt: a.createdAt.toISOString(),
     expiresAt: a.expiresAt.toISOString(),
     decidedAt: a.decidedAt?.toISOString() ?? null,

@@ -176,7 +176,7 @@ function notPending(a: ApprovalEntity): RunsException {
   const why = a.status === 'void' ? ` (the run was ${a.decisionReason ?? 'stopped'})` : a.status === 'expired' ? ' (it timed out)' : '';
   return new RunsException(RunsExceptionCode.APPROVAL_NOT_PENDING, `Approval ${a.id} is already ${a.status}${by}${why}`, {
     status: a.status,
-    decidedBy: a.decidedBy,
+    by: a.decidedBy,
     decidedAt: a.decidedAt?.toISOString() ?? null,
   });
 }

@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * on any instance (or after the instance that asked died) finds it; a run waiting for one has
  * the status `awaiting_approval`. Deleting a run deletes its approvals.
  */
-export class Approvals1764400000000 implements MigrationInterface {
-  name = 'Approvals1764400000000';
+export class Approvals1764440000000 implements MigrationInterface {
+  name = 'Approvals1764440000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_status_check`);
