@@ -71,7 +71,7 @@ export class ChatService {
       conversation ??= { id: opening.conversationId, projectId, settings: {} };
       await this.runs
         .open(
-          { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model } },
+          { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model, ...(options.approvalTimeoutMs !== undefined && { approvalTimeoutMs: options.approvalTimeoutMs }) } },
           opening.prelude,
         )
         .catch((err: unknown) => {
@@ -109,6 +109,7 @@ export class ChatService {
         opening: [{ type: 'start', protocol: protocol.name, userMessageId, model: turn.model }],
         lastSeq: 0,
         priorContent: '',
+        approvals: { setting: conversation.settings?.approvals ?? 'policy', timeoutMs: options.approvalTimeoutMs },
       },
       flow,
       clientGone,
@@ -191,6 +192,7 @@ export class ChatService {
         priorContent: point.priorContent,
         priorSteps: point.priorSteps,
         fork: lineage,
+        approvals: { setting: conversation.settings?.approvals ?? 'policy', timeoutMs: opts.approvalTimeoutMs },
       },
       flow,
       clientGone,

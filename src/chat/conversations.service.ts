@@ -33,6 +33,7 @@ export class ConversationsService {
     if (dto.model !== undefined) patch.model = dto.model;
     if (dto.orchestratorEnabled !== undefined) patch.orchestratorEnabled = dto.orchestratorEnabled;
     if (dto.customInstructions !== undefined) patch.customInstructions = dto.customInstructions;
+    if (dto.approvals !== undefined) patch.approvals = dto.approvals;
     const updated = await this.repo.updateSettings(id, patch);
     return mapConversation(updated!);
   }

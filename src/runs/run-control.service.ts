@@ -12,6 +12,10 @@ export class RunAbortedError extends Error {
 interface LiveRun {
   abort: AbortController;
   pause: boolean;
+  /** woken by a pause request (a run waiting for a person pauses at once, not at its next checkpoint) */
+  onPause: Set<() => void>;
+  /** waiting for a person's decision: a client that leaves does not cancel it */
+  awaiting: boolean;
 }
 
 /** NOTIFY channel of cancel/pause requests; payload `{"requestId","control"}`. */
@@ -48,7 +52,7 @@ export class RunControlService implements OnModuleInit {
   }
 
   attach(requestId: string): LiveRun {
-    const run: LiveRun = { abort: new AbortController(), pause: false };
+    const run: LiveRun = { abort: new AbortController(), pause: false, onPause: new Set(), awaiting: false };
     this.live.set(requestId, run);
     return run;
   }
@@ -73,7 +77,31 @@ export class RunControlService implements OnModuleInit {
     const run = this.live.get(requestId);
     if (!run) return false;
     run.pause = true;
+    for (const wake of run.onPause) wake();
     return true;
+  }
+
+  /** Calls `fn` when a pause is requested for this run (at once when it already was); returns the unsubscribe. */
+  whenPauseRequested(requestId: string, fn: () => void): () => void {
+    const run = this.live.get(requestId);
+    if (!run) return () => undefined;
+    if (run.pause) {
+      fn();
+      return () => undefined;
+    }
+    run.onPause.add(fn);
+    return () => run.onPause.delete(fn);
+  }
+
+  /** Marks the run as waiting for a person (or no longer). */
+  setAwaiting(requestId: string, awaiting: boolean): void {
+    const run = this.live.get(requestId);
+    if (run) run.awaiting = awaiting;
+  }
+
+  /** Whether the run waits for a person here: its client may leave without cancelling it. */
+  isAwaiting(requestId: string): boolean {
+    return this.live.get(requestId)?.awaiting ?? false;
   }
 
   pauseRequested(requestId: string): boolean {

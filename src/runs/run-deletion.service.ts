@@ -36,7 +36,7 @@ export class RunDeletionService {
   async deleteConversationRuns(m: EntityManager, conversationId: string): Promise<DeletedRuns> {
     // locked: a cancel, resume or sweep racing the deletion waits for it, then finds nothing
     const rows = await this.runs.lockConversationRuns(m, conversationId);
-    const running = rows.find((r) => r.status === 'running');
+    const running = rows.find((r) => r.status === 'running' || r.status === 'awaiting_approval');
     if (running) {
       throw new RunsException(
         RunsExceptionCode.RUN_IN_PROGRESS,

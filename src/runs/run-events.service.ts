@@ -31,7 +31,7 @@ export class RunEventsService {
   async hasMore(requestId: string, afterSeq: number): Promise<boolean> {
     const run = await this.runs.findById(requestId);
     if (!run) throw new RunsException(RunsExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
-    if (run.status === 'running') return true;
+    if (run.status === 'running' || run.status === 'awaiting_approval') return true;
     return (await this.events.listAfter(requestId, afterSeq, 1)).length > 0;
   }
 
@@ -81,7 +81,7 @@ export class RunEventsService {
         if (rows.length === 0 && !waitForEnd) {
           const run = await this.runs.findById(requestId);
           // an ended run with nothing more to send: the stream is complete
-          if (!run || run.status !== 'running') {
+          if (!run || (run.status !== 'running' && run.status !== 'awaiting_approval')) {
             const more = await this.events.listAfter(requestId, last, 1);
             if (more.length === 0) break;
             continue;

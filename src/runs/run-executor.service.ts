@@ -21,6 +21,7 @@ import { TurnStepsRecorder } from './turn-steps';
 import { forkOf, RunFailures, type Leg } from './run-failures';
 import { INSTANCE_ID, keepLease } from './run-lease';
 import type { TurnStep } from './answer-store.port';
+import { ApprovalsService } from './approvals/approvals.service';
 
 export { INSTANCE_ID } from './run-lease';
 
@@ -64,6 +65,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     @Optional() secrets?: SecretRegistry,
+    // absent only where no run asks for approvals (the service benchmark builds the executor by hand)
+    @Optional() private readonly approvals?: ApprovalsService,
   ) {
     this.secrets = secrets ?? SecretRegistry.fromConfig(config);
     const leaseMs = () => config.get('RUN_LEASE_MS');
@@ -118,7 +121,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   /** Sends the opening events, then every event of the protocol, until it ends. */
   private async drive(p: ExecuteRunParams, stream: RunStream, leg: Leg, signal: AbortSignal, state: RunState): Promise<void> {
     const protocol = p.turn.protocol;
-    const ctx = p.turn.context(signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
+    const base = p.turn.context(signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
+    // calls that need a person wait for a decision through the run engine (any instance decides)
+    const ctx = p.approvals && this.approvals ? { ...base, approvals: this.approvals.port(p.requestId, p.approvals.setting) } : base;
     for (const ev of p.opening) await stream.emit(ev);
     // a secret split across two chunks is masked too: the end of a chunk that may start one waits
     const split = new SplitSecretGuard(this.secrets.values());
@@ -213,10 +218,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         await this.finish(p, stream, { ...ev, fullContent: leg.content }, leg.steps.steps());
         return 'done';
       case 'approval_required':
+        return this.approvalRequired(p, stream, ev);
       case 'approval_decided':
-        // stored and sent as they come; approvals (runs/approvals) add the waiting status and the record
-        await stream.emit(ev);
-        return null;
+        return this.approvalDecided(p, stream, ev);
       case 'tool_calls':
       case 'tool_progress':
       case 'tool_phase':
@@ -231,10 +235,45 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     }
   }
 
+  /**
+   * A call waits for a person: the approval is stored (once: asked again after a takeover, it
+   * was sent already), the run is marked `awaiting_approval`, and the event, with its expiry, is
+   * traced, stored and sent.
+   */
+  private async approvalRequired(p: ExecuteRunParams, stream: RunStream, ev: Extract<ProtocolEvent, { type: 'approval_required' }>): Promise<null> {
+    const timeoutMs = p.approvals?.timeoutMs ?? this.config.get('APPROVAL_TIMEOUT_MS');
+    const { fresh, expiresAt } = await this.approvals!.open({ requestId: p.requestId, projectId: p.projectId }, ev, timeoutMs);
+    if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, true))) throw new LeaseLostError(p.requestId);
+    this.control.setAwaiting(p.requestId, true);
+    if (!fresh) return null;
+    this.trace.record({
+      requestId: p.requestId,
+      projectId: p.projectId,
+      type: 'approval_requested',
+      details: { approvalId: ev.approvalId, tool: ev.tool, callId: ev.callId, reason: ev.reason, expiresAt },
+    });
+    await stream.emit({ ...ev, expiresAt });
+    return null;
+  }
+
+  /** The decision arrived: the run is `running` again, and the decision traced, stored and sent. */
+  private async approvalDecided(p: ExecuteRunParams, stream: RunStream, ev: Extract<ProtocolEvent, { type: 'approval_decided' }>): Promise<null> {
+    if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, false))) throw new LeaseLostError(p.requestId);
+    this.control.setAwaiting(p.requestId, false);
+    this.trace.record({
+      requestId: p.requestId,
+      projectId: p.projectId,
+      type: 'approval_decided',
+      details: { approvalId: ev.approvalId, decision: ev.decision, keyId: ev.by, edited: ev.edited, waitMs: await this.approvals!.waitedMs(ev.approvalId), ...(ev.reason ? { reason: ev.reason } : {}) },
+    });
+    await stream.emit(ev);
+    return null;
+  }
+
   /** Stores the assistant message once, then sends `done` with its id and closes the run. */
   private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>, steps: TurnStep[]): Promise<void> {
     const status: AnswerStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
-    const runStatus: Exclude<RunStatus, 'running' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
+    const runStatus: Exclude<RunStatus, 'running' | 'awaiting_approval' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
     await stream.flush();
     if (stream.error) throw stream.error;
     const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {

@@ -1,4 +1,5 @@
 import type { Turn } from '../orchestration/turn';
+import type { ApprovalSetting } from '../tools/tool-definition';
 import type { TurnStep } from './answer-store.port';
 import type { SentEvent } from './run-event-bus.service';
 import type { EnvelopeState, WireEvent } from './run-stream';
@@ -31,4 +32,9 @@ export interface ExecuteRunParams {
   priorSteps?: TurnStep[];
   /** a fork: the run and checkpoint it continues from (kept with the answer) */
   fork?: { parentRequestId: string; fromPhaseIndex: number };
+  /**
+   * tool calls that wait for a person: the conversation's setting and how long a call waits
+   * (unset: APPROVAL_TIMEOUT_MS). Absent: no call waits.
+   */
+  approvals?: { setting: ApprovalSetting; timeoutMs?: number };
 }

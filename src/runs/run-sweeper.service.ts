@@ -6,6 +6,7 @@ import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { forkPrefix, textUpTo } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
+import { ApprovalRepository } from './repositories/approval.repository';
 import { RunEventBus } from './run-event-bus.service';
 import { runEnvelope, type EnvelopeState } from './run-stream';
 import { TurnStepsRecorder } from './turn-steps';
@@ -31,6 +32,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     private readonly bus: RunEventBus,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    private readonly approvals: ApprovalRepository,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -50,6 +52,8 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const closed: string[] = [];
     try {
       for (const run of await this.runs.claimExpired()) {
+        // a run that waited for a person is closed like a running one (for now): its approval is void
+        await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch((err) => this.logger.warn(`could not void the approvals of run ${run.requestId}: ${(err as Error).message}`));
         await this.closeFromStoredEvents(run, 'failed').catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
         closed.push(run.requestId);
       }

@@ -1,5 +1,5 @@
-import { BadRequestException, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Res, Sse } from '@nestjs/common';
-import type { Response } from 'express';
+import { BadRequestException, Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Req, Res, Sse } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { EMPTY, map, type Observable } from 'rxjs';
 import { responseFlow } from '../common/sse/client-flow';
@@ -13,6 +13,9 @@ import { RUN_EVENTS } from './dto/run-event.dto';
 import { RunDto } from './dto/run.dto';
 import { RunsService } from './runs.service';
 import { QueryTokenAllowed } from '../common/auth/public.decorator';
+import { LOCAL_PRINCIPAL, principalOf } from '../common/auth/principal';
+import { ApprovalDto, DecideApprovalDto } from './approvals/approval.dto';
+import { ApprovalsService } from './approvals/approvals.service';
 
 @ApiTags('runs')
 @Controller('api/chat/runs')
@@ -20,6 +23,7 @@ export class RunsController {
   constructor(
     private readonly runs: RunsService,
     private readonly runEvents: RunEventsService,
+    private readonly approvals: ApprovalsService,
   ) {}
 
   @Get(':requestId')
@@ -78,5 +82,36 @@ export class RunsController {
   @ApiConflictResponse({ description: 'the run is not running' })
   pause(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<RunDto> {
     return this.runs.pause(requestId);
+  }
+
+  @Get(':requestId/approvals')
+  @ProjectScope('run:requestId')
+  @ApiOperation({ operationId: 'listRunApprovals', summary: 'The run\'s approvals, oldest first: what was asked (arguments as shown), status, decision, who decided, when' })
+  @ApiOkResponse({ type: [ApprovalDto] })
+  @ApiNotFoundResponse({ description: 'unknown run' })
+  listApprovals(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<ApprovalDto[]> {
+    return this.approvals.list(requestId);
+  }
+
+  @Post(':requestId/approvals/:approvalId')
+  @ProjectScope('run:requestId')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'decideApproval',
+    summary: 'Approve (optionally with edited arguments) or deny a tool call the run waits for, from any instance; the run goes on with approval_decided',
+  })
+  @ApiOkResponse({ type: ApprovalDto, description: 'the approval as stored after the decision' })
+  @ApiBadRequestResponse({ description: 'invalid body; invalid_approval: arguments with deny, or edited arguments the tool refuses (the body lists errors); nothing changed' })
+  @ApiNotFoundResponse({ description: 'run_not_found (or another project\'s run); approval_not_found: the run asked for no such approval' })
+  @ApiConflictResponse({ description: 'approval_not_pending: already approved, denied, expired or void (the body says which, and by whom); run_not_awaiting' })
+  decideApproval(
+    @Param('requestId', new ParseUUIDPipe()) requestId: string,
+    @Param('approvalId', new ParseUUIDPipe()) approvalId: string,
+    @Body() body: DecideApprovalDto,
+    @Req() req: Request,
+  ): Promise<ApprovalDto> {
+    const principal = principalOf(req);
+    // without keys nobody is named: the local user
+    return this.approvals.decide(requestId, approvalId, body, principal === LOCAL_PRINCIPAL ? null : principal.keyId);
   }
 }

@@ -8,6 +8,10 @@ export enum RunsExceptionCode {
   CHECKPOINT_NOT_FOUND = 'checkpoint_not_found',
   RESUME_IN_PROGRESS = 'resume_in_progress',
   RUN_IN_PROGRESS = 'run_in_progress',
+  APPROVAL_NOT_FOUND = 'approval_not_found',
+  APPROVAL_NOT_PENDING = 'approval_not_pending',
+  RUN_NOT_AWAITING = 'run_not_awaiting',
+  INVALID_APPROVAL = 'invalid_approval',
 }
 
 const RUNS_STATUS: Record<RunsExceptionCode, number> = {
@@ -18,6 +22,10 @@ const RUNS_STATUS: Record<RunsExceptionCode, number> = {
   [RunsExceptionCode.RUN_CANCELLED]: 409,
   [RunsExceptionCode.RESUME_IN_PROGRESS]: 409,
   [RunsExceptionCode.RUN_IN_PROGRESS]: 409,
+  [RunsExceptionCode.APPROVAL_NOT_FOUND]: 404,
+  [RunsExceptionCode.APPROVAL_NOT_PENDING]: 409,
+  [RunsExceptionCode.RUN_NOT_AWAITING]: 409,
+  [RunsExceptionCode.INVALID_APPROVAL]: 400,
 };
 
 export class RunsException extends codedException(RUNS_STATUS) {}

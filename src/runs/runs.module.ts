@@ -4,6 +4,10 @@ import { OrchestrationModule } from '../orchestration/orchestration.module';
 import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { RunEventEntity } from './entities/run-event.entity';
 import { RunEntity } from './entities/run.entity';
+import { ApprovalEntity } from './entities/approval.entity';
+import { ApprovalRepository } from './repositories/approval.repository';
+import { ApprovalsService } from './approvals/approvals.service';
+import { ToolsModule } from '../tools/tools.module';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
@@ -27,7 +31,7 @@ export class RunsModule {
   static register(answers: { imports?: ModuleMetadata['imports']; store: Type<AnswerStore> }): DynamicModule {
     return {
       module: RunsModule,
-      imports: [TypeOrmModule.forFeature([RunEntity, RunEventEntity]), OrchestrationModule, ...(answers.imports ?? [])],
+      imports: [TypeOrmModule.forFeature([RunEntity, RunEventEntity, ApprovalEntity]), OrchestrationModule, ToolsModule, ...(answers.imports ?? [])],
       controllers: [RunsController],
       providers: [
         { provide: ANSWER_STORE, useClass: answers.store },
@@ -42,6 +46,8 @@ export class RunsModule {
         RunEventsService,
         RunDeletionService,
         TurnSlotRepository,
+        ApprovalRepository,
+        ApprovalsService,
       ],
       exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository, RunEventsService],
     };

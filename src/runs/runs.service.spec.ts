@@ -16,7 +16,7 @@ function harness() {
         void p.client?.deliver([ev(1), ev(2)]);
       }),
   };
-  const control = { cancelLocal: (id: string) => void cancelled.push(id) };
+  const control = { cancelLocal: (id: string) => void cancelled.push(id), isAwaiting: () => false };
   const service = new RunsService({} as never, {} as never, executor as never, control as never, {} as never, {} as never, {} as never);
   const params = (detach: boolean): StartRunParams =>
     ({ requestId: 'r1', projectId: 'p', conversationId: 'c', detach, turn: {} as never, opening: [], lastSeq: 0, priorContent: '' }) as StartRunParams;

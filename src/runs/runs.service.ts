@@ -108,7 +108,9 @@ export class RunsService {
     void outcome.then(() => handoff.close());
     const leave = () => {
       handoff.close();
-      if (!ended() && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
+      // a run waiting for a person stays: the decision may come from another device, and the
+      // run then goes on without a client (followed through the reconnect route)
+      if (!ended() && !p.detach && !this.control.isAwaiting(p.requestId)) this.control.cancelLocal(p.requestId, 'client_disconnected');
     };
     left.addEventListener('abort', leave, { once: true });
     try {
@@ -126,14 +128,14 @@ export class RunsService {
     // A running run's row learns its last seq only with phase events and its end (the hot
     // path stores chunks without touching the row), so read it from the stored events: a
     // client that received seq n must never see a lastSeq below n.
-    if (run.status === 'running') run.lastSeq = Math.max(run.lastSeq, await this.events.maxSeq(requestId));
+    if (run.status === 'running' || run.status === 'awaiting_approval') run.lastSeq = Math.max(run.lastSeq, await this.events.maxSeq(requestId));
     return mapRun(run, await this.runs.forksOf(requestId));
   }
 
   /** Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at once. */
   async cancel(requestId: string): Promise<RunDto> {
     let r = await this.require(requestId);
-    if (r.status === 'running') {
+    if (r.status === 'running' || r.status === 'awaiting_approval') {
       if (await this.runs.requestControl(requestId, 'cancel')) {
         if (!this.control.cancelLocal(requestId, 'cancelled')) await this.control.broadcast(requestId, 'cancel');
         return this.get(requestId);
@@ -167,7 +169,10 @@ export class RunsService {
   /** Asks a running run to stop at its next natural pause point (protocols that have one). */
   async pause(requestId: string): Promise<RunDto> {
     const r = await this.require(requestId);
-    if (r.status !== 'running') throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} is ${r.status}; only a running run can be paused`);
+    // a run waiting for a person pauses at once: its approval is void, a resume asks again
+    if (r.status !== 'running' && r.status !== 'awaiting_approval') {
+      throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} is ${r.status}; only a running run can be paused`);
+    }
     if (!this.strategyOf(r.protocol)?.capabilities.pausePoints) {
       throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${requestId} uses ${r.protocol}, which has no pause point; only two-stage runs pause (cancel stops any run)`);
     }
@@ -189,7 +194,7 @@ export class RunsService {
     // flagged 'cancel', running or paused, had its cancel accepted; its close is under way)
     if (run.status === 'cancelled' || run.control === 'cancel') throw runCancelled(run);
     const strategy = this.checkpointReader(run);
-    if (run.status === 'running') {
+    if (run.status === 'running' || run.status === 'awaiting_approval') {
       throw new RunsException(RunsExceptionCode.RESUME_IN_PROGRESS, `Run ${requestId} is running (another resume may have started it); pause it before resuming`);
     }
     const checkpoints = checkpointsOf(run);
@@ -218,7 +223,7 @@ export class RunsService {
   async planFork(requestId: string, phaseIndex: number): Promise<ResumePlan> {
     const run = await this.require(requestId);
     const strategy = this.checkpointReader(run);
-    if (run.status === 'running') {
+    if (run.status === 'running' || run.status === 'awaiting_approval') {
       throw new RunsException(RunsExceptionCode.RUN_IN_PROGRESS, `Run ${requestId} is running; pause or cancel it, or let it end, before forking it`, { requestId });
     }
     const checkpoints = checkpointsOf(run);

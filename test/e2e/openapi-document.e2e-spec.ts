@@ -72,7 +72,7 @@ describe('the OpenAPI document', () => {
     expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'resumeTwoStageRun', 'resumeUiStream', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage', 'streamRunEvents']);
     const send = served.paths['/api/chat/messages'].post.responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
     const events = Object.fromEntries(send.oneOf.map((o) => [o.properties.event.enum[0], o.properties.data.$ref]));
-    expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'paused', 'done']);
+    expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'approval_required', 'approval_decided', 'paused', 'done']);
     const done = served.components.schemas[events.done.split('/').pop()!] as { properties: Record<string, unknown>; required: string[] };
     expect(done.required).toEqual(expect.arrayContaining(['requestId', 'seq', 'phase', 'fullContent', 'messageId', 'stopReason', 'usage']));
   });
@@ -129,7 +129,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('every request example succeeds as it stands against the defaults (the ones that need an id of yours aside)', async () => {
-    const needsYourId = new Set(['resumeTwoStageRun', 'forkRun', 'approveMcpTool', 'renameConversation', 'updateConversationSettings', 'createApiKey', 'putToolApprovals']);
+    const needsYourId = new Set(['resumeTwoStageRun', 'forkRun', 'approveMcpTool', 'renameConversation', 'updateConversationSettings', 'createApiKey', 'putToolApprovals', 'decideApproval']);
     const tried: string[] = [];
     for (const [path, method, op] of operations(served)) {
       const example = op.requestBody?.content['application/json']?.example;

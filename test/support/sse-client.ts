@@ -115,6 +115,9 @@ const EVENT_FIELDS: Record<string, (d: Record<string, unknown>) => string | null
   notice: (d) => (NOTICE_CODES.includes(d.code as string) && str(d.message) ? null : 'code, message'),
   error: (d) => (str(d.code) && str(d.message) && bool(d.retryable) ? null : 'code, message, retryable'),
   paused: (d) => (num(d.resumeFromPhaseIndex) ? null : 'resumeFromPhaseIndex'),
+  approval_required: (d) => (str(d.approvalId) && str(d.tool) && str(d.callId) && 'arguments' in d && str(d.reason) && str(d.expiresAt) ? null : 'approvalId, tool, callId, arguments, reason, expiresAt'),
+  approval_decided: (d) =>
+    str(d.approvalId) && ['approve', 'deny'].includes(d.decision as string) && bool(d.edited) && (d.by === null || str(d.by)) ? null : 'approvalId, decision, edited, by',
   done: (d) =>
     str(d.fullContent) && 'messageId' in d && STOP_REASONS.includes(d.stopReason as string) && typeof d.usage === 'object' && d.usage !== null ? null : 'fullContent, messageId, stopReason, usage',
 };

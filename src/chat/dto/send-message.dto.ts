@@ -28,6 +28,10 @@ export class SendMessageOptionsDto {
   @ApiPropertyOptional({ maxLength: 200, description: 'added (issue 13): the model for this turn, one of LLM_MODELS (GET /api/config/capabilities lists them); beats the conversation setting' })
   @IsOptional() @IsString({ message: 'options.model must be a string' }) @MinLength(1) @MaxLength(200)
   model?: string;
+
+  @ApiPropertyOptional({ minimum: 1000, maximum: 86400000, description: 'added (issue 32): how long a tool call waits for a person before it counts as denied (reason timeout); default APPROVAL_TIMEOUT_MS' })
+  @IsOptional() @IsInt({ message: 'options.approvalTimeoutMs must be an integer' }) @Min(1000) @Max(86_400_000)
+  approvalTimeoutMs?: number;
 }
 
 /** Body of POST /api/chat/messages and /api/chat/messages_two_stage. */
@@ -65,6 +69,10 @@ export class ConversationSettingsDto {
   @ApiPropertyOptional({ maxLength: 200, description: 'added (issue 13): the model of the conversation\'s turns, one of LLM_MODELS; a message\'s options.model beats it' })
   @IsOptional() @IsString({ message: 'model must be a string' }) @MinLength(1) @MaxLength(200)
   model?: string;
+
+  @ApiPropertyOptional({ enum: ['policy', 'always'], description: 'added (issue 32): which tool calls wait for a person: the tools\' approval policy (default), or every call' })
+  @IsOptional() @IsIn(['policy', 'always'], { message: 'approvals must be "policy" or "always"' })
+  approvals?: 'policy' | 'always';
 }
 
 export class ListConversationsQueryDto {

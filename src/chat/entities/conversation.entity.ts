@@ -6,6 +6,8 @@ export interface ConversationSettings {
   customInstructions?: string;
   /** one of LLM_MODELS */
   model?: string;
+  /** which tool calls wait for a person: the tools' policy (default), or every call (issue 32) */
+  approvals?: 'policy' | 'always';
 }
 
 @Entity({ name: 'conversations' })

@@ -74,6 +74,16 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   unknown_mode: example(400, 'unknown_mode', 'Unknown mode: Fast (use Classic or NarrowTopK)', 'a mode other than Classic / NarrowTopK'),
   knowledge_invalid_path: example(400, 'knowledge_invalid_path', 'path "../other" leads outside the project folder; only files inside it can be used', 'an absolute path, or one that leaves the project folder'),
   knowledge_path_not_found: example(404, 'knowledge_path_not_found', '"docs" does not exist in the folder of project "default"', 'the project folder, or the path in it, does not exist'),
+  approval_not_found: example(404, 'approval_not_found', `Run ${RUN} has no approval 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11`, 'the run never asked for that approval'),
+  approval_not_pending: example(409, 'approval_not_pending', 'Approval 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11 is already approved by key_12ab', 'already decided, expired or void; says which, and by whom', {
+    status: 'approved',
+    by: 'key_12ab',
+    decidedAt: '2026-11-27T13:45:00.000Z',
+  }),
+  run_not_awaiting: example(409, 'run_not_awaiting', `Run ${RUN} is paused; it does not wait for a decision`, 'the run does not wait for a decision (paused, cancelled, finished)', { status: 'paused' }),
+  invalid_approval: example(400, 'invalid_approval', 'The edited arguments cannot be used for read_file: /path must be string', 'arguments with deny, or edited arguments the tool refuses; nothing changed', {
+    errors: ['/path must be string'],
+  }),
   mcp_not_found: example(404, 'Not Found', 'No MCP tool everything__echo', 'no such MCP tool was ever listed'),
   mcp_not_awaiting: example(409, 'Conflict', 'everything__echo has no definition awaiting approval', 'nothing awaits approval, or the definition changed again (another pendingHash)'),
 };
@@ -100,6 +110,8 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   executeToolsStream: ['unknown_mode', ...TURN],
   ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
   approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],
+  listRunApprovals: ['run_not_found'],
+  decideApproval: ['invalid_approval', 'run_not_found', 'approval_not_found', 'approval_not_pending', 'run_not_awaiting'],
 };
 
 /** The generic example of each status, for an operation with no code of its own there. */

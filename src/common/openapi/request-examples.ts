@@ -50,6 +50,8 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   createApiKey: { name: 'shop frontend', projects: ['default'], role: 'user' },
   approveMcpTool: { hash: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' },
   putToolApprovals: { require: ['fs__*'], exempt: ['fs__read*', 'fs__list*'] },
+  // an approval of yours: the approval_required event of a run that waits (its ids go in the path)
+  decideApproval: { decision: 'approve' },
 };
 
 /** Operations whose example needs an id of the caller's own (Swagger UI shows the note). */
@@ -60,6 +62,8 @@ export const REQUEST_EXAMPLE_NOTES: Readonly<Record<string, string>> = {
     'Example: put the requestId of one of your two-stage runs that is not running in the path, and one of its `checkpoints` (GET /api/chat/runs/{requestId}).',
   approveMcpTool: 'Example: put the `pendingHash` GET /api/admin/mcp-tools lists for the tool you reviewed.',
   putToolApprovals: 'Example: put the project in the path (`default`); this replaces its whole override, and empty lists clear it.',
+  decideApproval:
+    'Example: put the requestId and approvalId of an `approval_required` event in the path. Deny: `{"decision": "deny", "reason": "…"}`; edit: `{"decision": "approve", "arguments": {…}}`.',
 };
 
 const ENVELOPE = { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', projectId: 'default', conversationId: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' };

@@ -41,6 +41,21 @@ export interface TwoStageCheckpoint {
    * was kept still read (their resumed leg reports only its own sources) and no version bump
    */
   sources?: SourcesSnapshot;
+  /**
+   * the call of this tool phase that waits for a person (issue 32): the run continues from here
+   * by asking again (resume after a pause) or by awaiting the same approval (takeover). Optional:
+   * older checkpoints have none, so no version bump
+   */
+  pendingApproval?: PendingApproval;
+}
+
+/** A call that waits for a person's decision, as its checkpoint keeps it. */
+export interface PendingApproval {
+  approvalId: string;
+  /** the model's call: its arguments are needed to run it once approved (a call carrying a configured secret never gets here) */
+  call: { id: string; name: string; arguments: string };
+  /** sha256 of its canonical signature, or null */
+  signature: string | null;
 }
 
 export class CheckpointFormatError extends Error {
@@ -91,7 +106,24 @@ export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
       llmCalls: Number(u.llmCalls) || 0,
     },
     ...(isSourcesSnapshot(raw.sources) ? { sources: raw.sources } : {}),
+    ...(raw.pendingApproval !== undefined ? { pendingApproval: parsePending(raw.pendingApproval) } : {}),
   };
+}
+
+function parsePending(v: unknown): PendingApproval {
+  const call = isObj(v) ? v.call : undefined;
+  if (
+    !isObj(v) ||
+    typeof v.approvalId !== 'string' ||
+    !isObj(call) ||
+    typeof call.id !== 'string' ||
+    typeof call.name !== 'string' ||
+    typeof call.arguments !== 'string' ||
+    (v.signature !== null && typeof v.signature !== 'string')
+  ) {
+    throw new CheckpointFormatError('pendingApproval must be {approvalId, call: {id, name, arguments}, signature}');
+  }
+  return { approvalId: v.approvalId, call: { id: call.id, name: call.name, arguments: call.arguments }, signature: v.signature as string | null };
 }
 
 /** A malformed snapshot is dropped, not fatal: it only feeds the `sources` event. */

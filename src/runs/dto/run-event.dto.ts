@@ -49,7 +49,7 @@ export class ToolProgressEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['calling', 'completed', 'failed', 'refused'] }) action: string;
   @ApiProperty({ type: Object, description: 'the validated arguments, secrets masked' }) params: Record<string, unknown>;
   @ApiProperty() isError: boolean;
-  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate'] }) outcome?: string;
+  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate', 'denied'] }) outcome?: string;
   @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
 }
 
@@ -95,6 +95,23 @@ export class PausedEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ description: 'pass it to POST /api/chat/messages_two_stage/resume' }) resumeFromPhaseIndex: number;
 }
 
+export class ApprovalRequiredEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ format: 'uuid', description: 'added (issue 32): decide it with POST /api/chat/runs/:requestId/approvals/:approvalId' }) approvalId: string;
+  @ApiProperty({ example: 'read_file' }) tool: string;
+  @ApiProperty() callId: string;
+  @ApiProperty({ type: Object, example: { path: 'docs/roadmap.md' }, description: 'the call\'s arguments as shown to users (secrets masked)' }) arguments: unknown;
+  @ApiProperty({ example: 'configured', description: 'why it waits: configured, conversation_always, destructive, not_read_only, mcp_default_all' }) reason: string;
+  @ApiProperty({ description: 'when it counts as denied (reason timeout)' }) expiresAt: string;
+}
+
+export class ApprovalDecidedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ format: 'uuid', description: 'added (issue 32)' }) approvalId: string;
+  @ApiProperty({ enum: ['approve', 'deny'] }) decision: string;
+  @ApiProperty({ description: 'approved with arguments a person edited' }) edited: boolean;
+  @ApiProperty({ nullable: true, type: String, description: 'the API key id that decided; null without keys; timeout when it expired' }) by: string | null;
+  @ApiPropertyOptional({ description: 'the decider\'s reason; timeout when it expired' }) reason?: string;
+}
+
 export class TurnUsageDto {
   @ApiProperty() promptTokens: number;
   @ApiProperty() completionTokens: number;
@@ -120,6 +137,8 @@ export const RUN_EVENTS = {
   sources: SourcesEventDto,
   notice: NoticeEventDto,
   error: ErrorEventDto,
+  approval_required: ApprovalRequiredEventDto,
+  approval_decided: ApprovalDecidedEventDto,
   paused: PausedEventDto,
   done: DoneEventDto,
 };

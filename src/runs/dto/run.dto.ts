@@ -4,7 +4,8 @@ import type { RunEntity } from '../entities/run.entity';
 
 export class RunDto {
   @ApiProperty() requestId: string;
-  @ApiProperty({ enum: ['running', 'paused', 'completed', 'cancelled', 'failed'] }) status: string;
+  @ApiProperty({ enum: ['running', 'awaiting_approval', 'paused', 'completed', 'cancelled', 'failed'], description: '*(added)* `awaiting_approval`: running, waiting for a person\'s decision on a tool call' })
+  status: string;
   @ApiProperty() protocol: string;
   @ApiProperty() phaseIndex: number;
   @ApiProperty() cycleIndex: number;

@@ -1,7 +1,8 @@
 import type { ChatMode, TurnBudgets } from '../../orchestration/protocol-strategy';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
-export type RunStatus = 'running' | 'paused' | 'completed' | 'cancelled' | 'failed';
+/** `awaiting_approval`: running, and waiting for a person's decision on a tool call (issue 32) */
+export type RunStatus = 'running' | 'awaiting_approval' | 'paused' | 'completed' | 'cancelled' | 'failed';
 /** A control request stored on the run row and delivered by LISTEN/NOTIFY. */
 export type RunControl = 'cancel' | 'pause' | null;
 
@@ -13,6 +14,8 @@ export interface RunOptions {
   detach?: boolean;
   /** the model the turn talks to (a resume keeps it) */
   model?: string;
+  /** how long a call waits for a person before it counts as denied (default APPROVAL_TIMEOUT_MS) */
+  approvalTimeoutMs?: number;
 }
 
 /** The `checkpoint` column: the protocol's checkpoint state per phase (the protocol parses each). */

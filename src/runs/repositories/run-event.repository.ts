@@ -124,7 +124,7 @@ export const EVENTS_IN_ROW = 'COALESCE(last_seq, seq) - seq + 1';
 export function appendManyStatement(source: string): string {
   return `WITH ${source},
        lease AS (SELECT r.request_id, r.lease_owner FROM runs r
-                  WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status = 'running'
+                  WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status IN ('running', 'awaiting_approval')
                   ORDER BY r.request_id FOR NO KEY UPDATE OF r),
        ${PROGRESS_CTE}
        INSERT INTO run_events (request_id, seq, last_seq, type, data)
@@ -190,7 +190,7 @@ export class RunEventRepository {
     // prepared: one of six texts (not closing, closing paused or ended; with a phase row or not)
     const res = await preparedQuery(
       this.events.manager.connection,
-      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
+      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
        INSERT INTO run_events (request_id, seq, last_seq, type, data)
        SELECT lease.request_id, ${PACKED_CELLS} FROM lease, jsonb_array_elements($3::jsonb) AS e
        RETURNING seq`,

@@ -63,11 +63,11 @@ export class RunRepository {
   }
 
   /** Ends a run unless it already ended; returns whether this call ended it. */
-  async finish(requestId: string, status: Exclude<RunStatus, 'running'>, stopReason: string | null, lastSeq: number): Promise<boolean> {
+  async finish(requestId: string, status: Exclude<RunStatus, 'running' | 'awaiting_approval'>, stopReason: string | null, lastSeq: number): Promise<boolean> {
     const res: [unknown[], number] = await this.runs.query(
       `UPDATE runs SET status = $2, stop_reason = $3, last_seq = GREATEST(last_seq, $4), lease_owner = NULL, lease_expires_at = NULL,
               control = NULL, updated_at = now()
-        WHERE request_id = $1 AND status = 'running' RETURNING request_id`,
+        WHERE request_id = $1 AND status IN ('running', 'awaiting_approval') RETURNING request_id`,
       [requestId, status, stopReason, lastSeq],
     );
     return countOf(res) > 0;
@@ -80,7 +80,7 @@ export class RunRepository {
            'schemaVersion', $2::int,
            'byPhase', COALESCE(checkpoint->'byPhase', '{}'::jsonb) || jsonb_build_object($3::text, $4::jsonb)),
          updated_at = now()
-       WHERE request_id = $1 AND ($5::text IS NULL OR (lease_owner = $5 AND status = 'running')) RETURNING request_id`,
+       WHERE request_id = $1 AND ($5::text IS NULL OR (lease_owner = $5 AND status IN ('running', 'awaiting_approval'))) RETURNING request_id`,
       [requestId, schemaVersion, String(phaseIndex), JSON.stringify(storageSafe(state)), owner ?? null],
     );
     return countOf(res) > 0;
@@ -89,7 +89,7 @@ export class RunRepository {
   /** Sets a control flag on a running run; false when the run is not running. */
   async requestControl(requestId: string, control: Exclude<RunControl, null>): Promise<boolean> {
     const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET control = $2, updated_at = now() WHERE request_id = $1 AND status = 'running' RETURNING request_id`,
+      `UPDATE runs SET control = $2, updated_at = now() WHERE request_id = $1 AND status IN ('running', 'awaiting_approval') RETURNING request_id`,
       [requestId, control],
     );
     return countOf(res) > 0;
@@ -103,10 +103,23 @@ export class RunRepository {
   async renewLease(requestId: string, owner: string, leaseMs: number): Promise<false | { control: RunControl }> {
     const res: [Array<{ control: RunControl }>, number] = await this.runs.query(
       `UPDATE runs SET lease_expires_at = now() + ($3 || ' milliseconds')::interval
-        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING control`,
+        WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') RETURNING control`,
       [requestId, owner, String(leaseMs)],
     );
     return countOf(res) > 0 ? { control: rowsOf<{ control: RunControl }>(res)[0]?.control ?? null } : false;
+  }
+
+  /**
+   * Marks a run this instance holds as waiting for a person (`awaiting_approval`) or back to
+   * `running`; false when `owner` no longer holds it (or it ended).
+   */
+  async setAwaiting(requestId: string, owner: string, awaiting: boolean): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET status = $3, updated_at = now()
+        WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') RETURNING request_id`,
+      [requestId, owner, awaiting ? 'awaiting_approval' : 'running'],
+    );
+    return countOf(res) > 0;
   }
 
   /**
@@ -151,7 +164,7 @@ export class RunRepository {
     await this.runs.query(
       `UPDATE runs SET status = 'paused', control = NULL, lease_owner = NULL, lease_expires_at = NULL,
               last_seq = GREATEST(last_seq, $2), updated_at = now()
-        WHERE request_id = $1 AND status = 'running'`,
+        WHERE request_id = $1 AND status IN ('running', 'awaiting_approval')`,
       [requestId, lastSeq],
     );
   }
@@ -164,7 +177,7 @@ export class RunRepository {
     const res: [Array<{ request_id: string; conversation_id: string; project_id: string }>, number] = await this.runs.query(
       `UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE request_id IN (
-          SELECT request_id FROM runs WHERE status = 'running' AND lease_expires_at < now()
+          SELECT request_id FROM runs WHERE status IN ('running', 'awaiting_approval') AND lease_expires_at < now()
            ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
         RETURNING request_id, conversation_id, project_id`,
       [limit],

@@ -46,6 +46,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
     toldInvalid: [...s.toldInvalid],
     usage: { ...s.usage },
     ...(s.sources ? { sources: s.sources } : {}),
+    ...(s.pendingApproval ? { pendingApproval: s.pendingApproval } : {}),
   };
 }
 

@@ -6,6 +6,7 @@ import { parseTwoStageCheckpoint } from '../../run-state/run-checkpoint';
 import { forcedFinal } from './two-stage.budgets';
 import { endAction, startAction, type ActionContext } from './two-stage.action-phase';
 import { counters, done, initialState } from './two-stage.state';
+import { continuePendingCall } from './two-stage.tool-phase';
 
 /**
  * Two-stage triggered phases (issue #4): an action phase streams the model with the tools; the
@@ -32,6 +33,13 @@ export class TwoStageStrategy implements ProtocolStrategy {
     const state = initialState(ctx);
     const specs = await ctx.tools.specs();
     const a: ActionContext = { forced: forcedFinal(counters(state), ctx.budgets), wrote: false, continuing: false, latestText: '' };
+    if (state.pendingApproval) {
+      // the run stopped while its call waited for a person: that tool phase goes on first
+      const outcome = yield* continuePendingCall(ctx, state);
+      if (outcome.kind === 'final') return yield done(state, outcome.stopReason);
+      if (outcome.kind === 'paused') return yield { type: 'paused', resumeFromPhaseIndex: outcome.resumeFromPhaseIndex };
+      a.forced = forcedFinal(counters(state), ctx.budgets);
+    }
 
     while (true) {
       if (ctx.signal.aborted) return yield done(state, 'cancelled');

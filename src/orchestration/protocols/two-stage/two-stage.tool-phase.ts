@@ -1,5 +1,5 @@
 import type { CompletedToolCall } from '../../../llm/tool-call-accumulator';
-import type { ToolProgress } from '../../../tools/tool-definition';
+import type { ToolExecutionContext, ToolProgress } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
@@ -10,6 +10,7 @@ import { SourcesCollector } from '../unified/unified.sources';
 import { forcedFinal, NOTICES } from './two-stage.budgets';
 import { toolResultMessage } from './two-stage.messages';
 import { checkpoint, counters, type StepOutcome, type TurnState } from './two-stage.state';
+import { askApproval, pendingCall } from './two-stage.approval';
 
 /** Runs exactly one call through the ToolRunner and injects its result. */
 export async function* toolPhase(
@@ -23,12 +24,53 @@ export async function* toolPhase(
   s.cycleIndex += 1;
   yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
   yield { type: 'tool_progress', tool: call.name, callId: call.id, action: 'calling', params: ctx.tools.redactArgs(call.name, call.args), isError: false };
+  return yield* runCall(ctx, s, phaseIndex, call, signature, previous);
+}
 
+/**
+ * The tool phase of a checkpoint whose call waited for a person when the run stopped: it goes
+ * on in the same phase. After a pause the person is asked again (a new approval); after a
+ * takeover (`resumeFrom.takeover`) the same approval is awaited, pending or already decided.
+ */
+export async function* continuePendingCall(ctx: ProtocolExecutionContext, s: TurnState): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+  const pending = s.pendingApproval!;
+  const call = pendingCall(pending);
+  const previous = pending.signature ? s.executed.findLast((e) => e.signature === pending.signature) : undefined;
+  return yield* runCall(ctx, s, s.phaseIndex, call, pending.signature, previous, ctx.resumeFrom?.takeover ? pending.approvalId : undefined);
+}
+
+async function* runCall(
+  ctx: ProtocolExecutionContext,
+  s: TurnState,
+  phaseIndex: number,
+  asked: CompletedToolCall,
+  signature: string | null,
+  previous: ExecutedToolRecord | undefined,
+  awaitAgain?: string,
+): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+  let call = asked;
   const progress: ToolProgress[] = [];
-  const result = await ctx.tools.run(
-    { name: call.name, arguments: call.arguments, callId: call.id },
-    { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p), ...argumentPolicyOf(ctx) },
-  );
+  const toolCtx: ToolExecutionContext = { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p), ...argumentPolicyOf(ctx) };
+  const request = { name: call.name, arguments: call.arguments, callId: call.id };
+  // with approvals on, a call the policy says needs a person comes back without running
+  let result = await ctx.tools.run(request, ctx.approvals ? { ...toolCtx, approval: { setting: ctx.approvals.setting } } : toolCtx);
+  if (result.outcome === 'approval_required' && ctx.approvals) {
+    const wait = yield* askApproval(ctx, s, call, phaseIndex, result.approval?.reason ?? 'required', signature, awaitAgain);
+    if (wait.kind === 'paused') return { kind: 'paused', resumeFromPhaseIndex: phaseIndex };
+    if (wait.kind === 'cancelled') {
+      yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
+      return { kind: 'final', stopReason: 'cancelled' };
+    }
+    const d = wait.decision;
+    if (d.decision === 'approve') {
+      // edited arguments (checked when they were given) run in place of the model's
+      if (d.arguments) call = { ...call, arguments: JSON.stringify(d.arguments), args: d.arguments };
+      result = await ctx.tools.run({ name: call.name, arguments: call.arguments, callId: call.id }, { ...toolCtx, approval: { setting: ctx.approvals.setting, granted: true } });
+    } else {
+      // the model reads that the user declined, and why, as this call's result
+      result = ctx.tools.decline!(request, toolCtx, d.reason);
+    }
+  }
   ctx.untrusted?.learn(result.outputText);
   for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
   const failure = toolErrorStage(ctx, call, result);
