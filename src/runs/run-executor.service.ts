@@ -94,6 +94,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       await this.failed(p, stream, leg, err, live.abort.signal, state);
     } finally {
       stopLease();
+      this.waiting.delete(p.requestId);
       await stream.flush().catch(() => undefined);
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
@@ -102,6 +103,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     }
     return state.ended;
   }
+
+  /** the approvals each run executing here still waits for (a unified step can ask for several) */
+  private readonly waiting = new Map<string, Set<string>>();
 
   /** The run's stream: its events stored under this instance's lease, then sent to its client (if any) and the bus. */
   private openStream(p: ExecuteRunParams, state: RunState): RunStream {
@@ -245,6 +249,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const { fresh, expiresAt } = await this.approvals!.open({ requestId: p.requestId, projectId: p.projectId }, ev, timeoutMs);
     if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, true))) throw new LeaseLostError(p.requestId);
     this.control.setAwaiting(p.requestId, true);
+    const waiting = this.waiting.get(p.requestId) ?? new Set<string>();
+    waiting.add(ev.approvalId);
+    this.waiting.set(p.requestId, waiting);
     if (!fresh) return null;
     this.trace.record({
       requestId: p.requestId,
@@ -258,8 +265,14 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
   /** The decision arrived: the run is `running` again, and the decision traced, stored and sent. */
   private async approvalDecided(p: ExecuteRunParams, stream: RunStream, ev: Extract<ProtocolEvent, { type: 'approval_decided' }>): Promise<null> {
-    if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, false))) throw new LeaseLostError(p.requestId);
-    this.control.setAwaiting(p.requestId, false);
+    // a unified step may wait for several calls at once: the run waits until the last is decided
+    const waiting = this.waiting.get(p.requestId);
+    waiting?.delete(ev.approvalId);
+    if (!waiting?.size) {
+      this.waiting.delete(p.requestId);
+      if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, false))) throw new LeaseLostError(p.requestId);
+      this.control.setAwaiting(p.requestId, false);
+    }
     this.trace.record({
       requestId: p.requestId,
       projectId: p.projectId,
