@@ -28,6 +28,6 @@ const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMes
     { provide: PROJECT_OWNERSHIP, useExisting: ProjectOwnership },
     { provide: TURN_SLOT_STORE, useExisting: TurnSlotRepository },
   ],
-  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE],
+  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService],
 })
 export class ChatModule {}
