@@ -1,0 +1,90 @@
+import { All, Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, Req, RequestMethod, Res, Sse, UseFilters } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiExcludeEndpoint, ApiExtraModels, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { EMPTY, type Observable } from 'rxjs';
+import { AnyProject, ProjectScope } from '../common/auth/project-scope.decorator';
+import { StartsTurn } from '../common/limits/turn-limit.guard';
+import { responseFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
+import { ClientSignal } from '../common/sse/client-signal.decorator';
+import { SSE_MAX_PENDING_CHARS } from '../common/sse/message-events';
+import { hangUpSignal } from './client-hang-up';
+import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
+import { ChatCompletionChunkDto, ChatCompletionDto, OpenAiErrorResponseDto, OpenAiModelDto, OpenAiModelListDto } from './dto/chat-completion-response.dto';
+import { type ModelList, OpenAiCompletionsService, ORION_HEADERS } from './openai-completions.service';
+import { OpenAiError } from './openai-error';
+import { OpenAiErrorFilter } from './openai-error.filter';
+
+const ERROR = { type: OpenAiErrorResponseDto };
+
+/**
+ * The OpenAI-compatible edge: `GET /v1/models` and `POST /v1/chat/completions`, so OpenAI
+ * clients (the `openai` packages, the AI SDK's openai-compatible provider, gateways) run Orion's
+ * turns unchanged. Every error here is in OpenAI's shape (OpenAiErrorFilter).
+ */
+@ApiTags('openai-compatible')
+@Controller('v1')
+@UseFilters(OpenAiErrorFilter)
+@ApiExtraModels(ChatCompletionDto, ChatCompletionChunkDto)
+export class OpenAiController {
+  constructor(private readonly completions: OpenAiCompletionsService) {}
+
+  @Get('models')
+  @AnyProject()
+  @ApiOperation({ operationId: 'openAiListModels', summary: 'OpenAI-compatible: the allowed models (LLM_MODELS), then the aliases orion-unified and orion-two-stage (when TWO_STAGE_ENABLED)' })
+  @ApiOkResponse({ type: OpenAiModelListDto })
+  listModels(): ModelList {
+    return this.completions.models();
+  }
+
+  @Get('models/:model')
+  @AnyProject()
+  @ApiOperation({ operationId: 'openAiRetrieveModel', summary: 'OpenAI-compatible: one model of GET /v1/models' })
+  @ApiOkResponse({ type: OpenAiModelDto })
+  @ApiNotFoundResponse({ description: 'model_not_found', ...ERROR })
+  retrieveModel(@Param('model') model: string): OpenAiModelDto {
+    return this.completions.model(model);
+  }
+
+  @StartsTurn()
+  @ProjectScope(`header:${ORION_HEADERS.project}`, `conversation:header:${ORION_HEADERS.conversation}`)
+  @Sse('chat/completions', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'openAiCreateChatCompletion',
+    summary:
+      'OpenAI-compatible chat completion: Orion runs the turn with its own tools (the messages are the history, or X-Orion-Conversation names a stored conversation); stream true: chat.completion.chunk messages, then [DONE]',
+  })
+  @ApiBody({ type: ChatCompletionRequestDto })
+  @ApiHeader({ name: 'X-Orion-Project', required: false, description: 'the project (default: default)' })
+  @ApiHeader({ name: 'X-Orion-Conversation', required: false, description: 'a stored conversation: its history is used and the last user message is the new one' })
+  @ApiHeader({ name: 'X-Orion-Progress', required: false, description: 'true: tool steps as readable text in delta.orion_progress (message.orion_progress without stream)' })
+  @ApiOkResponse({
+    description: 'stream false: one chat.completion (JSON); stream true: Server-Sent Events, one chat.completion.chunk per data line, then data: [DONE]',
+    content: {
+      'application/json': { schema: { $ref: getSchemaPath(ChatCompletionDto) } },
+      'text/event-stream': { schema: { $ref: getSchemaPath(ChatCompletionChunkDto) } },
+    },
+  })
+  @ApiBadRequestResponse({ description: 'unsupported or unknown parameter (tools, tool_choice, n > 1, logprobs…), bad JSON, unknown model, bad messages; nothing is stored', ...ERROR })
+  @ApiNotFoundResponse({ description: 'conversation_not_found (X-Orion-Conversation), or an unknown project for a project-bound key', ...ERROR })
+  async createChatCompletion(
+    @Body() body: Record<string, unknown>,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res({ passthrough: true }) res: Response,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    if (this.completions.wantsStream(body)) return this.completions.stream(body, headers, responseFlow(res), signal);
+    // a JSON answer: sent here, so Nest's stream handling finds the response ended and sends nothing
+    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, AbortSignal.any([signal, hangUpSignal(res)]));
+    if (!res.destroyed) res.status(200).json(completion);
+    return EMPTY;
+  }
+
+  /** Any other /v1 path: a 404 in OpenAI's shape, not Orion's. */
+  @All('*path')
+  @AnyProject()
+  @ApiExcludeEndpoint()
+  unknownRoute(@Req() req: Request): never {
+    throw new OpenAiError(404, `Unknown request URL: ${req.method} ${req.path}`, null, 'unknown_url');
+  }
+}
