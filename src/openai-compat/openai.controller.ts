@@ -7,7 +7,6 @@ import { StartsTurn } from '../common/limits/turn-limit.guard';
 import { responseFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { SSE_MAX_PENDING_CHARS } from '../common/sse/message-events';
-import { hangUpSignal } from './client-hang-up';
 import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
 import { ChatCompletionChunkDto, ChatCompletionDto, OpenAiErrorResponseDto, OpenAiModelDto, OpenAiModelListDto } from './dto/chat-completion-response.dto';
 import { type ModelList, OpenAiCompletionsService, ORION_HEADERS } from './openai-completions.service';
@@ -74,9 +73,11 @@ export class OpenAiController {
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     if (this.completions.wantsStream(body)) return this.completions.stream(body, headers, responseFlow(res), signal);
-    // a JSON answer: sent here, so Nest's stream handling finds the response ended and sends nothing
-    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, AbortSignal.any([signal, hangUpSignal(res)]));
-    if (!res.destroyed) res.status(200).json(completion);
+    // A JSON answer, sent here: the stream Nest then pipes into the ended response sends nothing.
+    // The signal is Nest's stream signal, which it already watches while this handler runs, so a
+    // caller that hangs up before the answer cancels the turn as on a stream.
+    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, signal);
+    if (!res.writableEnded && !res.destroyed) res.status(200).json(completion);
     return EMPTY;
   }
 
