@@ -1,5 +1,5 @@
 import { All, Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, Req, RequestMethod, Res, Sse, UseFilters } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiExcludeEndpoint, ApiExtraModels, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiBody, ApiExcludeEndpoint, ApiExtraModels, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { EMPTY, type Observable } from 'rxjs';
 import { AnyProject, ProjectScope } from '../common/auth/project-scope.decorator';
@@ -8,12 +8,26 @@ import { responseFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { SSE_MAX_PENDING_CHARS } from '../common/sse/message-events';
 import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
-import { ChatCompletionChunkDto, ChatCompletionDto, OpenAiErrorResponseDto, OpenAiModelDto, OpenAiModelListDto } from './dto/chat-completion-response.dto';
+import { ApiOpenAiErrors } from './api-openai-errors.decorator';
+import { ChatCompletionChunkDto, ChatCompletionDto, OpenAiModelDto, OpenAiModelListDto } from './dto/chat-completion-response.dto';
 import { type ModelList, OpenAiCompletionsService, ORION_HEADERS } from './openai-completions.service';
+import { DONE, type RunEventLike, toCompletionChunks } from './openai-chunks.mapper';
 import { OpenAiError } from './openai-error';
 import { OpenAiErrorFilter } from './openai-error.filter';
 
-const ERROR = { type: OpenAiErrorResponseDto };
+/** The documented stream: a short turn that ran list_files, through the mapper the route uses. */
+const STREAM_EXAMPLE = (() => {
+  const env = { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', conversationId: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' };
+  const turn: RunEventLike[] = [
+    { type: 'start', data: { ...env, model: 'qwen3:8b' } },
+    { type: 'tool_progress', data: { ...env, tool: 'list_files', action: 'calling', params: { path: '.' } } },
+    { type: 'chunk', data: { ...env, content: 'The project holds ' } },
+    { type: 'chunk', data: { ...env, content: 'README.md.' } },
+    { type: 'done', data: { ...env, stopReason: 'final_answer', usage: { promptTokens: 812, completionTokens: 9, totalTokens: 821 } } },
+  ];
+  const frame = { created: 1767225600, model: 'qwen3:8b', includeUsage: true, progress: false };
+  return turn.flatMap((e) => toCompletionChunks(e, frame)).map((d) => `data: ${d === DONE ? d : JSON.stringify(d)}\n\n`).join('');
+})();
 
 /**
  * The OpenAI-compatible edge: `GET /v1/models` and `POST /v1/chat/completions`, so OpenAI
@@ -31,6 +45,7 @@ export class OpenAiController {
   @AnyProject()
   @ApiOperation({ operationId: 'openAiListModels', summary: 'OpenAI-compatible: the allowed models (LLM_MODELS), then the aliases orion-unified and orion-two-stage (when TWO_STAGE_ENABLED)' })
   @ApiOkResponse({ type: OpenAiModelListDto })
+  @ApiOpenAiErrors(401, 429)
   listModels(): ModelList {
     return this.completions.models();
   }
@@ -39,7 +54,7 @@ export class OpenAiController {
   @AnyProject()
   @ApiOperation({ operationId: 'openAiRetrieveModel', summary: 'OpenAI-compatible: one model of GET /v1/models' })
   @ApiOkResponse({ type: OpenAiModelDto })
-  @ApiNotFoundResponse({ description: 'model_not_found', ...ERROR })
+  @ApiOpenAiErrors(400, 401, 404, 429)
   retrieveModel(@Param('model') model: string): OpenAiModelDto {
     return this.completions.model(model);
   }
@@ -61,11 +76,10 @@ export class OpenAiController {
     description: 'stream false: one chat.completion (JSON); stream true: Server-Sent Events, one chat.completion.chunk per data line, then data: [DONE]',
     content: {
       'application/json': { schema: { $ref: getSchemaPath(ChatCompletionDto) } },
-      'text/event-stream': { schema: { $ref: getSchemaPath(ChatCompletionChunkDto) } },
+      'text/event-stream': { schema: { $ref: getSchemaPath(ChatCompletionChunkDto) }, example: STREAM_EXAMPLE },
     },
   })
-  @ApiBadRequestResponse({ description: 'unsupported or unknown parameter (tools, tool_choice, n > 1, logprobs…), bad JSON, unknown model, bad messages; nothing is stored', ...ERROR })
-  @ApiNotFoundResponse({ description: 'conversation_not_found (X-Orion-Conversation), or an unknown project for a project-bound key', ...ERROR })
+  @ApiOpenAiErrors(400, 401, 404, 413, 415, 429, 500, 502, 503)
   async createChatCompletion(
     @Body() body: Record<string, unknown>,
     @Headers() headers: Record<string, string | string[] | undefined>,
