@@ -114,6 +114,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       // last: the first key turns keys on for good (docs/API.md, "Keys and projects")
       const key = await run('createApiKey');
       expect([key.status, JSON.parse(key.text).key]).toEqual([201, expect.stringMatching(/^orn_/)]);
+      const completion = await run('openAiCreateChatCompletion');
+      expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
 
       expect([...tried].sort()).toEqual(bodyOperations(doc).sort());
       await screenshot(page, 'swagger-try-it-out-defaults', true);
@@ -129,7 +131,7 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
     const { context, page, problems, doc } = await open(t);
     const auth: string[] = [];
     page.on('request', (r) => {
-      if (r.method() !== 'GET' && new URL(r.url()).pathname.startsWith('/api/')) auth.push(r.headers().authorization ?? '');
+      if (r.method() !== 'GET' && /^\/(api|v1)\//.test(new URL(r.url()).pathname)) auth.push(r.headers().authorization ?? '');
     });
     try {
       await authorize(page, ADMIN_KEY);
@@ -164,6 +166,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect(approve.status).toBe(404);
       expect((await run('createApiKey')).status).toBe(201);
+      const completion = await run('openAiCreateChatCompletion');
+      expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
 
       expect([...tried].sort()).toEqual(bodyOperations(doc).sort());
       expect(auth.length).toBe(tried.size);

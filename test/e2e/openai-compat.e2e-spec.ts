@@ -1,5 +1,7 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';
@@ -174,6 +176,16 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
       ['user', 'Second question'],
     ]);
     expect((await messagesOf(conversationId)).map((m) => m.content)).toEqual(['First question', 'First answer.', 'Second question', 'Second answer.']);
+  });
+
+  it('the client example of docs/API.md runs as it stands and prints the answer', async () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'API.md'), 'utf8');
+    const example = /<!-- openai-client-example:[^>]*-->\n```js\n([\s\S]*?)```/.exec(doc)![1];
+    expect(example.trim().split('\n')).toHaveLength(4);
+    llm.enqueue(...toolThenAnswer());
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', example], { cwd: join(__dirname, '..', '..'), env: { ...process.env, ORION_URL: t.url }, timeout: 60_000 });
+    expect(stdout.trim()).toBe(native);
+    expectToolRunByOrion();
   });
 
   it('lists the allowed models and the aliases', async () => {
