@@ -108,14 +108,14 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('ingestKnowledge')).status).toBe(200);
       expect((await run('renameConversation', { params: { id: conversationId } })).status).toBe(200);
       expect((await run('updateConversationSettings', { params: { id: conversationId } })).status).toBe(200);
+      const completion = await run('openAiCreateChatCompletion');
+      expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
       // no MCP server is configured by default: the documented 404
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect([approve.status, JSON.parse(approve.text).message]).toEqual([404, 'No MCP tool everything__echo']);
       // last: the first key turns keys on for good (docs/API.md, "Keys and projects")
       const key = await run('createApiKey');
       expect([key.status, JSON.parse(key.text).key]).toEqual([201, expect.stringMatching(/^orn_/)]);
-      const completion = await run('openAiCreateChatCompletion');
-      expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
 
       expect([...tried].sort()).toEqual(bodyOperations(doc).sort());
       await screenshot(page, 'swagger-try-it-out-defaults', true);
