@@ -263,6 +263,22 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
     expect(await res.json()).toEqual({ error: { message: expect.stringContaining('/v1/embeddings'), type: 'not_found_error', param: null, code: 'unknown_url' } });
   });
 
+  it('a turn the model provider fails is an error the openai package raises: a 502 without stream, an error message in the stream', async () => {
+    llm.enqueue(respond.status(400, { message: 'the provider refused' }));
+    const plain = await openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: 'Fail please' }] }).catch((e: unknown) => e);
+    expect(plain).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((plain as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    expect((plain as InstanceType<typeof OpenAI.APIError>).code).toBe('llm_bad_request');
+
+    llm.enqueue(respond.status(400, { message: 'the provider refused' }));
+    const stream = await openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: 'Fail please' }], stream: true });
+    const failure = await (async () => {
+      for await (const chunk of stream) void chunk;
+    })().catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(OpenAI.APIError);
+    expect((failure as InstanceType<typeof OpenAI.APIError>).code).toBe('llm_bad_request');
+  });
+
   it('a client that disconnects mid-stream cancels the run', async () => {
     // the model answers one word, then stalls: only the client leaving can end this turn
     llm.enqueue(respond.turn([{ text: 'one ' }, { text: 'two ' }, { text: 'three' }], { faults: { stallAfter: 2 } }));
