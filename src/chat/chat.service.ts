@@ -40,8 +40,18 @@ export class ChatService {
    * `opts.createMissing`: a `conversationId` that names no conversation yet starts one with that
    * id (edges whose clients name their chats, e.g. the AI SDK's chat id), in the same statement
    * as the turn; without it an unknown id is a 404.
+   * `opts.history`: the turn's history as the caller gives it (edges whose clients send the whole
+   * conversation, e.g. OpenAI's chat completions), trimmed to the budget like stored history,
+   * instead of the conversation's stored messages. `opts.instructions`: added to the system
+   * prompt after the conversation's custom instructions.
    */
-  async send(protocolName: ChatProtocol, dto: SendMessageDto, flow: ClientFlow, clientGone: AbortSignal, opts: { createMissing?: boolean } = {}): Promise<Observable<SentEvent>> {
+  async send(
+    protocolName: ChatProtocol,
+    dto: SendMessageDto,
+    flow: ClientFlow,
+    clientGone: AbortSignal,
+    opts: { createMissing?: boolean; history?: LlmMessage[]; instructions?: string } = {},
+  ): Promise<Observable<SentEvent>> {
     const projectId = dto.projectId ?? 'default';
     // a leading /command goes to the command registry, never to the model
     const protocol = isCommand(dto.content) ? this.commands : this.orchestration.protocol(protocolName);
@@ -65,7 +75,11 @@ export class ChatService {
       }
       const model = this.pickModel(options.model, conversation?.settings?.model);
       const contextWindow = await this.orchestration.contextWindow(model);
-      const { history, lastTurnTools } = conversation ? await this.history(conversation.id, contextWindow) : { history: [], lastTurnTools: [] };
+      const { history, lastTurnTools } = opts.history
+        ? { history: trimHistory(opts.history, contextBudget(contextWindow).historyTokens), lastTurnTools: [] }
+        : conversation
+          ? await this.history(conversation.id, contextWindow)
+          : { history: [], lastTurnTools: [] };
       // the conversation (when new), the user message and the run: one statement, all or nothing
       const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content, newId: dto.conversationId }, content: dto.content, requestId });
       conversation ??= { id: opening.conversationId, projectId, settings: {} };
@@ -93,7 +107,7 @@ export class ChatService {
       mode,
       budgets,
       debugShowToolResults,
-      systemContext: conversation.settings?.customInstructions,
+      systemContext: [conversation.settings?.customInstructions, opts.instructions].filter((s) => !!s).join('\n\n') || undefined,
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       contextWindow,
       lastTurnTools,

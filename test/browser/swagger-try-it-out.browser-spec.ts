@@ -112,6 +112,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('ingestKnowledge')).status).toBe(200);
       expect((await run('renameConversation', { params: { id: conversationId } })).status).toBe(200);
       expect((await run('updateConversationSettings', { params: { id: conversationId } })).status).toBe(200);
+      const completion = await run('openAiCreateChatCompletion');
+      expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
       // no MCP server is configured by default: the documented 404
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect([approve.status, JSON.parse(approve.text).message]).toEqual([404, 'No MCP tool everything__echo']);
@@ -133,7 +135,7 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
     const { context, page, problems, doc } = await open(t);
     const auth: string[] = [];
     page.on('request', (r) => {
-      if (r.method() !== 'GET' && new URL(r.url()).pathname.startsWith('/api/')) auth.push(r.headers().authorization ?? '');
+      if (r.method() !== 'GET' && /^\/(api|v1)\//.test(new URL(r.url()).pathname)) auth.push(r.headers().authorization ?? '');
     });
     try {
       await authorize(page, ADMIN_KEY);
@@ -171,6 +173,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect(approve.status).toBe(404);
       expect((await run('createApiKey')).status).toBe(201);
+      const completion = await run('openAiCreateChatCompletion');
+      expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
 
       expect([...tried].sort()).toEqual(bodyOperations(doc).sort());
       expect(auth.length).toBe(tried.size);

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { startApp, type TestApp } from '../support/app';
 
+/** OpenAI's error type per status (the /v1 routes' error shape). */
+const OPENAI_ERROR_TYPES: Record<string, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 404: 'not_found_error', 413: 'invalid_request_error', 415: 'invalid_request_error', 429: 'rate_limit_error', 500: 'server_error', 502: 'server_error', 503: 'server_error' };
 const COMMITTED = join(__dirname, '..', '..', 'docs', 'openapi.json');
 const REGENERATE = 'npm run openapi';
 /** The AI SDK UI message stream routes: `data:` lines only (no event names), ending `data: [DONE]`. */
@@ -69,7 +71,7 @@ describe('the OpenAPI document', () => {
 
   it('documents the SSE routes as text/event-stream with a schema per event type', () => {
     const streams = operations(served).filter(([, , op]) => op.responses['200']?.content?.['text/event-stream']);
-    expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'resumeTwoStageRun', 'resumeUiStream', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage', 'streamRunEvents']);
+    expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'openAiCreateChatCompletion', 'resumeTwoStageRun', 'resumeUiStream', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage', 'streamRunEvents']);
     const send = served.paths['/api/chat/messages'].post.responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
     const events = Object.fromEntries(send.oneOf.map((o) => [o.properties.event.enum[0], o.properties.data.$ref]));
     expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'approval_required', 'approval_decided', 'paused', 'done']);
@@ -84,7 +86,9 @@ describe('the OpenAPI document', () => {
       for (const [status] of Object.entries(op.responses).filter(([s]) => Number(s) >= 400)) {
         const examples = Object.values(examplesOf(op, status));
         expect([op.operationId, status, examples.length > 0]).toEqual([op.operationId, status, true]);
-        for (const e of examples) expect([op.operationId, status, e.value.statusCode]).toEqual([op.operationId, status, Number(status)]);
+        // the OpenAI-compatible routes answer in OpenAI's shape, whose type follows the status
+        if (path.startsWith('/v1/')) for (const e of examples) expect([op.operationId, status, (e.value.error as { type: string }).type]).toEqual([op.operationId, status, OPENAI_ERROR_TYPES[status]]);
+        else for (const e of examples) expect([op.operationId, status, e.value.statusCode]).toEqual([op.operationId, status, Number(status)]);
       }
     }
     const codes = (id: string, status: string) => Object.values(examplesOf(operations(served).find(([, , o]) => o.operationId === id)![2], status)).map((e) => e.value.error);
@@ -115,6 +119,15 @@ describe('the OpenAPI document', () => {
     for (const [, , op] of operations(served)) {
       const stream = op.responses['200']?.content?.['text/event-stream'];
       if (!stream) continue;
+      if (op.operationId === 'openAiCreateChatCompletion') {
+        // OpenAI's stream: data lines only, the role first, one finish_reason, then [DONE]
+        const data = [...String(stream.example).matchAll(/^data: (.*)$/gm)].map((m) => m[1]);
+        expect(data.at(-1)).toBe('[DONE]');
+        const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: Array<{ delta: { role?: string }; finish_reason: string | null }> });
+        expect(chunks[0].choices[0].delta.role).toBe('assistant');
+        expect(chunks.filter((c) => c.choices[0].finish_reason).length).toBe(1);
+        continue;
+      }
       const names = [...String(stream.example).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
       if (UI_STREAMS.has(op.operationId)) {
         // the AI SDK UI message stream: data lines only, a part each, then [DONE]
@@ -142,10 +155,11 @@ describe('the OpenAPI document', () => {
       else expect([op.operationId, res.status]).toEqual([op.operationId, 200]);
       if (UI_STREAMS.has(op.operationId)) expect([op.operationId, res.headers.get('x-vercel-ai-ui-message-stream'), text]).toEqual([op.operationId, 'v1', expect.stringMatching(/"type":"finish"[^\n]*\n\n(id: \d+\n)?data: \[DONE\]\n\n$/)]);
       else if (res.headers.get('content-type')?.startsWith('text/event-stream')) expect(text).toMatch(/event: (done|result)\n/);
+      if (op.operationId === 'openAiCreateChatCompletion') expect(JSON.parse(text)).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant' } }] });
       if (op.operationId === 'executeTools') expect(JSON.parse(text)).toMatchObject({ isSuccess: true, error: null, executions: [{ toolName: 'list_files', outcome: 'success', isError: false }] });
       tried.push(op.operationId);
     }
-    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage']);
+    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'openAiCreateChatCompletion', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage']);
   });
 
   it('describes the error body of every error answer', () => {
@@ -155,6 +169,7 @@ describe('the OpenAPI document', () => {
         const schema = r.content?.['application/json']?.schema;
         // a failing probe answers with its health report (terminus), which names the failing check
         if (path.startsWith('/api/health/')) expect([path, status, schema]).toEqual([path, status, expect.objectContaining({ properties: expect.objectContaining({ status: expect.anything(), error: expect.anything() }) })]);
+        else if (path.startsWith('/v1/')) expect([path, status, schema]).toEqual([path, status, { $ref: '#/components/schemas/OpenAiErrorResponseDto' }]);
         else expect([path, status, schema]).toEqual([path, status, { $ref: '#/components/schemas/ErrorResponseDto' }]);
       }
     }

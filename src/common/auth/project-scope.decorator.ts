@@ -10,9 +10,12 @@ export const ANY_PROJECT = 'orion:anyProject';
  *   every project, as `GET /api/trace` does without a filter)
  * - `run:<field>`: the project of the run whose id is in that path parameter or body field
  * - `conversation:<field>`: likewise for a conversation
+ * - `header:<name>`: the project id in that request header (absent = `default`), for edges whose
+ *   clients cannot add body fields (the OpenAI-compatible routes)
+ * - `conversation:header:<name>`: the project of the conversation whose id is in that header
  * A resource of a project the key may not use is a 404, so its existence is not revealed.
  */
-export type ScopeSource = 'projectId' | 'projectId!' | `run:${string}` | `conversation:${string}`;
+export type ScopeSource = 'projectId' | 'projectId!' | `run:${string}` | `conversation:${string}` | `header:${string}`;
 export const ProjectScope = (...sources: ScopeSource[]): MethodDecorator => SetMetadata(PROJECT_SCOPE, sources);
 
 /** The route touches no project's data (capabilities): any authenticated key may call it. */

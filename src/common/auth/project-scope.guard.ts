@@ -56,9 +56,13 @@ export class ProjectScopeGuard implements CanActivate {
       const named = (v: unknown) => (typeof v === 'string' ? v : undefined);
       return [read === undefined ? 'default' : named(read), ...(other === undefined ? [] : [named(other) ?? INVALID])];
     }
+    if (source.startsWith('header:')) {
+      const named = req.headers[source.slice('header:'.length)];
+      return [named === undefined ? 'default' : typeof named === 'string' ? named : INVALID];
+    }
     const field = source.slice(source.indexOf(':') + 1);
     const kind = source.startsWith('run:') ? 'run' : 'conversation';
-    const ids = [req.params?.[field], body[field], query[field]].filter((v) => v !== undefined);
+    const ids = field.startsWith('header:') ? [req.headers[field.slice('header:'.length)]].filter((v) => v !== undefined) : [req.params?.[field], body[field], query[field]].filter((v) => v !== undefined);
     const out: Array<string | undefined> = [];
     for (const id of ids) out.push(typeof id === 'string' && UUID.test(id) ? await this.ownerOf(kind, id) : undefined);
     return out;
@@ -74,6 +78,6 @@ export class ProjectScopeGuard implements CanActivate {
 const INVALID = '\u0000invalid';
 
 function notFoundMessage(source: ScopeSource): string {
-  if (source.startsWith('projectId')) return 'Unknown project';
+  if (source.startsWith('projectId') || source.startsWith('header:')) return 'Unknown project';
   return source.startsWith('run:') ? 'Unknown run' : 'Unknown conversation';
 }

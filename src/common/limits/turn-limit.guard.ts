@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { AppConfigService } from '../../config/app-config.service';
 import { principalOf } from '../auth/principal';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../auth/project-ownership.port';
+import { PROJECT_SCOPE, type ScopeSource } from '../auth/project-scope.decorator';
 import { tooMany } from './too-many';
 import { holdTurn } from './turn-hold';
 import { TurnSlots } from './turn-slots';
@@ -54,7 +55,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     const maxProject = this.config.get('MAX_CONCURRENT_TURNS_PER_PROJECT');
     let slot: string | null = null;
     if (maxKey > 0 || maxProject > 0) {
-      const project = await this.projectOf(req);
+      const project = await this.projectOf(req, this.reflector.get<ScopeSource[] | undefined>(PROJECT_SCOPE, context.getHandler()) ?? []);
       const taken = await this.slots.take(key, project, maxKey, maxProject);
       if ('refused' in taken) {
         if (taken.refused === 'key') throw tooMany(res, 'MAX_CONCURRENT_TURNS_PER_KEY', maxKey, RETRY_AFTER_S, 'Too many turns running for this key');
@@ -68,9 +69,15 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
 
   /**
    * The project the turn runs in: that of the run a fork names in its path, else the body's
-   * `projectId` (absent = default), or the project of the run a resume names in its body.
+   * `projectId` (absent = default), or the project of the run a resume names in its body; on a
+   * route whose project is named by a header (`@ProjectScope('header:…')`), that header.
    */
-  private async projectOf(req: Request): Promise<string> {
+  private async projectOf(req: Request, scope: ScopeSource[]): Promise<string> {
+    const header = scope.find((s) => s.startsWith('header:'));
+    if (header) {
+      const named = req.headers[header.slice('header:'.length)];
+      return typeof named === 'string' ? named : 'default';
+    }
     const params = (req.params ?? {}) as { requestId?: unknown };
     const body = (req.body ?? {}) as { projectId?: unknown; requestId?: unknown };
     if (typeof params.requestId === 'string') return this.projectOfRun(params.requestId);
