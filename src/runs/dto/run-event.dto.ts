@@ -51,6 +51,7 @@ export class ToolProgressEventDto extends RunEventEnvelopeDto {
   @ApiProperty() isError: boolean;
   @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate'] }) outcome?: string;
   @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
+  @ApiPropertyOptional({ description: 'on completed / failed: how long the call ran' }) durationMs?: number;
 }
 
 export class ToolPhaseEventDto extends RunEventEnvelopeDto {
@@ -109,7 +110,33 @@ export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
 }
 
-/** Every event a chat run may send, by SSE event name. */
+export class ApprovalRequiredEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: 'pass it to POST /api/chat/runs/{requestId}/approvals/{approvalId}' }) approvalId: string;
+  @ApiProperty() tool: string;
+  @ApiProperty() callId: string;
+  @ApiProperty({ description: 'the call\'s arguments as shown to people: secrets masked as in tool_progress params' }) arguments: unknown;
+  @ApiProperty({ description: 'why the call waits for a person' }) reason: string;
+  @ApiPropertyOptional({ format: 'date-time', description: 'when the approval expires (then decided as denied, by `timeout`)' }) expiresAt?: string;
+}
+
+export class ApprovalDecidedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty() approvalId: string;
+  @ApiProperty({ enum: ['approve', 'deny'] }) decision: string;
+  @ApiProperty({ description: 'approved with arguments a person edited' }) edited: boolean;
+  @ApiProperty({ nullable: true, type: String, description: 'the API key id that decided (null without keys), or `timeout` when the approval expired' }) by: string | null;
+  @ApiPropertyOptional({ description: 'the reason given with the decision' }) reason?: string;
+}
+
+export class QueuedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: '1 for the next turn to run in this conversation' }) position: number;
+  @ApiProperty({ format: 'uuid', description: 'the run the turn waits for' }) activeRequestId: string;
+}
+
+/**
+ * Every event a chat run may send, by SSE event name. One entry per event type: the SSE routes'
+ * schemas and the `RunEvent` union of the OpenAPI document (one type per event in generated
+ * clients) are built from it.
+ */
 export const RUN_EVENTS = {
   start: StartEventDto,
   phase: PhaseEventDto,
@@ -122,4 +149,7 @@ export const RUN_EVENTS = {
   error: ErrorEventDto,
   paused: PausedEventDto,
   done: DoneEventDto,
+  approval_required: ApprovalRequiredEventDto,
+  approval_decided: ApprovalDecidedEventDto,
+  queued: QueuedEventDto,
 };
