@@ -4,7 +4,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as ts from 'typescript';
-import { createOrion, OrionError, type Orion, type RunEvent, type RunEventOf } from '../../clients/typescript/src';
+import { createOrion, OrionError, type ExecuteStreamEvent, type Orion, type RunEvent, type RunEventOf } from '../../clients/typescript/src';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
@@ -232,6 +232,14 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
     expect(result).toMatchObject({ isSuccess: true, error: null });
     expect(result.executions.map((e) => [e.toolName, e.outcome])).toEqual([['probe_first', 'success']]);
     expect(calls).toEqual(['probe_first:only']);
+    llm.enqueue(respond.turn([{ toolCall: { name: 'probe_first', args: { step: 'streamed' }, id: 'x2' } }]));
+    const streamed: ExecuteStreamEvent[] = [];
+    for await (const event of orion.tools.executeStream({ userInput: 'probe it again', mode: 'Classic' })) streamed.push(event);
+    expect(streamed.map((e) => (e.type === 'progress' ? e.stage : e.type))).toEqual(['PrepareTools', 'LLMDecision', 'ExecuteTool', 'Finished', 'result']);
+    const last = streamed.at(-1)!;
+    if (last.type !== 'result') throw new Error(`the last event is ${last.type}`);
+    expect(last.executions.map((e) => [e.toolName, e.outcome])).toEqual([['probe_first', 'success']]);
+    expect(calls).toEqual(['probe_first:only', 'probe_first:streamed']);
 
     llm.enqueue(respond.turn([{ text: 'Noted.' }]));
     let conversationId = '';

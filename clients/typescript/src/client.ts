@@ -2,7 +2,8 @@ import createClient, { type Client } from 'openapi-fetch';
 import type { Approval, ApprovalDecision } from './approvals';
 import { OrionError } from './errors';
 import type { components, paths } from './generated/openapi';
-import { RunEventStream, type StreamOptions, type StreamTransport } from './run-stream';
+import type { ExecuteStreamEvent } from './events';
+import { messages, RunEventStream, type StreamOptions, type StreamTransport } from './run-stream';
 
 type Schemas = components['schemas'];
 export type SendMessage = Schemas['SendMessageDto'];
@@ -120,6 +121,23 @@ export function createOrion(options: OrionOptions) {
       list: (query: { projectId?: string } = {}) => unwrap(api.GET('/api/tools', { params: { query } })),
       /** tool-only orchestration: one model decision over the tools, executed, no answer text */
       execute: (body: ExecuteTools): Promise<ToolCallsResult> => unwrap(api.POST('/api/orchestration/execute', { body })),
+      /**
+       * The same as a stream: `progress` events (PrepareTools, LLMDecision, ExecuteTool, Finished),
+       * then one `result` (the ToolCallsResult). Not a run: nothing to reconnect to, leaving stops it.
+       */
+      executeStream: async function* (body: ExecuteTools, opts: { signal?: AbortSignal } = {}): AsyncGenerator<ExecuteStreamEvent> {
+        const connection = new AbortController();
+        const signal = opts.signal ? AbortSignal.any([opts.signal, connection.signal]) : connection.signal;
+        try {
+          const res = await request('/api/orchestration/execute/stream', { method: 'POST', body, signal });
+          if (!res.ok) throw await OrionError.from(res);
+          for await (const message of messages(res, signal)) {
+            if (message.event) yield { type: message.event, ...JSON.parse(message.data) } as ExecuteStreamEvent;
+          }
+        } finally {
+          connection.abort();
+        }
+      },
     },
   };
 }

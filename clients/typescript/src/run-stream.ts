@@ -123,7 +123,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
 }
 
 /** The SSE messages of a response body, as eventsource-parser reads them. */
-async function* messages(res: Response, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+export async function* messages(res: Response, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
   if (!res.body) return;
   const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   const release = () => void reader.cancel().catch(() => undefined);
