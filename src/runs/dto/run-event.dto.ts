@@ -96,6 +96,23 @@ export class PausedEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ description: 'pass it to POST /api/chat/messages_two_stage/resume' }) resumeFromPhaseIndex: number;
 }
 
+export class ApprovalRequiredEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ format: 'uuid', description: 'added (issue 32): decide it with POST /api/chat/runs/:requestId/approvals/:approvalId' }) approvalId: string;
+  @ApiProperty({ example: 'read_file' }) tool: string;
+  @ApiProperty() callId: string;
+  @ApiProperty({ type: Object, example: { path: 'docs/roadmap.md' }, description: 'the call\'s arguments as shown to users (secrets masked)' }) arguments: unknown;
+  @ApiProperty({ example: 'configured', description: 'why it waits: configured, conversation_always, destructive, not_read_only, mcp_default_all' }) reason: string;
+  @ApiProperty({ description: 'when it counts as denied (reason timeout)' }) expiresAt: string;
+}
+
+export class ApprovalDecidedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ format: 'uuid', description: 'added (issue 32)' }) approvalId: string;
+  @ApiProperty({ enum: ['approve', 'deny'] }) decision: string;
+  @ApiProperty({ description: 'approved with arguments a person edited' }) edited: boolean;
+  @ApiProperty({ nullable: true, type: String, description: 'the API key id that decided; null without keys; timeout when it expired' }) by: string | null;
+  @ApiPropertyOptional({ description: 'the decider\'s reason; timeout when it expired' }) reason?: string;
+}
+
 export class TurnUsageDto {
   @ApiProperty() promptTokens: number;
   @ApiProperty() completionTokens: number;
@@ -108,23 +125,6 @@ export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ nullable: true, type: String, description: 'the stored assistant message' }) messageId: string | null;
   @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'max_tokens', 'cancelled', 'error'] }) stopReason: string;
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
-}
-
-export class ApprovalRequiredEventDto extends RunEventEnvelopeDto {
-  @ApiProperty({ description: 'pass it to POST /api/chat/runs/{requestId}/approvals/{approvalId}' }) approvalId: string;
-  @ApiProperty() tool: string;
-  @ApiProperty() callId: string;
-  @ApiProperty({ description: 'the call\'s arguments as shown to people: secrets masked as in tool_progress params' }) arguments: unknown;
-  @ApiProperty({ description: 'why the call waits for a person' }) reason: string;
-  @ApiPropertyOptional({ format: 'date-time', description: 'when the approval expires (then decided as denied, by `timeout`)' }) expiresAt?: string;
-}
-
-export class ApprovalDecidedEventDto extends RunEventEnvelopeDto {
-  @ApiProperty() approvalId: string;
-  @ApiProperty({ enum: ['approve', 'deny'] }) decision: string;
-  @ApiProperty({ description: 'approved with arguments a person edited' }) edited: boolean;
-  @ApiProperty({ nullable: true, type: String, description: 'the API key id that decided (null without keys), or `timeout` when the approval expired' }) by: string | null;
-  @ApiPropertyOptional({ description: 'the reason given with the decision' }) reason?: string;
 }
 
 export class QueuedEventDto extends RunEventEnvelopeDto {
@@ -147,9 +147,9 @@ export const RUN_EVENTS = {
   sources: SourcesEventDto,
   notice: NoticeEventDto,
   error: ErrorEventDto,
-  paused: PausedEventDto,
-  done: DoneEventDto,
   approval_required: ApprovalRequiredEventDto,
   approval_decided: ApprovalDecidedEventDto,
+  paused: PausedEventDto,
+  done: DoneEventDto,
   queued: QueuedEventDto,
 };

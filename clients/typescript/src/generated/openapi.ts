@@ -998,6 +998,73 @@ export interface components {
             /** @description whether sending the same message again may succeed */
             retryable: boolean;
         };
+        ApprovalRequiredEventDto: {
+            /** Format: uuid */
+            requestId: string;
+            /** @example default */
+            projectId: string;
+            /** Format: uuid */
+            conversationId: string;
+            /** @description 1, 2, 3… per run with no gaps; equal to the SSE id */
+            seq: number;
+            /** @enum {string} */
+            phase: "action_phase" | "tool_phase" | "complete";
+            /** @description 1, 2, 3… one per phase; 0 before the first phase */
+            phaseIndex: number;
+            /** @description the tool step in progress: 0 until the first tool phase */
+            cycleIndex: number;
+            /**
+             * Format: uuid
+             * @description added (issue 32): decide it with POST /api/chat/runs/:requestId/approvals/:approvalId
+             */
+            approvalId: string;
+            /** @example read_file */
+            tool: string;
+            callId: string;
+            /**
+             * @description the call's arguments as shown to users (secrets masked)
+             * @example {
+             *       "path": "docs/roadmap.md"
+             *     }
+             */
+            arguments: Record<string, never>;
+            /**
+             * @description why it waits: configured, conversation_always, destructive, not_read_only, mcp_default_all
+             * @example configured
+             */
+            reason: string;
+            /** @description when it counts as denied (reason timeout) */
+            expiresAt: string;
+        };
+        ApprovalDecidedEventDto: {
+            /** Format: uuid */
+            requestId: string;
+            /** @example default */
+            projectId: string;
+            /** Format: uuid */
+            conversationId: string;
+            /** @description 1, 2, 3… per run with no gaps; equal to the SSE id */
+            seq: number;
+            /** @enum {string} */
+            phase: "action_phase" | "tool_phase" | "complete";
+            /** @description 1, 2, 3… one per phase; 0 before the first phase */
+            phaseIndex: number;
+            /** @description the tool step in progress: 0 until the first tool phase */
+            cycleIndex: number;
+            /**
+             * Format: uuid
+             * @description added (issue 32)
+             */
+            approvalId: string;
+            /** @enum {string} */
+            decision: "approve" | "deny";
+            /** @description approved with arguments a person edited */
+            edited: boolean;
+            /** @description the API key id that decided; null without keys; timeout when it expired */
+            by: string | null;
+            /** @description the decider's reason; timeout when it expired */
+            reason?: string;
+        };
         PausedEventDto: {
             /** Format: uuid */
             requestId: string;
@@ -1045,60 +1112,6 @@ export interface components {
             /** @enum {string} */
             stopReason: "final_answer" | "cycle_budget" | "duplicate_limit" | "max_iterations" | "max_tokens" | "cancelled" | "error";
             usage: components["schemas"]["TurnUsageDto"];
-        };
-        ApprovalRequiredEventDto: {
-            /** Format: uuid */
-            requestId: string;
-            /** @example default */
-            projectId: string;
-            /** Format: uuid */
-            conversationId: string;
-            /** @description 1, 2, 3… per run with no gaps; equal to the SSE id */
-            seq: number;
-            /** @enum {string} */
-            phase: "action_phase" | "tool_phase" | "complete";
-            /** @description 1, 2, 3… one per phase; 0 before the first phase */
-            phaseIndex: number;
-            /** @description the tool step in progress: 0 until the first tool phase */
-            cycleIndex: number;
-            /** @description pass it to POST /api/chat/runs/{requestId}/approvals/{approvalId} */
-            approvalId: string;
-            tool: string;
-            callId: string;
-            /** @description the call's arguments as shown to people: secrets masked as in tool_progress params */
-            arguments: Record<string, never>;
-            /** @description why the call waits for a person */
-            reason: string;
-            /**
-             * Format: date-time
-             * @description when the approval expires (then decided as denied, by `timeout`)
-             */
-            expiresAt?: string;
-        };
-        ApprovalDecidedEventDto: {
-            /** Format: uuid */
-            requestId: string;
-            /** @example default */
-            projectId: string;
-            /** Format: uuid */
-            conversationId: string;
-            /** @description 1, 2, 3… per run with no gaps; equal to the SSE id */
-            seq: number;
-            /** @enum {string} */
-            phase: "action_phase" | "tool_phase" | "complete";
-            /** @description 1, 2, 3… one per phase; 0 before the first phase */
-            phaseIndex: number;
-            /** @description the tool step in progress: 0 until the first tool phase */
-            cycleIndex: number;
-            approvalId: string;
-            /** @enum {string} */
-            decision: "approve" | "deny";
-            /** @description approved with arguments a person edited */
-            edited: boolean;
-            /** @description the API key id that decided (null without keys), or `timeout` when the approval expired */
-            by: string | null;
-            /** @description the reason given with the decision */
-            reason?: string;
         };
         QueuedEventDto: {
             /** Format: uuid */
@@ -1563,28 +1576,6 @@ export interface components {
              */
             type: "error";
         };
-        /** @description the `paused` event: the SSE event name as `type`, then the fields of its data */
-        RunEventPaused: components["schemas"]["PausedEventDto"] & {
-            /** @enum {string} */
-            type: "paused";
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "paused";
-        };
-        /** @description the `done` event: the SSE event name as `type`, then the fields of its data */
-        RunEventDone: components["schemas"]["DoneEventDto"] & {
-            /** @enum {string} */
-            type: "done";
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "done";
-        };
         /** @description the `approval_required` event: the SSE event name as `type`, then the fields of its data */
         RunEventApprovalRequired: components["schemas"]["ApprovalRequiredEventDto"] & {
             /** @enum {string} */
@@ -1607,6 +1598,28 @@ export interface components {
              */
             type: "approval_decided";
         };
+        /** @description the `paused` event: the SSE event name as `type`, then the fields of its data */
+        RunEventPaused: components["schemas"]["PausedEventDto"] & {
+            /** @enum {string} */
+            type: "paused";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "paused";
+        };
+        /** @description the `done` event: the SSE event name as `type`, then the fields of its data */
+        RunEventDone: components["schemas"]["DoneEventDto"] & {
+            /** @enum {string} */
+            type: "done";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "done";
+        };
         /** @description the `queued` event: the SSE event name as `type`, then the fields of its data */
         RunEventQueued: components["schemas"]["QueuedEventDto"] & {
             /** @enum {string} */
@@ -1619,7 +1632,7 @@ export interface components {
             type: "queued";
         };
         /** @description One event of the stream as a client holds it: `type` (the SSE event name) and the fields of its `data`. docs/API.md, "Events". */
-        RunEvent: components["schemas"]["RunEventStart"] | components["schemas"]["RunEventPhase"] | components["schemas"]["RunEventChunk"] | components["schemas"]["RunEventToolCalls"] | components["schemas"]["RunEventToolProgress"] | components["schemas"]["RunEventToolPhase"] | components["schemas"]["RunEventSources"] | components["schemas"]["RunEventNotice"] | components["schemas"]["RunEventError"] | components["schemas"]["RunEventPaused"] | components["schemas"]["RunEventDone"] | components["schemas"]["RunEventApprovalRequired"] | components["schemas"]["RunEventApprovalDecided"] | components["schemas"]["RunEventQueued"];
+        RunEvent: components["schemas"]["RunEventStart"] | components["schemas"]["RunEventPhase"] | components["schemas"]["RunEventChunk"] | components["schemas"]["RunEventToolCalls"] | components["schemas"]["RunEventToolProgress"] | components["schemas"]["RunEventToolPhase"] | components["schemas"]["RunEventSources"] | components["schemas"]["RunEventNotice"] | components["schemas"]["RunEventError"] | components["schemas"]["RunEventApprovalRequired"] | components["schemas"]["RunEventApprovalDecided"] | components["schemas"]["RunEventPaused"] | components["schemas"]["RunEventDone"] | components["schemas"]["RunEventQueued"];
     };
     responses: never;
     parameters: never;
@@ -2327,18 +2340,6 @@ export interface operations {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
                         /** @enum {string} */
-                        event: "paused";
-                        data: components["schemas"]["PausedEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
-                        event: "done";
-                        data: components["schemas"]["DoneEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
                         event: "approval_required";
                         data: components["schemas"]["ApprovalRequiredEventDto"];
                     } | {
@@ -2347,6 +2348,18 @@ export interface operations {
                         /** @enum {string} */
                         event: "approval_decided";
                         data: components["schemas"]["ApprovalDecidedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "paused";
+                        data: components["schemas"]["PausedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "done";
+                        data: components["schemas"]["DoneEventDto"];
                     } | {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
@@ -2566,18 +2579,6 @@ export interface operations {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
                         /** @enum {string} */
-                        event: "paused";
-                        data: components["schemas"]["PausedEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
-                        event: "done";
-                        data: components["schemas"]["DoneEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
                         event: "approval_required";
                         data: components["schemas"]["ApprovalRequiredEventDto"];
                     } | {
@@ -2586,6 +2587,18 @@ export interface operations {
                         /** @enum {string} */
                         event: "approval_decided";
                         data: components["schemas"]["ApprovalDecidedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "paused";
+                        data: components["schemas"]["PausedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "done";
+                        data: components["schemas"]["DoneEventDto"];
                     } | {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
@@ -2770,18 +2783,6 @@ export interface operations {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
                         /** @enum {string} */
-                        event: "paused";
-                        data: components["schemas"]["PausedEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
-                        event: "done";
-                        data: components["schemas"]["DoneEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
                         event: "approval_required";
                         data: components["schemas"]["ApprovalRequiredEventDto"];
                     } | {
@@ -2790,6 +2791,18 @@ export interface operations {
                         /** @enum {string} */
                         event: "approval_decided";
                         data: components["schemas"]["ApprovalDecidedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "paused";
+                        data: components["schemas"]["PausedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "done";
+                        data: components["schemas"]["DoneEventDto"];
                     } | {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
@@ -2975,18 +2988,6 @@ export interface operations {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
                         /** @enum {string} */
-                        event: "paused";
-                        data: components["schemas"]["PausedEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
-                        event: "done";
-                        data: components["schemas"]["DoneEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
                         event: "approval_required";
                         data: components["schemas"]["ApprovalRequiredEventDto"];
                     } | {
@@ -2995,6 +2996,18 @@ export interface operations {
                         /** @enum {string} */
                         event: "approval_decided";
                         data: components["schemas"]["ApprovalDecidedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "paused";
+                        data: components["schemas"]["PausedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "done";
+                        data: components["schemas"]["DoneEventDto"];
                     } | {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
@@ -4414,18 +4427,6 @@ export interface operations {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
                         /** @enum {string} */
-                        event: "paused";
-                        data: components["schemas"]["PausedEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
-                        event: "done";
-                        data: components["schemas"]["DoneEventDto"];
-                    } | {
-                        /** @description the SSE id (where the stream has one: equal to data.seq) */
-                        id?: string;
-                        /** @enum {string} */
                         event: "approval_required";
                         data: components["schemas"]["ApprovalRequiredEventDto"];
                     } | {
@@ -4434,6 +4435,18 @@ export interface operations {
                         /** @enum {string} */
                         event: "approval_decided";
                         data: components["schemas"]["ApprovalDecidedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "paused";
+                        data: components["schemas"]["PausedEventDto"];
+                    } | {
+                        /** @description the SSE id (where the stream has one: equal to data.seq) */
+                        id?: string;
+                        /** @enum {string} */
+                        event: "done";
+                        data: components["schemas"]["DoneEventDto"];
                     } | {
                         /** @description the SSE id (where the stream has one: equal to data.seq) */
                         id?: string;
