@@ -6,7 +6,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+# the service only: `npm run build` also builds clients/typescript, which the image does not hold
+RUN npx nest build && npm prune --omit=dev
 
 FROM node:24-trixie-slim
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data WORKSPACE_ROOT=/workspace

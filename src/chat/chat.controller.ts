@@ -33,7 +33,7 @@ export class ChatController {
   @Sse('messages', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
-  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
@@ -47,7 +47,7 @@ export class ChatController {
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiOperation({ operationId: 'sendMessageTwoStage', summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
-  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
@@ -65,7 +65,7 @@ export class ChatController {
     summary:
       'Resume a paused two-stage run in place from its latest checkpoint, on any instance (SSE; seq continues). A cancelled run is never resumed (409 run_cancelled); a finished run (409 run_finished) or an older checkpoint (409 run_not_resumable) is refused too, and the refusal names the fork route',
   })
-  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
   @ApiNotFoundResponse({ description: 'unknown run, or no checkpoint at that phase' })
   @ApiConflictResponse({
     description:
@@ -86,7 +86,7 @@ export class ChatController {
     summary:
       'Fork a two-stage run from any of its checkpoints (paused, completed, cancelled or failed run), on any instance (SSE): a new run (new requestId, start.parentRequestId) continues from it; the parent is left as it was',
   })
-  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS })
+  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
   @ApiBadRequestResponse({ description: 'requestId not a UUID, or fromPhaseIndex not an integer >= 1 (nothing changes)' })
   @ApiNotFoundResponse({ description: 'run_not_found, or checkpoint_not_found (the body lists its checkpoints)' })
   @ApiConflictResponse({ description: 'run_in_progress: the run is running (pause or cancel it first); run_not_resumable: it is not two-stage, or its checkpoint cannot be read' })

@@ -41,7 +41,7 @@ export class OrchestrationController {
   @ProjectScope('projectId')
   @HttpCode(200)
   @ApiOperation({ operationId: 'executeToolsStream', summary: 'The same, as SSE: progress events (PrepareTools, LLMDecision, ExecuteTool with index, Finished) then one result' })
-  @ApiSseResponse({ description: 'progress events, one per stage, then one result event (a ToolCallsResult)', events: { progress: ExecuteProgressEventDto, result: ToolCallsResultDto } })
+  @ApiSseResponse({ description: 'progress events, one per stage, then one result event (a ToolCallsResult)', events: { progress: ExecuteProgressEventDto, result: ToolCallsResultDto }, union: 'ExecuteStreamEvent' })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode (before the stream starts)' })
   executeStream(@Body() dto: ExecuteToolsDto, @ClientSignal() signal: AbortSignal): Observable<MessageEvent> {
     // a missing or unknown mode is a 400 before the stream

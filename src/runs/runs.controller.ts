@@ -40,7 +40,7 @@ export class RunsController {
   @ProjectScope('run:requestId')
   @ApiOperation({ operationId: 'streamRunEvents', summary: 'Reconnect: every stored event after Last-Event-ID (or ?lastEventId=), then the live run until it ends (EventSource-compatible)' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the last seq the client received' })
-  @ApiSseResponse({ description: 'the run\'s events, exactly as they were first sent (same ids), then its live events', events: RUN_EVENTS })
+  @ApiSseResponse({ description: 'the run\'s events, exactly as they were first sent (same ids), then its live events', events: RUN_EVENTS, union: 'RunEvent' })
   @ApiNoContentResponse({ description: 'the run has ended and has nothing after Last-Event-ID (an EventSource stops reconnecting)' })
   @ApiBadRequestResponse({ description: 'Last-Event-ID is not a non-negative integer' })
   @ApiNotFoundResponse({ description: 'unknown run' })

@@ -74,9 +74,30 @@ describe('the OpenAPI document', () => {
     expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'openAiCreateChatCompletion', 'resumeTwoStageRun', 'resumeUiStream', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage', 'streamRunEvents']);
     const send = served.paths['/api/chat/messages'].post.responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
     const events = Object.fromEntries(send.oneOf.map((o) => [o.properties.event.enum[0], o.properties.data.$ref]));
-    expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'approval_required', 'approval_decided', 'paused', 'done']);
+    expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'approval_required', 'approval_decided', 'paused', 'done', 'queued']);
     const done = served.components.schemas[events.done.split('/').pop()!] as { properties: Record<string, unknown>; required: string[] };
     expect(done.required).toEqual(expect.arrayContaining(['requestId', 'seq', 'phase', 'fullContent', 'messageId', 'stopReason', 'usage']));
+  });
+
+  it('describes the run\'s events as a union with a discriminator on type, one member per event of the chat streams (what code generators turn into one type per event)', () => {
+    type Member = { allOf: [{ $ref: string }, { required: string[]; properties: { type: { enum: string[] } } }] };
+    const union = served.components.schemas.RunEvent as { oneOf: Array<{ $ref: string }>; discriminator: { propertyName: string; mapping: Record<string, string> } };
+    expect(union.discriminator.propertyName).toBe('type');
+    for (const [path, method] of [['/api/chat/messages', 'post'], ['/api/chat/runs/{requestId}/events', 'get'], ['/api/chat/runs/{requestId}/fork', 'post']]) {
+      const stream = served.paths[path][method].responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
+      expect(Object.keys(union.discriminator.mapping)).toEqual(stream.oneOf.map((m) => m.properties.event.enum[0]));
+      for (const message of stream.oneOf) {
+        const event = message.properties.event.enum[0];
+        const ref = union.discriminator.mapping[event];
+        expect(union.oneOf).toContainEqual({ $ref: ref });
+        // the member is the event's data plus its name as `type`
+        const member = served.components.schemas[ref.split('/').pop()!] as Member;
+        expect(member.allOf[0]).toEqual({ $ref: message.properties.data.$ref });
+        expect(member.allOf[1]).toMatchObject({ required: ['type'], properties: { type: { enum: [event] } } });
+      }
+    }
+    const approval = served.components.schemas.ApprovalRequiredEventDto as { required: string[] };
+    expect(approval.required).toEqual(expect.arrayContaining(['requestId', 'seq', 'phaseIndex', 'approvalId', 'tool', 'callId', 'arguments', 'reason']));
   });
 
   it('shows error examples per status and code: each example has its answer\'s status, and an operation\'s own codes where it has them', () => {

@@ -4,6 +4,7 @@ import { ErrorResponseDto } from '../errors/error-response.dto';
 import { mappedRoutes, toOpenApiPath } from '../auth/route-inventory';
 import { ERROR_EXAMPLES, OPERATION_ERRORS, STATUS_EXAMPLES } from './error-examples';
 import { REQUEST_EXAMPLE_NOTES, REQUEST_EXAMPLES, STREAM_EXAMPLES } from './request-examples';
+import { addSseEventUnions } from '../sse/sse-event-union';
 
 /** The security scheme Swagger UI's Authorize button fills in (API_KEYS). */
 export const BEARER_SCHEME = 'bearer';
@@ -68,6 +69,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       if (stream && STREAM_EXAMPLES[id]) stream.example = STREAM_EXAMPLES[id];
     }
   }
+  addSseEventUnions(doc);
   return doc;
 }
 

@@ -1,13 +1,18 @@
 import { applyDecorators, type Type } from '@nestjs/common';
 import { ApiExtraModels, ApiOkResponse, ApiProduces, getSchemaPath } from '@nestjs/swagger';
 
+/** Where a stream's schema names the union its events form (read by addSseEventUnions). */
+export const EVENT_UNION_KEY = 'x-event-union';
+
 /**
  * Documents a route that answers 200 with Server-Sent Events: `text/event-stream`, and one
  * schema per event type. OpenAPI has no notion of a stream of messages, so the response schema
  * describes ONE message (`id`, `event`, `data`) as a `oneOf` over the event types, each naming
- * its `event` and the class of its `data`.
+ * its `event` and the class of its `data`. With `union`, the document also gets a component of
+ * that name: the events as a client holds them, `{type: <event name>, ...data}`, a `oneOf` with
+ * a discriminator on `type` (see sse-event-union.ts), so code generators give one type per event.
  */
-export function ApiSseResponse(options: { description: string; events: Record<string, Type<unknown>> }): MethodDecorator {
+export function ApiSseResponse(options: { description: string; events: Record<string, Type<unknown>>; union?: string }): MethodDecorator {
   const entries = Object.entries(options.events);
   return applyDecorators(
     ApiExtraModels(...entries.map(([, model]) => model)),
@@ -25,6 +30,7 @@ export function ApiSseResponse(options: { description: string; events: Record<st
             data: { $ref: getSchemaPath(model) },
           },
         })),
+        ...(options.union ? { [EVENT_UNION_KEY]: options.union } : {}),
       },
     }),
   );

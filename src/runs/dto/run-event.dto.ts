@@ -51,6 +51,7 @@ export class ToolProgressEventDto extends RunEventEnvelopeDto {
   @ApiProperty() isError: boolean;
   @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate', 'denied'] }) outcome?: string;
   @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
+  @ApiPropertyOptional({ description: 'on completed / failed: how long the call ran' }) durationMs?: number;
 }
 
 export class ToolPhaseEventDto extends RunEventEnvelopeDto {
@@ -126,7 +127,16 @@ export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
 }
 
-/** Every event a chat run may send, by SSE event name. */
+export class QueuedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: '1 for the next turn to run in this conversation' }) position: number;
+  @ApiProperty({ format: 'uuid', description: 'the run the turn waits for' }) activeRequestId: string;
+}
+
+/**
+ * Every event a chat run may send, by SSE event name. One entry per event type: the SSE routes'
+ * schemas and the `RunEvent` union of the OpenAPI document (one type per event in generated
+ * clients) are built from it.
+ */
 export const RUN_EVENTS = {
   start: StartEventDto,
   phase: PhaseEventDto,
@@ -141,4 +151,5 @@ export const RUN_EVENTS = {
   approval_decided: ApprovalDecidedEventDto,
   paused: PausedEventDto,
   done: DoneEventDto,
+  queued: QueuedEventDto,
 };

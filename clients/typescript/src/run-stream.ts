@@ -1,0 +1,141 @@
+import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
+import { OrionError, OrionStreamError } from './errors';
+import { FINAL_EVENTS, type RunEvent } from './events';
+
+/** What a stream needs of the client: how to call the service. */
+export interface StreamTransport {
+  /** POST/GET a route of the service with the client's key; `headers` are added to its own */
+  request(path: string, init: { method: 'GET' | 'POST'; body?: unknown; headers?: Record<string, string>; signal: AbortSignal }): Promise<Response>;
+  runs: { cancel(requestId: string): Promise<unknown>; pause(requestId: string): Promise<unknown> };
+}
+
+export interface ReconnectOptions {
+  /** reconnections in a row without an event in between before the stream gives up (default 5) */
+  retries?: number;
+  /** wait before the n-th reconnection in a row: n × delayMs (default 250) */
+  delayMs?: number;
+}
+
+export interface StreamOptions {
+  /** aborting it closes the connection (without `options.detach`, the service then cancels the run) */
+  signal?: AbortSignal;
+  reconnect?: ReconnectOptions | false;
+}
+
+/**
+ * A run's events as an async iterable: `for await (const event of stream)`. The request is made
+ * when iteration starts (once: a stream is iterated once). When the connection drops before the
+ * run's last event (`done`, or `paused`), the stream reconnects to
+ * `GET /api/chat/runs/:requestId/events` with `Last-Event-ID` set to the last `seq` received, so
+ * the service sends exactly the events after it; events at or below that seq are skipped should
+ * any come again. Reconnecting is only useful for a run that outlives its connection: send with
+ * `options.detach: true` (without it, the service cancels the run when the connection drops, and
+ * the reconnection gets the rest of the cancelled run).
+ */
+export class RunEventStream implements AsyncIterable<RunEvent> {
+  /** the run (from the first event), for cancel, pause and fork */
+  requestId: string | undefined;
+  /** the seq of the last event given out */
+  lastSeq = 0;
+  /** how many times the stream reconnected */
+  reconnects = 0;
+  private started = false;
+
+  constructor(
+    private readonly transport: StreamTransport,
+    private readonly open: (signal: AbortSignal) => Promise<Response>,
+    private readonly options: StreamOptions = {},
+  ) {}
+
+  /** Cancels the run (`POST /api/chat/runs/:requestId/cancel`); the stream then ends with `done {stopReason: "cancelled"}`. */
+  cancel(): Promise<unknown> {
+    return this.transport.runs.cancel(this.started$());
+  }
+
+  /** Pauses a two-stage run at its next tool result; the stream then ends with `paused`. */
+  pause(): Promise<unknown> {
+    return this.transport.runs.pause(this.started$());
+  }
+
+  /** The events in order, each once; ends after `done` or `paused`, or when the service has nothing more. */
+  async *[Symbol.asyncIterator](): AsyncIterator<RunEvent> {
+    if (this.started) throw new Error('a RunEventStream is iterated once');
+    this.started = true;
+    const connection = new AbortController();
+    const signal = this.options.signal ? AbortSignal.any([this.options.signal, connection.signal]) : connection.signal;
+    const reconnect = this.options.reconnect === false ? { retries: 0, delayMs: 0 } : { retries: 5, delayMs: 250, ...this.options.reconnect };
+    let failures = 0;
+    try {
+      let res = await this.open(signal);
+      if (!res.ok) throw await OrionError.from(res);
+      for (;;) {
+        let dropped: unknown;
+        try {
+          for await (const message of messages(res, signal)) {
+            const event = this.accept(message);
+            if (!event) continue;
+            failures = 0;
+            yield event;
+            if (FINAL_EVENTS.has(event.type)) return;
+          }
+        } catch (err) {
+          if (signal.aborted) throw err;
+          dropped = err;
+        }
+        // the body ended or broke before the run's last event: pick the run up where it was
+        if (!this.requestId) throw new OrionStreamError('the stream ended before its first event (no run to reconnect to)', undefined, 0, dropped);
+        if (++failures > reconnect.retries) throw new OrionStreamError(`the stream of run ${this.requestId} broke after seq ${this.lastSeq} and could not be resumed`, this.requestId, this.lastSeq, dropped);
+        // not a wait for a condition: spacing the attempts so a restarting service is not hammered
+        await new Promise((resolve) => setTimeout(resolve, reconnect.delayMs * failures));
+        this.reconnects++;
+        res = await this.transport.request(`/api/chat/runs/${encodeURIComponent(this.requestId)}/events`, {
+          method: 'GET',
+          headers: { 'last-event-id': String(this.lastSeq) },
+          signal,
+        });
+        // the run has ended and nothing came after lastSeq
+        if (res.status === 204) return;
+        if (!res.ok) throw await OrionError.from(res);
+      }
+    } finally {
+      // the consumer stopped early, or the run's last event came: close the connection
+      connection.abort();
+    }
+  }
+
+  /** The event a message carries, or nothing for a message already given out (or not an event). */
+  private accept(message: EventSourceMessage): RunEvent | undefined {
+    if (!message.event) return undefined;
+    const data = JSON.parse(message.data) as { seq?: number; requestId?: string };
+    const seq = typeof data.seq === 'number' ? data.seq : message.id ? Number(message.id) : undefined;
+    if (seq !== undefined) {
+      if (seq <= this.lastSeq) return undefined;
+      this.lastSeq = seq;
+    }
+    this.requestId ??= data.requestId;
+    return { type: message.event, ...data } as RunEvent;
+  }
+
+  private started$(): string {
+    if (!this.requestId) throw new Error('the run has not started yet: wait for its first event (start)');
+    return this.requestId;
+  }
+}
+
+/** The SSE messages of a response body, as eventsource-parser reads them. */
+export async function* messages(res: Response, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+  if (!res.body) return;
+  const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  const release = () => void reader.cancel().catch(() => undefined);
+  signal.addEventListener('abort', release, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    signal.removeEventListener('abort', release);
+    release();
+  }
+}
