@@ -82,7 +82,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Registered tools (built-ins and MCP) with their schemas and whether each can run now */
+        /** Registered tools (built-ins and MCP) with their schemas, whether each can run now and whether its calls wait for a person's approval in the project */
         get: operations["listTools"];
         put?: never;
         post?: never;
@@ -286,6 +286,40 @@ export interface paths {
         patch: operations["updateConversationSettings"];
         trace?: never;
     };
+    "/api/chat/ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** AI SDK chat route (DefaultChatTransport's request): runs a unified turn for the last user message in the chat's conversation and streams it as the AI SDK UI message stream */
+        post: operations["sendUiMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/chat/ui/{chatId}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The AI SDK transport's resume request: the chat's active run as the UI message stream, from its start, then live until it ends; 204 when the chat has no active run */
+        get: operations["resumeUiStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -443,6 +477,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/projects/{projectId}/tool-approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's approval override (empty lists and updatedAt null when it has none) */
+        get: operations["getToolApprovals"];
+        /**
+         * Replaces the project's approval override; every instance applies it to the next call
+         * @description Example: put the project in the path (`default`); this replaces its whole override, and empty lists clear it.
+         */
+        put: operations["putToolApprovals"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible: the allowed models (LLM_MODELS), then the aliases orion-unified and orion-two-stage (when TWO_STAGE_ENABLED) */
+        get: operations["openAiListModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible: one model of GET /v1/models */
+        get: operations["openAiRetrieveModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI-compatible chat completion: Orion runs the turn with its own tools (the messages are the history, or X-Orion-Conversation names a stored conversation); stream true: chat.completion.chunk messages, then [DONE] */
+        post: operations["openAiCreateChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/chat/runs/{requestId}": {
         parameters: {
             query?: never;
@@ -505,6 +611,43 @@ export interface paths {
         put?: never;
         /** Pause a run at its next natural pause point (right after a tool result is traced); its stream ends with paused */
         post: operations["pauseRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/chat/runs/{requestId}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's approvals, oldest first: what was asked (arguments as shown), status, decision, who decided, when */
+        get: operations["listRunApprovals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/chat/runs/{requestId}/approvals/{approvalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve (optionally with edited arguments) or deny a tool call the run waits for, from any instance; the run goes on with approval_decided
+         * @description Example: put the requestId and approvalId of an `approval_required` event in the path. Deny: `{"decision": "deny", "reason": "…"}`; edit: `{"decision": "approve", "arguments": {…}}`.
+         */
+        post: operations["decideApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -636,6 +779,15 @@ export interface components {
             confidence: "high" | "medium" | "low" | "none";
             metrics: components["schemas"]["RetrievalMetricsDto"];
         };
+        ToolApprovalPolicyDto: {
+            /** @description true: a call waits for a person's approval (before any conversation's `always`) */
+            required: boolean;
+            /**
+             * @description why: `configured` (TOOLS_REQUIRE_APPROVAL), `project_require` / `project_exempt` (the project override), `destructive` / `not_read_only` / `mcp_default_all` (TOOLS_APPROVAL_DEFAULT), or `none`
+             * @example destructive
+             */
+            reason: string;
+        };
         ToolSummaryDto: {
             /** @example read_file */
             name: string;
@@ -670,6 +822,8 @@ export interface components {
              * @example definition changed
              */
             unavailable?: string;
+            /** @description the tool's approval policy in the project named (default `default`), its override applied */
+            approval: components["schemas"]["ToolApprovalPolicyDto"];
         };
         ExecuteToolsOptionsDto: {
             /** @description decided calls are cut to this many; default ORCHESTRATION_MAX_CALLS (1) */
@@ -683,6 +837,23 @@ export interface components {
              * @default en
              */
             locale?: string;
+        };
+        ApprovedCallDto: {
+            /**
+             * @description the tool, as the execution named it
+             * @example fs__write_file
+             */
+            tool: string;
+            /**
+             * @description the arguments approved, compared canonically (key order and defaults do not matter)
+             * @example {
+             *       "path": "notes.txt",
+             *       "content": "hi"
+             *     }
+             */
+            arguments: {
+                [key: string]: unknown;
+            };
         };
         ExecuteToolsDto: {
             /** @example colony overview */
@@ -702,21 +873,30 @@ export interface components {
              */
             mode?: "Classic" | "NarrowTopK";
             options?: components["schemas"]["ExecuteToolsOptionsDto"];
+            /** @description calls a person approved earlier: a decided call with the same tool and canonical arguments runs without waiting (each entry once) */
+            approvedCalls?: components["schemas"]["ApprovedCallDto"][];
         };
         DecidedCallDto: {
             toolName: string;
             /** @description parsed arguments (or the raw text when not a JSON object) */
             args: Record<string, never>;
         };
+        ToolApprovalNeedDto: {
+            required: boolean;
+            /** @example destructive */
+            reason: string;
+        };
         ToolExecutionDto: {
             toolName: string;
             args: Record<string, never>;
             /** @enum {string} */
-            outcome: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled";
+            outcome: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "approval_required";
             resultObject: Record<string, never>;
             latencyMs: number;
             /** @description true for every outcome but success */
             isError: boolean;
+            /** @description outcome approval_required: why the call waits for a person (it did not run) */
+            approval?: components["schemas"]["ToolApprovalNeedDto"];
         };
         ToolCandidateDto: {
             name: string;
@@ -885,7 +1065,7 @@ export interface components {
             params: Record<string, never>;
             isError: boolean;
             /** @enum {string} */
-            outcome?: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "duplicate";
+            outcome?: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "duplicate" | "denied";
             /** @description the raw tool output, only when the request set debugShowToolResults */
             output?: Record<string, never>;
             /** @description on completed / failed: how long the call ran */
@@ -1164,6 +1344,8 @@ export interface components {
             detach?: boolean;
             /** @description added (issue 13): the model for this turn, one of LLM_MODELS (GET /api/config/capabilities lists them); beats the conversation setting */
             model?: string;
+            /** @description added (issue 32): how long a tool call waits for a person before it counts as denied (reason timeout); default APPROVAL_TIMEOUT_MS */
+            approvalTimeoutMs?: number;
         };
         SendMessageDto: {
             /** @default default */
@@ -1237,6 +1419,47 @@ export interface components {
             customInstructions?: string;
             /** @description added (issue 13): the model of the conversation's turns, one of LLM_MODELS; a message's options.model beats it */
             model?: string;
+            /**
+             * @description added (issue 32): which tool calls wait for a person: the tools' approval policy (default), or every call
+             * @enum {string}
+             */
+            approvals?: "policy" | "always";
+        };
+        UiMessageDto: {
+            /** @description the message id the client gave it */
+            id: string;
+            /** @enum {string} */
+            role: "system" | "user" | "assistant";
+            /** @description the client's own metadata (ignored) */
+            metadata?: Record<string, never>;
+            /** @description UI message parts; in the last (user) message only `text` parts are accepted */
+            parts: Record<string, never>[];
+        };
+        UiChatRequestDto: {
+            /**
+             * @description the chat id: a UUID is the conversation id; any other id maps to a conversation of the project (docs/API.md)
+             * @example d2x8Hk3Lq0ZbT9aF
+             */
+            id: string;
+            /** @description the chat as the client holds it; the last message must be the user's, and its text is the new message (the stored conversation is the history the model sees) */
+            messages: components["schemas"]["UiMessageDto"][];
+            /**
+             * @description regenerate-message runs the last user message again as a new turn (the earlier answer stays stored)
+             * @default submit-message
+             * @enum {string}
+             */
+            trigger?: "submit-message" | "regenerate-message";
+            /** @description regenerate-message: the assistant message being regenerated (informational) */
+            messageId?: string;
+            /** @default default */
+            projectId?: string;
+            /**
+             * @default act
+             * @enum {string}
+             */
+            mode?: "act" | "plan";
+            /** @description the chat routes' options (model, maxIterations, debugShowToolResults, detach…) */
+            options?: components["schemas"]["SendMessageOptionsDto"];
         };
         HealthDto: {
             /** @enum {string} */
@@ -1392,6 +1615,221 @@ export interface components {
             /** @description pendingHash of the definition reviewed: a definition that changed again since is not approved (409) */
             hash: string;
         };
+        ToolApprovalsDto: {
+            /** @example default */
+            projectId: string;
+            require: string[];
+            exempt: string[];
+            /**
+             * Format: date-time
+             * @description null: the project has no override (the configuration alone decides)
+             */
+            updatedAt: string | null;
+            /** @description key name and id of the admin who set it */
+            updatedBy: string | null;
+        };
+        PutToolApprovalsDto: {
+            /**
+             * @description names or globs whose calls wait for a person in this project
+             * @example [
+             *       "fs__*",
+             *       "read_file"
+             *     ]
+             */
+            require: string[];
+            /**
+             * @description names or globs whose calls need no approval in this project
+             * @example [
+             *       "fs__read*",
+             *       "fs__list*"
+             *     ]
+             */
+            exempt: string[];
+        };
+        CompletionMessageDto: {
+            /** @enum {string} */
+            role: "assistant";
+            content: string;
+            refusal: string | null;
+            /** @description with X-Orion-Progress: true, the turn's tool steps as readable lines */
+            orion_progress?: string[];
+        };
+        CompletionChoiceDto: {
+            /** @enum {number} */
+            index: 0;
+            message: components["schemas"]["CompletionMessageDto"];
+            /** @enum {string} */
+            finish_reason: "stop" | "length";
+            logprobs: Record<string, never> | null;
+        };
+        CompletionUsageDto: {
+            /** @description summed over every model call of the turn */
+            prompt_tokens: number;
+            completion_tokens: number;
+            total_tokens: number;
+        };
+        OrionCompletionExtensionDto: {
+            /**
+             * Format: uuid
+             * @description the run (run control, GET /api/trace?requestId=)
+             */
+            request_id: string;
+            /**
+             * Format: uuid
+             * @description the conversation the turn was stored in; send it as X-Orion-Conversation to continue it
+             */
+            conversation_id: string;
+            /**
+             * @description the done event's stopReason, or paused
+             * @example final_answer
+             */
+            stop_reason: string;
+        };
+        ChatCompletionDto: {
+            /**
+             * @description "chatcmpl-" + the run's requestId
+             * @example chatcmpl-0f8f…
+             */
+            id: string;
+            /** @enum {string} */
+            object: "chat.completion";
+            created: number;
+            /** @description the model the turn talked to */
+            model: string;
+            choices: components["schemas"]["CompletionChoiceDto"][];
+            usage: components["schemas"]["CompletionUsageDto"];
+            orion: components["schemas"]["OrionCompletionExtensionDto"];
+        };
+        ChunkDeltaDto: {
+            /**
+             * @description first chunk only
+             * @enum {string}
+             */
+            role?: "assistant";
+            content?: string;
+            /** @description with X-Orion-Progress: true, one tool step as a readable line */
+            orion_progress?: string;
+        };
+        ChunkChoiceDto: {
+            /** @enum {number} */
+            index: 0;
+            delta: components["schemas"]["ChunkDeltaDto"];
+            /** @enum {string|null} */
+            finish_reason: "stop" | "length" | null;
+            logprobs: Record<string, never> | null;
+        };
+        ChatCompletionChunkDto: {
+            id: string;
+            /** @enum {string} */
+            object: "chat.completion.chunk";
+            created: number;
+            model: string;
+            choices: components["schemas"]["ChunkChoiceDto"][];
+            /** @description on the final chunk, with stream_options.include_usage */
+            usage?: components["schemas"]["CompletionUsageDto"];
+            /** @description on the final chunk */
+            orion?: components["schemas"]["OrionCompletionExtensionDto"];
+        };
+        OpenAiErrorDetailDto: {
+            message: string;
+            /** @enum {string} */
+            type: "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "server_error";
+            /** @description the request parameter at fault */
+            param: string | null;
+            /**
+             * @description unsupported_parameter, unknown_parameter, invalid_value, invalid_json, model_not_found, or Orion's own code (conversation_not_found, too_many_requests, llm_timeout…)
+             * @example model_not_found
+             */
+            code: string | null;
+        };
+        OpenAiErrorResponseDto: {
+            error: components["schemas"]["OpenAiErrorDetailDto"];
+        };
+        OpenAiModelDto: {
+            /** @example orion-unified */
+            id: string;
+            /** @enum {string} */
+            object: "model";
+            /** @description Unix seconds (when this instance started) */
+            created: number;
+            /** @example orion */
+            owned_by: string;
+        };
+        OpenAiModelListDto: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OpenAiModelDto"][];
+        };
+        ChatCompletionMessageDto: {
+            /**
+             * @description `tool` and `function` messages are refused: Orion runs its tools itself
+             * @enum {string}
+             */
+            role: "system" | "developer" | "user" | "assistant";
+            /** @description text, or an array of text parts (other part types are refused) */
+            content: string | {
+                /** @enum {string} */
+                type?: "text";
+                text?: string;
+            }[];
+            /** @description accepted, not read */
+            name?: string;
+        };
+        StreamOptionsDto: {
+            /** @description the final chunk (the one with finish_reason) carries `usage` */
+            include_usage?: boolean;
+        };
+        ChatCompletionRequestDto: {
+            /**
+             * @description `orion-unified`, `orion-two-stage` (TWO_STAGE_ENABLED only) or one of LLM_MODELS (GET /v1/models lists them)
+             * @example orion-unified
+             */
+            model: string;
+            /** @description the conversation so far, the last one a user message */
+            messages: components["schemas"]["ChatCompletionMessageDto"][];
+            /**
+             * @description true: `chat.completion.chunk`s as Server-Sent Events, then `data: [DONE]`
+             * @default false
+             */
+            stream?: boolean;
+            stream_options?: components["schemas"]["StreamOptionsDto"];
+            /** @description only 1 */
+            n?: number;
+            /** @description only false */
+            logprobs?: boolean;
+            /** @description accepted, not applied (the turn's mode picks the temperature) */
+            temperature?: number;
+            /** @description accepted, not applied */
+            top_p?: number;
+            /** @description accepted, not applied */
+            max_tokens?: number;
+            /** @description accepted, not applied */
+            max_completion_tokens?: number;
+            /** @description accepted, not applied */
+            frequency_penalty?: number;
+            /** @description accepted, not applied */
+            presence_penalty?: number;
+            /** @description accepted, not applied */
+            stop?: string | string[];
+            /** @description accepted, not applied */
+            seed?: number;
+            /** @description accepted, not applied */
+            user?: string;
+            /** @description accepted, not applied */
+            metadata?: Record<string, never>;
+            /** @description accepted, not applied (Orion stores every turn) */
+            store?: boolean;
+            /** @description accepted, not applied */
+            reasoning_effort?: string;
+            /** @description accepted, not applied */
+            verbosity?: string;
+            /** @description accepted, not applied */
+            service_tier?: string;
+            /** @description accepted, not applied (there are no client tools) */
+            parallel_tool_calls?: boolean;
+            /** @description only `{"type": "text"}` */
+            response_format?: Record<string, never>;
+        };
         RunForkDto: {
             /** Format: uuid */
             requestId: string;
@@ -1400,8 +1838,11 @@ export interface components {
         };
         RunDto: {
             requestId: string;
-            /** @enum {string} */
-            status: "running" | "paused" | "completed" | "cancelled" | "failed";
+            /**
+             * @description *(added)* `awaiting_approval`: running, waiting for a person's decision on a tool call
+             * @enum {string}
+             */
+            status: "running" | "awaiting_approval" | "paused" | "completed" | "cancelled" | "failed";
             protocol: string;
             phaseIndex: number;
             cycleIndex: number;
@@ -1423,6 +1864,68 @@ export interface components {
             forks: components["schemas"]["RunForkDto"][];
             createdAt: string;
             updatedAt: string;
+        };
+        ApprovalDto: {
+            /** Format: uuid */
+            approvalId: string;
+            /** Format: uuid */
+            requestId: string;
+            /** @example read_file */
+            tool: string;
+            callId: string;
+            /**
+             * @description the model's arguments as shown to users (secrets masked)
+             * @example {
+             *       "path": "docs/roadmap.md"
+             *     }
+             */
+            arguments: Record<string, never>;
+            /**
+             * @description why the call waits: configured, conversation_always, destructive, not_read_only, mcp_default_all
+             * @example configured
+             */
+            reason: string;
+            /** @enum {string} */
+            status: "pending" | "approved" | "denied" | "expired" | "void";
+            /**
+             * @description expired counts as deny
+             * @enum {string|null}
+             */
+            decision: "approve" | "deny" | null;
+            /** @description the decider's reason; `timeout` when it expired; `cancelled` / `paused` when void */
+            decisionReason: string | null;
+            /** @description approved with arguments a person edited */
+            edited: boolean;
+            /** @description the edited arguments, when edited */
+            editedArguments: {
+                [key: string]: unknown;
+            } | null;
+            /** @description who decided: the API key id (null without keys); `timeout` when it expired */
+            by: string | null;
+            createdAt: string;
+            expiresAt: string;
+            decidedAt: string | null;
+        };
+        DecideApprovalDto: {
+            /**
+             * @example approve
+             * @enum {string}
+             */
+            decision: "approve" | "deny";
+            /**
+             * @description why; a denial's reason is what the model reads
+             * @example not this file
+             */
+            reason?: string;
+            /**
+             * @description approve only: arguments edited by a person, checked against the tool's schema and secret policy as a model's call is (refused: 400, nothing changed)
+             * @example {
+             *       "path": "docs/roadmap.md"
+             *     }
+             */
+            arguments?: {
+                [key: string]: unknown;
+            };
         };
         ErrorResponseDto: {
             /** @example 404 */
@@ -1888,7 +2391,7 @@ export interface operations {
     listTools: {
         parameters: {
             query?: {
-                /** @description Project whose tools to list. Every project currently sees the same tools; the id is validated so clients fail early. */
+                /** @description Project whose tools to list (default `default`). Every project sees the same tools; each tool's `approval` applies this project's override. */
                 projectId?: string;
             };
             header?: never;
@@ -3451,6 +3954,276 @@ export interface operations {
             };
         };
     };
+    sendUiMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "my-first-chat",
+                 *       "messages": [
+                 *         {
+                 *           "id": "msg-1",
+                 *           "role": "user",
+                 *           "parts": [
+                 *             {
+                 *               "type": "text",
+                 *               "text": "List the files of this project"
+                 *             }
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "trigger": "submit-message"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UiChatRequestDto"];
+            };
+        };
+        responses: {
+            /** @description The AI SDK UI message stream (header x-vercel-ai-ui-message-stream: v1): one `data:` line of JSON per part (start, start-step, text-start/text-delta/text-end, tool-input-available, tool-output-available only with options.debugShowToolResults, tool-output-error, tool-approval-request, tool-output-denied, source-url, source-document, data-phase, data-tool-progress, data-tool-phase, data-sources, data-notice, data-error, data-approval, data-paused, finish-step, finish, error), then `data: [DONE]`. docs/API.md lists how each run event maps. */
+            200: {
+                headers: {
+                    /** @description the protocol version the AI SDK transports check */
+                    "x-vercel-ai-ui-message-stream"?: "v1";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example data: {"type":"start","messageId":"0f8fad5b-d9cb-469f-a165-70867728950e","messageMetadata":{"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","projectId":"default","protocol":"unified","model":"replay","userMessageId":"7c9e6679-7425-40de-944b-e07fc1f90ae7"}}
+                     *
+                     *     data: {"type":"start-step"}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-1","data":{"phase":"action_phase","status":"start","phaseIndex":1,"cycleIndex":0}}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-1","data":{"phase":"action_phase","status":"end","phaseIndex":1,"cycleIndex":0,"reason":"tool_calls"}}
+                     *
+                     *     data: {"type":"tool-input-available","toolCallId":"call_replay_1","toolName":"list_files","input":{"path":".","recursive":true},"dynamic":true,"providerExecuted":true}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-2","data":{"phase":"tool_phase","status":"start","phaseIndex":2,"cycleIndex":1}}
+                     *
+                     *     data: {"type":"data-tool-progress","id":"tool-call_replay_1","data":{"tool":"list_files","callId":"call_replay_1","action":"calling","isError":false}}
+                     *
+                     *     data: {"type":"data-tool-progress","id":"tool-call_replay_1","data":{"tool":"list_files","callId":"call_replay_1","action":"completed","outcome":"success","isError":false,"durationMs":4}}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-2","data":{"phase":"tool_phase","status":"end","phaseIndex":2,"cycleIndex":1,"reason":"success"}}
+                     *
+                     *     data: {"type":"finish-step"}
+                     *
+                     *     data: {"type":"start-step"}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"start","phaseIndex":3,"cycleIndex":1}}
+                     *
+                     *     data: {"type":"text-start","id":"text-10"}
+                     *
+                     *     data: {"type":"text-delta","id":"text-10","delta":"[replay] This is a recorded demo reply, not a real model. "}
+                     *
+                     *     data: {"type":"text-delta","id":"text-10","delta":"I listed the project's files: the folder has no Markdown or text file to read."}
+                     *
+                     *     data: {"type":"text-end","id":"text-10"}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"end","phaseIndex":3,"cycleIndex":1,"reason":"final_answer"}}
+                     *
+                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}}
+                     *
+                     *     data: {"type":"finish-step"}
+                     *
+                     *     data: {"type":"finish","finishReason":"stop","messageMetadata":{"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","messageId":"16fd2706-8baf-433b-82eb-8c7fada847da","stopReason":"final_answer","usage":{"promptTokens":2293,"completionTokens":44,"totalTokens":2337,"llmCalls":2}}}
+                     *
+                     *     data: [DONE]
+                     */
+                    "text/event-stream": {
+                        data: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        }) | "[DONE]";
+                    };
+                };
+            };
+            /** @description invalid body, or the last message is not a user message with text only (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the chat id is a UUID naming a conversation of another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE, or over a running-turn limit (MAX_CONCURRENT_TURNS_PER_KEY, _PER_PROJECT, MAX_CONCURRENT_TURNS); answered before any stream opens */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description database_unavailable: the message could not be stored (nothing was) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    resumeUiStream: {
+        parameters: {
+            query?: {
+                projectId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the chat id of POST /api/chat/ui */
+                chatId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The AI SDK UI message stream (header x-vercel-ai-ui-message-stream: v1): one `data:` line of JSON per part (start, start-step, text-start/text-delta/text-end, tool-input-available, tool-output-available only with options.debugShowToolResults, tool-output-error, tool-approval-request, tool-output-denied, source-url, source-document, data-phase, data-tool-progress, data-tool-phase, data-sources, data-notice, data-error, data-approval, data-paused, finish-step, finish, error), then `data: [DONE]`. docs/API.md lists how each run event maps. */
+            200: {
+                headers: {
+                    /** @description the protocol version the AI SDK transports check */
+                    "x-vercel-ai-ui-message-stream"?: "v1";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example data: {"type":"start","messageId":"0f8fad5b-d9cb-469f-a165-70867728950e","messageMetadata":{"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","projectId":"default","protocol":"unified","model":"replay","userMessageId":"7c9e6679-7425-40de-944b-e07fc1f90ae7"}}
+                     *
+                     *     data: {"type":"start-step"}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-1","data":{"phase":"action_phase","status":"start","phaseIndex":1,"cycleIndex":0}}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-1","data":{"phase":"action_phase","status":"end","phaseIndex":1,"cycleIndex":0,"reason":"tool_calls"}}
+                     *
+                     *     data: {"type":"tool-input-available","toolCallId":"call_replay_1","toolName":"list_files","input":{"path":".","recursive":true},"dynamic":true,"providerExecuted":true}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-2","data":{"phase":"tool_phase","status":"start","phaseIndex":2,"cycleIndex":1}}
+                     *
+                     *     data: {"type":"data-tool-progress","id":"tool-call_replay_1","data":{"tool":"list_files","callId":"call_replay_1","action":"calling","isError":false}}
+                     *
+                     *     data: {"type":"data-tool-progress","id":"tool-call_replay_1","data":{"tool":"list_files","callId":"call_replay_1","action":"completed","outcome":"success","isError":false,"durationMs":4}}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-2","data":{"phase":"tool_phase","status":"end","phaseIndex":2,"cycleIndex":1,"reason":"success"}}
+                     *
+                     *     data: {"type":"finish-step"}
+                     *
+                     *     data: {"type":"start-step"}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"start","phaseIndex":3,"cycleIndex":1}}
+                     *
+                     *     data: {"type":"text-start","id":"text-10"}
+                     *
+                     *     data: {"type":"text-delta","id":"text-10","delta":"[replay] This is a recorded demo reply, not a real model. "}
+                     *
+                     *     data: {"type":"text-delta","id":"text-10","delta":"I listed the project's files: the folder has no Markdown or text file to read."}
+                     *
+                     *     data: {"type":"text-end","id":"text-10"}
+                     *
+                     *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"end","phaseIndex":3,"cycleIndex":1,"reason":"final_answer"}}
+                     *
+                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}}
+                     *
+                     *     data: {"type":"finish-step"}
+                     *
+                     *     data: {"type":"finish","finishReason":"stop","messageMetadata":{"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","messageId":"16fd2706-8baf-433b-82eb-8c7fada847da","stopReason":"final_answer","usage":{"promptTokens":2293,"completionTokens":44,"totalTokens":2337,"llmCalls":2}}}
+                     *
+                     *     data: [DONE]
+                     */
+                    "text/event-stream": {
+                        data: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        }) | "[DONE]";
+                    };
+                };
+            };
+            /** @description no active run for this chat in this project (the AI SDK does not resume) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid projectId */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -4228,6 +5001,393 @@ export interface operations {
             };
         };
     };
+    getToolApprovals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolApprovalsDto"];
+                };
+            };
+            /** @description projectId does not match [A-Za-z0-9_-]{1,64} */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putToolApprovals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "require": [
+                 *         "fs__*"
+                 *       ],
+                 *       "exempt": [
+                 *         "fs__read*",
+                 *         "fs__list*"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutToolApprovalsDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolApprovalsDto"];
+                };
+            };
+            /** @description a list missing or not of names/globs, more than 200 entries, or one name both required and exempt; nothing is changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    openAiListModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiModelListDto"];
+                };
+            };
+            /** @description API_KEYS or database keys are in use and Authorization: Bearer <key> is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+        };
+    };
+    openAiRetrieveModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiModelDto"];
+                };
+            };
+            /** @description invalid request: a refused or unknown parameter, bad JSON, an unknown model, bad messages (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS or database keys are in use and Authorization: Bearer <key> is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description conversation_not_found (X-Orion-Conversation), model_not_found, an unknown project for a project-bound key, or an unknown /v1 path */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+        };
+    };
+    openAiCreateChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description true: tool steps as readable text in delta.orion_progress (message.orion_progress without stream) */
+                "X-Orion-Progress"?: string;
+                /** @description a stored conversation: its history is used and the last user message is the new one */
+                "X-Orion-Conversation"?: string;
+                /** @description the project (default: default) */
+                "X-Orion-Project"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "orion-unified",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "List the files of this project"
+                 *         }
+                 *       ],
+                 *       "stream": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChatCompletionRequestDto"];
+            };
+        };
+        responses: {
+            /** @description stream false: one chat.completion (JSON); stream true: Server-Sent Events, one chat.completion.chunk per data line, then data: [DONE] */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletionDto"];
+                    /**
+                     * @example data: {"id":"chatcmpl-0f8fad5b-d9cb-469f-a165-70867728950e","object":"chat.completion.chunk","created":1767225600,"model":"qwen3:8b","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"logprobs":null}]}
+                     *
+                     *     data: {"id":"chatcmpl-0f8fad5b-d9cb-469f-a165-70867728950e","object":"chat.completion.chunk","created":1767225600,"model":"qwen3:8b","choices":[{"index":0,"delta":{"content":"The project holds "},"finish_reason":null,"logprobs":null}]}
+                     *
+                     *     data: {"id":"chatcmpl-0f8fad5b-d9cb-469f-a165-70867728950e","object":"chat.completion.chunk","created":1767225600,"model":"qwen3:8b","choices":[{"index":0,"delta":{"content":"README.md."},"finish_reason":null,"logprobs":null}]}
+                     *
+                     *     data: {"id":"chatcmpl-0f8fad5b-d9cb-469f-a165-70867728950e","object":"chat.completion.chunk","created":1767225600,"model":"qwen3:8b","choices":[{"index":0,"delta":{},"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":812,"completion_tokens":9,"total_tokens":821},"orion":{"request_id":"0f8fad5b-d9cb-469f-a165-70867728950e","conversation_id":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","stop_reason":"final_answer"}}
+                     *
+                     *     data: [DONE]
+                     */
+                    "text/event-stream": components["schemas"]["ChatCompletionChunkDto"];
+                };
+            };
+            /** @description invalid request: a refused or unknown parameter, bad JSON, an unknown model, bad messages (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS or database keys are in use and Authorization: Bearer <key> is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description conversation_not_found (X-Orion-Conversation), model_not_found, an unknown project for a project-bound key, or an unknown /v1 path */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (nothing is stored) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description a failed turn (stream: false) or a bug */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description the model provider failed during the turn (stream: false); code names the failure (llm_timeout, llm_server_error…) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description database_unavailable: nothing was stored; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+        };
+    };
     getRun: {
         parameters: {
             query?: never;
@@ -4636,6 +5796,162 @@ export interface operations {
                 };
             };
             /** @description the run is not running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    listRunApprovals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalDto"][];
+                };
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unknown run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    decideApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+                approvalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decision": "approve"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DecideApprovalDto"];
+            };
+        };
+        responses: {
+            /** @description the approval as stored after the decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalDto"];
+                };
+            };
+            /** @description invalid body; invalid_approval: arguments with deny, or edited arguments the tool refuses (the body lists errors); nothing changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description run_not_found (or another project's run); approval_not_found: the run asked for no such approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description approval_not_pending: already approved, denied, expired or void (the body says which, and by whom); run_not_awaiting */
             409: {
                 headers: {
                     [name: string]: unknown;
