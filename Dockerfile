@@ -2,6 +2,8 @@
 FROM node:24-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# the typed client is an npm workspace: npm ci needs its package.json (the image does not build it)
+COPY clients/typescript/package.json ./clients/typescript/
 # exactly what the lockfile says (it lists every platform's optional builds)
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
