@@ -8,7 +8,7 @@ import { dirname, join, relative, resolve } from 'node:path';
  * sits under `common`, whose API-key guard reads it. `observability` turns trace records and LLM
  * events into metrics and spans, beside orchestration: it reads the modules below, none reads it.
  */
-const ORDER = ['config', 'common', 'database', 'trace', 'knowledge', 'tools|llm', 'orchestration|observability', 'runs', 'chat', 'web|health|admin'];
+const ORDER = ['config', 'common', 'database', 'trace', 'knowledge', 'tools|llm', 'orchestration|observability', 'webhooks', 'runs', 'chat', 'web|health|admin'];
 const rank = (folder: string): number => ORDER.findIndex((layer) => layer.split('|').includes(folder));
 
 const SRC = __dirname;

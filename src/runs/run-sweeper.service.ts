@@ -9,6 +9,7 @@ import { RunRepository } from './repositories/run.repository';
 import { RunEventBus } from './run-event-bus.service';
 import { runEnvelope, type EnvelopeState } from './run-stream';
 import { TurnStepsRecorder } from './turn-steps';
+import { WebhookOutboxRepository } from '../webhooks/repositories/webhook-outbox.repository';
 
 const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
 
@@ -31,6 +32,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     private readonly bus: RunEventBus,
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
+    private readonly webhooks: WebhookOutboxRepository,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -80,6 +82,8 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       steps: steps.steps(),
       ...(row?.parentRequestId && { forkOf: { requestId: row.parentRequestId, phaseIndex: row.forkedFromPhaseIndex ?? 0 } }),
     });
+    // the webhook the closing statement wrote waits for this answer
+    await this.webhooks.release(run.requestId, content);
     const last = stored.at(-1);
     if (last?.type !== 'done') {
       const state: EnvelopeState = {

@@ -13,6 +13,8 @@ export interface RunOptions {
   detach?: boolean;
   /** the model the turn talks to (a resume keeps it) */
   model?: string;
+  /** where the run's end is announced (issue 33); unset: the project's default URL, if any */
+  webhookUrl?: string;
 }
 
 /** The `checkpoint` column: the protocol's checkpoint state per phase (the protocol parses each). */
