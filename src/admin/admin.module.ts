@@ -3,14 +3,16 @@ import { KEY_RESOLVER } from '../common/auth/principal';
 import { ApiKeysController } from './api-keys.controller';
 import { ApiKeysService } from './api-keys.service';
 import { McpToolsController } from './mcp-tools.controller';
+import { WebhookSettingsController } from './webhook-settings.controller';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 import { ToolsModule } from '../tools/tools.module';
 import { RATE_LIMIT_WINDOWS } from '../common/limits/rate-limit-windows.port';
 import { RateLimitWindowRepository } from './repositories/rate-limit-window.repository';
 
 /** Key management (with the keys' rate-limit windows) and MCP tool approvals (issue 14): the admin routes. */
 @Module({
-  imports: [ToolsModule],
-  controllers: [ApiKeysController, McpToolsController],
+  imports: [ToolsModule, WebhooksModule],
+  controllers: [ApiKeysController, McpToolsController, WebhookSettingsController],
   providers: [ApiKeysService, { provide: KEY_RESOLVER, useExisting: ApiKeysService }, RateLimitWindowRepository, { provide: RATE_LIMIT_WINDOWS, useExisting: RateLimitWindowRepository }],
   exports: [KEY_RESOLVER, ApiKeysService, RATE_LIMIT_WINDOWS],
 })

@@ -14,12 +14,13 @@ import { PROJECT_OWNERSHIP } from '../common/auth/project-ownership.port';
 import { TURN_SLOT_STORE } from '../common/limits/turn-slot-store.port';
 import { TurnSlotRepository } from '../runs/repositories/turn-slot.repository';
 import { ProjectOwnership } from './project-ownership';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
 
 /** Conversations, messages and commands; turns are built by orchestration and run by the run engine. */
 @Module({
-  imports: [conversationTables, OrchestrationModule, RunsModule.register({ imports: [conversationTables], store: ConversationRepository })],
+  imports: [conversationTables, OrchestrationModule, WebhooksModule, RunsModule.register({ imports: [conversationTables], store: ConversationRepository })],
   controllers: [ChatController],
   providers: [
     ConversationRepository, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
