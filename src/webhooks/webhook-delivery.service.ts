@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import type { HostResolver } from '../common/net/guarded-dispatcher';
 import { type ClaimedTry, WebhookOutboxRepository } from './repositories/webhook-outbox.repository';
@@ -32,7 +32,7 @@ export class WebhookDeliveryService implements OnApplicationBootstrap, OnApplica
   constructor(
     private readonly outbox: WebhookOutboxRepository,
     private readonly config: AppConfigService,
-    @Optional() @Inject(WEBHOOK_RESOLVER) resolver?: HostResolver,
+    @Inject(WEBHOOK_RESOLVER) resolver: HostResolver,
   ) {
     this.sender = new WebhookSender({ allowPrivate: config.get('WEBHOOK_ALLOW_PRIVATE'), timeoutMs: config.get('WEBHOOK_TIMEOUT_MS'), resolver });
   }

@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { WebhookOutboxRepository } from './repositories/webhook-outbox.repository';
 import { WebhookSettingsRepository } from './repositories/webhook-settings.repository';
-import { WebhookDeliveryService } from './webhook-delivery.service';
+import { systemResolver } from '../common/net/guarded-dispatcher';
+import { WEBHOOK_RESOLVER, WebhookDeliveryService } from './webhook-delivery.service';
 import { WebhookSettingsService } from './webhook-settings.service';
 import { WebhooksController } from './webhooks.controller';
 
@@ -12,7 +13,7 @@ import { WebhooksController } from './webhooks.controller';
  */
 @Module({
   controllers: [WebhooksController],
-  providers: [WebhookOutboxRepository, WebhookSettingsRepository, WebhookDeliveryService, WebhookSettingsService],
+  providers: [{ provide: WEBHOOK_RESOLVER, useValue: systemResolver }, WebhookOutboxRepository, WebhookSettingsRepository, WebhookDeliveryService, WebhookSettingsService],
   exports: [WebhookOutboxRepository, WebhookSettingsService, WebhookDeliveryService],
 })
 export class WebhooksModule {}

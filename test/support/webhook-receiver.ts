@@ -26,6 +26,8 @@ export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   private answers: Answer[] = [];
   secrets: string[] = [];
+  /** called as each request arrives, before it is answered */
+  onReceive: (r: ReceivedWebhook) => void = () => undefined;
 
   private constructor(private readonly server: Server) {}
 
@@ -75,6 +77,7 @@ export class WebhookReceiver {
     });
     const got: ReceivedWebhook = { id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'], body, payload: JSON.parse(body) as Record<string, unknown>, verified };
     this.received.push(got);
+    this.onReceive(got);
     const answer = this.answers.shift() ?? 204;
     let status = typeof answer === 'number' ? answer : (answer.status ?? 204);
     if (typeof answer !== 'number') await answer.hold;
