@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import { AddressPolicy, describeVerdict } from '../common/net/address-policy';
@@ -6,13 +5,12 @@ import { WebhookSettingsRepository, type WebhookSettingsRow } from './repositori
 import { type DeliveryLogRow, WebhookOutboxRepository } from './repositories/webhook-outbox.repository';
 import { WebhooksException, WebhooksExceptionCode } from './webhooks.exception';
 
-/** A new signing secret: `whsec_` and 32 random bytes in base64, as Standard Webhooks libraries read it. */
-function newSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64')}`;
-}
-
 /** Settings as answered: the secret only in the answer that made it. */
-export type ShownSettings = Omit<WebhookSettingsRow, 'created'> & { secret?: string };
+export type ShownSettings = Omit<WebhookSettingsRow, 'secret'> & { secret?: string };
+
+function shown({ secret, ...row }: WebhookSettingsRow): ShownSettings {
+  return secret ? { ...row, secret } : row;
+}
 
 /** Where webhooks go and how they are signed, per project; the check of a message's webhookUrl; the delivery log. */
 @Injectable()
@@ -52,23 +50,18 @@ export class WebhookSettingsService {
   /** Sets the project's default URL (undefined: unchanged, null: none); the first call makes the secret, shown in its answer only. */
   async configure(projectId: string, url: string | null | undefined): Promise<ShownSettings> {
     if (url) this.checkUrl(url, 'url');
-    const secret = newSecret();
-    const { created, ...row } = await this.settings.configure(projectId, url, secret);
-    return created ? { ...row, secret } : row;
+    return shown(await this.settings.configure(projectId, url));
   }
 
   /** A new secret, shown once; the previous one signs too for WEBHOOK_SECRET_GRACE_MS. */
   async rotate(projectId: string): Promise<ShownSettings> {
-    const secret = newSecret();
-    const { created: _created, ...row } = await this.settings.rotate(projectId, secret, this.config.get('WEBHOOK_SECRET_GRACE_MS'));
-    return { ...row, secret };
+    return shown(await this.settings.rotate(projectId, this.config.get('WEBHOOK_SECRET_GRACE_MS')));
   }
 
   async get(projectId: string): Promise<ShownSettings> {
     const row = await this.settings.find(projectId);
     if (!row) throw new WebhooksException(WebhooksExceptionCode.WEBHOOK_SETTINGS_NOT_FOUND, `Project ${projectId} has no webhook settings`);
-    const { created: _created, ...shown } = row;
-    return shown;
+    return shown(row);
   }
 
   async log(requestId: string): Promise<DeliveryLogRow[]> {
