@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * time) and default URL; the outbox of events to send, written by the statement that closes a
  * run; and one row per try, which the delivery log reads.
  */
-export class Webhooks1764400000000 implements MigrationInterface {
-  name = 'Webhooks1764400000000';
+export class Webhooks1764500000000 implements MigrationInterface {
+  name = 'Webhooks1764500000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE TABLE webhook_settings (
