@@ -29,6 +29,7 @@ export interface SendResult {
  */
 export class WebhookSender {
   private readonly dispatcher: Dispatcher;
+  private closing: Promise<void> | null = null;
 
   constructor(private readonly o: SenderOptions) {
     const timeouts = { headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs };
@@ -55,8 +56,10 @@ export class WebhookSender {
     }
   }
 
+  /** Closes the connections; a second call (an application closed twice) does nothing. */
   close(): Promise<void> {
-    return this.dispatcher.close();
+    this.closing ??= this.dispatcher.close().catch(() => undefined);
+    return this.closing;
   }
 }
 
