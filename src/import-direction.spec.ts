@@ -9,7 +9,7 @@ import { dirname, join, relative, resolve } from 'node:path';
  * events into metrics and spans, beside orchestration: it reads the modules below, none reads it.
  * `openai-compat` is an edge like web: another wire format over the chat turns.
  */
-const ORDER = ['config', 'common', 'database', 'trace', 'knowledge', 'tools|llm', 'orchestration|observability', 'runs', 'chat', 'web|health|admin|ui-stream|openai-compat'];
+const ORDER = ['config', 'common', 'database', 'trace', 'knowledge', 'tools|llm', 'orchestration|observability', 'webhooks', 'runs', 'chat', 'web|health|admin|ui-stream|openai-compat'];
 const rank = (folder: string): number => ORDER.findIndex((layer) => layer.split('|').includes(folder));
 
 const SRC = __dirname;

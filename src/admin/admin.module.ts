@@ -4,14 +4,16 @@ import { ApiKeysController } from './api-keys.controller';
 import { ApiKeysService } from './api-keys.service';
 import { McpToolsController } from './mcp-tools.controller';
 import { ToolApprovalsController } from './tool-approvals.controller';
+import { WebhookSettingsController } from './webhook-settings.controller';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 import { ToolsModule } from '../tools/tools.module';
 import { RATE_LIMIT_WINDOWS } from '../common/limits/rate-limit-windows.port';
 import { RateLimitWindowRepository } from './repositories/rate-limit-window.repository';
 
-/** Key management (with the keys' rate-limit windows), MCP tool approvals (issue 14) and the projects' tool approval overrides (issue 32): the admin routes. */
+/** Key management (with the keys' rate-limit windows), MCP tool approvals (issue 14), the projects' tool approval overrides (issue 32) and webhook settings (issue 33): the admin routes. */
 @Module({
-  imports: [ToolsModule],
-  controllers: [ApiKeysController, McpToolsController, ToolApprovalsController],
+  imports: [ToolsModule, WebhooksModule],
+  controllers: [ApiKeysController, McpToolsController, ToolApprovalsController, WebhookSettingsController],
   providers: [ApiKeysService, { provide: KEY_RESOLVER, useExisting: ApiKeysService }, RateLimitWindowRepository, { provide: RATE_LIMIT_WINDOWS, useExisting: RateLimitWindowRepository }],
   exports: [KEY_RESOLVER, ApiKeysService, RATE_LIMIT_WINDOWS],
 })

@@ -14,13 +14,14 @@ import { PROJECT_OWNERSHIP } from '../common/auth/project-ownership.port';
 import { TURN_SLOT_STORE } from '../common/limits/turn-slot-store.port';
 import { TurnSlotRepository } from '../runs/repositories/turn-slot.repository';
 import { ProjectOwnership } from './project-ownership';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
 const runs = RunsModule.register({ imports: [conversationTables], store: ConversationRepository });
 
 /** Conversations, messages and commands; turns are built by orchestration and run by the run engine. */
 @Module({
-  imports: [conversationTables, OrchestrationModule, runs],
+  imports: [conversationTables, OrchestrationModule, WebhooksModule, runs],
   controllers: [ChatController],
   providers: [
     ConversationRepository, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,

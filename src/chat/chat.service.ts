@@ -13,6 +13,8 @@ import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import type { ConversationEntity } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { CommandStrategy, isCommand } from './commands/command.strategy';
+import { WebhookSettingsService } from '../webhooks/webhook-settings.service';
+import { OrionException } from '../common/errors/orion.exception';
 
 export type ChatProtocol = 'two-stage' | 'unified';
 
@@ -34,6 +36,7 @@ export class ChatService {
     private readonly orchestration: OrchestrationService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     private readonly commands: CommandStrategy,
+    private readonly webhooks: WebhookSettingsService,
   ) {}
 
   /**
@@ -64,6 +67,7 @@ export class ChatService {
     if (options.model !== undefined && !this.orchestration.allowsModel(options.model)) {
       throw modelNotAllowed(options.model, this.orchestration.modelNames(), 'options.model');
     }
+    if (dto.webhookUrl !== undefined) await this.dbOrUnavailable(() => this.webhooks.checkTarget(dto.webhookUrl!, projectId));
 
     const { conversation, history, lastTurnTools, userMessageId, model, contextWindow } = await this.dbOrUnavailable(async () => {
       let conversation: Pick<ConversationEntity, 'id' | 'projectId' | 'settings'> | null = null;
@@ -85,7 +89,7 @@ export class ChatService {
       conversation ??= { id: opening.conversationId, projectId, settings: {} };
       await this.runs
         .open(
-          { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model, ...(options.approvalTimeoutMs !== undefined && { approvalTimeoutMs: options.approvalTimeoutMs }) } },
+          { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model, ...(options.approvalTimeoutMs !== undefined && { approvalTimeoutMs: options.approvalTimeoutMs }), ...(dto.webhookUrl !== undefined && { webhookUrl: dto.webhookUrl }) } },
           opening.prelude,
         )
         .catch((err: unknown) => {
@@ -247,7 +251,8 @@ export class ChatService {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof ChatException) throw err;
+      // a domain refusal (chat's, or the webhook check's) is not a database failure
+      if (err instanceof OrionException) throw err;
       this.logger.error(`database error before the stream started: ${(err as Error).message}`);
       throw new ServiceUnavailableException({ statusCode: HttpStatus.SERVICE_UNAVAILABLE, error: 'database_unavailable', message: 'The database is unavailable; nothing was stored. Retry later.' });
     }

@@ -242,6 +242,30 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   RUN_LEASE_MS = 30_000;
 
+  /** Extension (issue 33): webhooks may be sent to private and loopback addresses (a receiver on the same network). */
+  @Transform(toBool) @IsBoolean()
+  WEBHOOK_ALLOW_PRIVATE = false;
+
+  /** Extension: the first retry's delay; each later one is 4 times the one before, ±20% jitter (docs/API.md, Webhooks). */
+  @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS = 10_000;
+
+  /** Extension: tries per event, the first included, before its delivery counts as failed. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(20)
+  WEBHOOK_MAX_ATTEMPTS = 7;
+
+  /** Extension: one try's deadline (connect, headers and the bounded body read). */
+  @Transform(toInt) @IsInt() @Min(100) @Max(60_000)
+  WEBHOOK_TIMEOUT_MS = 10_000;
+
+  /** Extension: how often each instance looks for due deliveries (an event closed here is tried at once). */
+  @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
+  WEBHOOK_POLL_MS = 2_000;
+
+  /** Extension: how long a rotated-out signing secret still signs (both signatures are sent meanwhile). */
+  @Transform(toInt) @IsInt() @Min(0) @Max(2_592_000_000)
+  WEBHOOK_SECRET_GRACE_MS = 86_400_000;
+
   /** Extension: the NarrowTopK tool index; false makes NarrowTopK answer narrow_topk_unavailable. */
   @Transform(toBool) @IsBoolean()
   TOOL_INDEX_ENABLED = true;
@@ -341,6 +365,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   LOG_FORMAT: 'json | pretty',
   OTEL_CAPTURE_CONTENT: 'true | false',
   DATABASE_PREPARED_STATEMENTS: 'true | false',
+  WEBHOOK_ALLOW_PRIVATE: 'true | false',
 };
 
 /** Validates `process.env`-like input; throws one Error listing every `NAME=value` that is wrong. */

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { deepMap } from '../common/util/deep-map.util';
 import { REDACTED } from '../common/util/redact.util';
 import type { ToolRunner } from '../tools/tool-runner.port';
-import { classifyAddress } from '../tools/net/address-policy';
+import { classifyAddress } from '../common/net/address-policy';
 import type { LlmMessage } from '../llm/llm-adapter.port';
 import type { ArgumentRefusal } from '../tools/tool-definition';
 

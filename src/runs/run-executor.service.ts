@@ -309,7 +309,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     // On shutdown the writer's own shutdown flush stores it (before the database closes); awaiting
     // here then holds the response past the HTTP server's close (a 5 s keep-alive wait).
     if (!this.shuttingDown) await this.trace.flush();
-    await stream.close({ ...done, messageId: message.id } as EndEvent, { status: runStatus, stopReason: done.stopReason });
+    await stream.close({ ...done, messageId: message.id } as EndEvent, { status: runStatus, stopReason: done.stopReason, announce: { answer: done.fullContent, usage: { ...done.usage } } });
     if (stream.error) throw stream.error;
   }
 

@@ -44,7 +44,7 @@ export class RunFailures {
       leg.steps.apply('error', error);
       const metadata = { stopReason, error: error.code, model: p.turn.model, steps: leg.steps.steps(), ...forkOf(p) };
       messageId = (await this.deps.conversations.insertAssistantOnce(p.conversationId, p.requestId, leg.content, 'error', metadata)).message.id;
-      await this.deps.runs.finish(p.requestId, 'failed', stopReason, stream.lastSentSeq);
+      await this.deps.runs.finish(p.requestId, 'failed', stopReason, stream.lastSentSeq, leg.content);
     } catch (e) {
       this.deps.logger.error(`run ${p.requestId}: could not store the answer: ${(e as Error).message}`);
     }

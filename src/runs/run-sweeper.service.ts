@@ -10,6 +10,7 @@ import { ApprovalRepository } from './repositories/approval.repository';
 import { RunEventBus } from './run-event-bus.service';
 import { runEnvelope, type EnvelopeState } from './run-stream';
 import { TurnStepsRecorder } from './turn-steps';
+import { WebhookOutboxRepository } from '../webhooks/repositories/webhook-outbox.repository';
 
 const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
 
@@ -33,6 +34,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     private readonly config: AppConfigService,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     private readonly approvals: ApprovalRepository,
+    private readonly webhooks: WebhookOutboxRepository,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -84,6 +86,8 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       steps: steps.steps(),
       ...(row?.parentRequestId && { forkOf: { requestId: row.parentRequestId, phaseIndex: row.forkedFromPhaseIndex ?? 0 } }),
     });
+    // the webhook the closing statement wrote waits for this answer
+    await this.webhooks.release(run.requestId, content);
     const last = stored.at(-1);
     if (last?.type !== 'done') {
       const state: EnvelopeState = {

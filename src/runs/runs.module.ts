@@ -20,6 +20,7 @@ import { RunExecutorService } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 
 /**
  * The run engine: runs and their events, stored before they are sent; cancel and pause flags
@@ -31,7 +32,7 @@ export class RunsModule {
   static register(answers: { imports?: ModuleMetadata['imports']; store: Type<AnswerStore> }): DynamicModule {
     return {
       module: RunsModule,
-      imports: [TypeOrmModule.forFeature([RunEntity, RunEventEntity, ApprovalEntity]), OrchestrationModule, ToolsModule, ...(answers.imports ?? [])],
+      imports: [TypeOrmModule.forFeature([RunEntity, RunEventEntity, ApprovalEntity]), OrchestrationModule, ToolsModule, WebhooksModule, ...(answers.imports ?? [])],
       controllers: [RunsController],
       providers: [
         { provide: ANSWER_STORE, useClass: answers.store },

@@ -21,6 +21,7 @@ import { TraceEventRepository } from '../../src/trace/repositories/trace-event.r
 import { TRACE_SINK } from '../../src/trace/trace-sink.port';
 import { TraceWriterService } from '../../src/trace/trace-writer.service';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
+import { WebhookOutboxRepository } from '../../src/webhooks/repositories/webhook-outbox.repository';
 
 /**
  * The run executor when its instance loses a run's lease mid-turn (issue #29): its client is sent
@@ -48,6 +49,7 @@ describe('RunExecutorService after a lost lease (medium)', () => {
         RunEventsService,
         RunExecutorService,
         RunSweeperService,
+        WebhookOutboxRepository,
         ConversationRepository,
         { provide: ANSWER_STORE, useExisting: ConversationRepository },
         TraceEventRepository,

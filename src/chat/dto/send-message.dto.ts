@@ -1,8 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUrl, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 
 import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../common/workspace/project-id';
+import { WEBHOOK_URL_MAX, WEBHOOK_URL_RULE } from '../../webhooks/dto/webhook.dto';
 
 export class SendMessageOptionsDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 3, description: 'two-stage: tool executions per turn' })
@@ -47,6 +48,14 @@ export class SendMessageDto {
   @ApiProperty({ minLength: 1, maxLength: 32000, example: 'Summarize docs/roadmap.md' })
   @IsString({ message: 'content must be a string' }) @MinLength(1, { message: 'content must not be empty' }) @MaxLength(32000)
   content: string;
+
+  @ApiPropertyOptional({
+    maxLength: WEBHOOK_URL_MAX,
+    example: 'https://hooks.example.com/orion',
+    description: 'added (issue 33): where the run\'s end is announced, a signed POST (docs/API.md, Webhooks); beats the project\'s default URL',
+  })
+  @IsOptional() @IsUrl(WEBHOOK_URL_RULE, { message: 'webhookUrl must be an http(s) URL' }) @MaxLength(WEBHOOK_URL_MAX, { message: `webhookUrl must be at most ${WEBHOOK_URL_MAX} characters` })
+  webhookUrl?: string;
 
   @ApiPropertyOptional({ enum: ['act', 'plan'], default: 'act', description: 'plan: temperature 0.7, act: 0.3' })
   @IsOptional() @IsIn(['act', 'plan'], { message: 'mode must be "act" or "plan"' })

@@ -16,6 +16,8 @@ export interface RunOptions {
   model?: string;
   /** how long a call waits for a person before it counts as denied (default APPROVAL_TIMEOUT_MS) */
   approvalTimeoutMs?: number;
+  /** where the run's end is announced (issue 33); unset: the project's default URL, if any */
+  webhookUrl?: string;
 }
 
 /** The `checkpoint` column: the protocol's checkpoint state per phase (the protocol parses each). */

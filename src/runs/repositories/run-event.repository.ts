@@ -5,11 +5,15 @@ import { type JsonCell, jsonRows, RawJson } from '../../database/json-rows';
 import { preparedQuery } from '../../database/prepared-query';
 import { queryResult } from '../../database/query-result';
 import { RunEventEntity } from '../entities/run-event.entity';
+import { announceCte } from '../../webhooks/repositories/webhook-outbox.repository';
+import { endEventType } from '../../webhooks/webhook-event';
 
 /** How a run ends together with its terminal event (`done` or `paused`). */
 export interface RunClosing {
   status: 'completed' | 'failed' | 'cancelled' | 'paused';
   stopReason: string | null;
+  /** a run that ends (not one that pauses): its webhook event is written in the closing statement (the answer as stored, its usage) */
+  announce?: { answer: string; usage: Record<string, unknown> | null };
 }
 
 /** This instance no longer holds the run's lease: the sweeper (or a resume) took it over. */
@@ -180,6 +184,10 @@ export class RunEventRepository {
         UPDATE runs SET status = $${n - 2}, stop_reason = COALESCE($${n - 1}, runs.stop_reason), last_seq = GREATEST(runs.last_seq, $${n}::int),
                ${lastPhase ? indicesOf(lastPhase, params) : ''} lease_owner = NULL, lease_expires_at = NULL, control = ${control}, updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id RETURNING runs.request_id)`;
+      if (closing.announce && closing.status !== 'paused') {
+        const { answer, usage } = closing.announce;
+        update += `, ${announceCte('outbox', 'closed', { type: endEventType(closing.status), status: closing.status, stopReason: closing.stopReason, answer, usage }, params)}`;
+      }
     } else if (lastPhase) {
       params.push(lastPhase.seq);
       const n = params.length;
@@ -187,7 +195,7 @@ export class RunEventRepository {
         UPDATE runs SET ${indicesOf(lastPhase, params)} last_seq = GREATEST(runs.last_seq, $${n}::int), updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id)`;
     }
-    // prepared: one of six texts (not closing, closing paused or ended; with a phase row or not)
+    // prepared: one of eight texts (not closing, closing paused or ended with or without its webhook; with a phase row or not)
     const res = await preparedQuery(
       this.events.manager.connection,
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}

@@ -5,6 +5,8 @@ import { RunEntity, type RunControl, type RunOptions, type RunStatus } from '../
 import { storageSafe } from '../../common/util/text-safety.util';
 import { queryResult } from '../../database/query-result';
 import { withPrelude, type StatementPrelude } from '../../database/statement-prelude';
+import { announceCte } from '../../webhooks/repositories/webhook-outbox.repository';
+import { endEventType } from '../../webhooks/webhook-event';
 
 export interface NewRun {
   requestId: string;
@@ -62,13 +64,18 @@ export class RunRepository {
     return rows.map((r) => ({ requestId: r.requestId, fromPhaseIndex: r.forkedFromPhaseIndex ?? 0 }));
   }
 
-  /** Ends a run unless it already ended; returns whether this call ended it. */
-  async finish(requestId: string, status: Exclude<RunStatus, 'running' | 'awaiting_approval'>, stopReason: string | null, lastSeq: number): Promise<boolean> {
-    const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET status = $2, stop_reason = $3, last_seq = GREATEST(last_seq, $4), lease_owner = NULL, lease_expires_at = NULL,
-              control = NULL, updated_at = now()
-        WHERE request_id = $1 AND status IN ('running', 'awaiting_approval') RETURNING request_id`,
-      [requestId, status, stopReason, lastSeq],
+  /** Ends a run unless it already ended (and announces its end: its webhook, with `answer`); returns whether this call ended it. */
+  async finish(requestId: string, status: 'completed' | 'cancelled' | 'failed', stopReason: string | null, lastSeq: number, answer?: string): Promise<boolean> {
+    const params: unknown[] = [requestId, status, stopReason, lastSeq];
+    const outbox = announceCte('outbox', 'closed', { type: endEventType(status), status, stopReason, answer, usage: null }, params);
+    const res: unknown = await this.runs.query(
+      `WITH closed AS (
+         UPDATE runs SET status = $2, stop_reason = $3, last_seq = GREATEST(last_seq, $4), lease_owner = NULL, lease_expires_at = NULL,
+                control = NULL, updated_at = now()
+          WHERE request_id = $1 AND status IN ('running', 'awaiting_approval') RETURNING request_id),
+       ${outbox}
+       SELECT request_id FROM closed`,
+      params,
     );
     return countOf(res) > 0;
   }
@@ -141,20 +148,28 @@ export class RunRepository {
    * flag); false when there is none, or a cancel call closed it already.
    */
   async cancelPausedIfRequested(requestId: string): Promise<boolean> {
-    const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', control = NULL, updated_at = now()
-        WHERE request_id = $1 AND status = 'paused' AND control = 'cancel' RETURNING request_id`,
-      [requestId],
-    );
-    return countOf(res) > 0;
+    return this.cancelPausedWhere(requestId, `AND control = 'cancel'`);
   }
 
   /** Cancels a paused run (no instance runs it). */
   async cancelPaused(requestId: string): Promise<boolean> {
-    const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', control = NULL, updated_at = now()
-        WHERE request_id = $1 AND status = 'paused' RETURNING request_id`,
-      [requestId],
+    return this.cancelPausedWhere(requestId, '');
+  }
+
+  /**
+   * The cancel of a paused run, with its webhook written in the same statement (its answer is
+   * rebuilt from the stored chunks afterwards: the event waits for it, see announceCte).
+   */
+  private async cancelPausedWhere(requestId: string, also: string): Promise<boolean> {
+    const params: unknown[] = [requestId];
+    const outbox = announceCte('outbox', 'closed', { type: 'run.cancelled', status: 'cancelled', stopReason: 'cancelled' }, params);
+    const res: unknown = await this.runs.query(
+      `WITH closed AS (
+         UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled', control = NULL, updated_at = now()
+          WHERE request_id = $1 AND status = 'paused' ${also} RETURNING request_id),
+       ${outbox}
+       SELECT request_id FROM closed`,
+      params,
     );
     return countOf(res) > 0;
   }
@@ -171,16 +186,22 @@ export class RunRepository {
 
   /**
    * Takes running runs whose lease expired (their instance died) and marks them failed, each
-   * claimed by exactly one instance (SKIP LOCKED). Returns what is needed to close them.
+   * claimed by exactly one instance (SKIP LOCKED). Returns what is needed to close them. Their
+   * webhooks are written in the same statement (held until the sweeper rebuilt their answers).
    */
   async claimExpired(limit = 20): Promise<Array<{ requestId: string; conversationId: string; projectId: string }>> {
+    const params: unknown[] = [limit];
+    const outbox = announceCte('outbox', 'closed', { type: 'run.failed', status: 'failed', stopReason: 'error' }, params);
     const res: [Array<{ request_id: string; conversation_id: string; project_id: string }>, number] = await this.runs.query(
-      `UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-        WHERE request_id IN (
-          SELECT request_id FROM runs WHERE status IN ('running', 'awaiting_approval') AND lease_expires_at < now()
-           ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-        RETURNING request_id, conversation_id, project_id`,
-      [limit],
+      `WITH closed AS (
+         UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+          WHERE request_id IN (
+            SELECT request_id FROM runs WHERE status IN ('running', 'awaiting_approval') AND lease_expires_at < now()
+             ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+          RETURNING request_id, conversation_id, project_id),
+       ${outbox}
+       SELECT request_id, conversation_id, project_id FROM closed`,
+      params,
     );
     const rows = Array.isArray(res[0]) ? res[0] : (res as unknown as Array<{ request_id: string; conversation_id: string; project_id: string }>);
     return rows.map((r) => ({ requestId: r.request_id, conversationId: r.conversation_id, projectId: r.project_id }));

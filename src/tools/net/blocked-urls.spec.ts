@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { startCanary, startTestServer, type Canary, type TestServer } from '../../../test/support/net-test-servers';
 import { FetchPageTool } from '../builtins/fetch-page.tool';
 import { ToolFailure, type ToolExecutionContext } from '../tool-definition';
-import { systemResolver, type HostResolver } from './guarded-dispatcher';
+import { systemResolver, type HostResolver } from '../../common/net/guarded-dispatcher';
 
 /**
  * The SSRF corpus: ~100 ways to point fetch_page at something it must not reach. Every one

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
 import { abortReason, deadline } from '../../common/util/abort.util';
-import { AddressPolicy, describeVerdict } from './address-policy';
-import { BlockedAddressError, createGuardedDispatcher, type HostResolver } from './guarded-dispatcher';
+import { AddressPolicy, describeVerdict } from '../../common/net/address-policy';
+import { BlockedAddressError, createGuardedDispatcher, type HostResolver } from '../../common/net/guarded-dispatcher';
 import {
   contentKindOf,
   decodeBody,

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * Which IP addresses the web tools may connect to. Default-deny: an address is allowed only
+ * Which IP addresses the web tools and webhook deliveries may connect to. Default-deny: an address is allowed only
  * when it is global unicast (IPv4 outside every special-purpose block, IPv6 inside 2000::/3
  * and outside its special blocks). Addresses that embed an IPv4 address (IPv4-mapped,
  * IPv4-compatible, IPv4-translated, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by the

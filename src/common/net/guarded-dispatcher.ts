@@ -107,7 +107,7 @@ export function createGuardedConnector(options: GuardedDispatcherOptions): build
   };
 }
 
-/** The Agent every fetch_page request goes through. Close it on shutdown. */
+/** The Agent every fetch_page request and webhook delivery goes through. Close it on shutdown. */
 export function createGuardedDispatcher(options: GuardedDispatcherOptions): Agent {
   return new Agent({
     connect: createGuardedConnector(options),

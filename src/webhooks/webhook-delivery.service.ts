@@ -1,0 +1,80 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { AppConfigService } from '../config/app-config.service';
+import type { HostResolver } from '../common/net/guarded-dispatcher';
+import { type ClaimedTry, WebhookOutboxRepository } from './repositories/webhook-outbox.repository';
+import { retryDelayMs } from './retry-schedule';
+import { payloadJson, webhookIdOf } from './webhook-event';
+import { WebhookSender } from './webhook-sender';
+import { signedHeaders } from './webhook-signer';
+import { WEBHOOK_INSTANCE_ID } from './webhook-instance';
+
+/** DNS for webhook deliveries; tests replace it to play a name that resolves to a private address. */
+export const WEBHOOK_RESOLVER = Symbol('WEBHOOK_RESOLVER');
+
+/** Tries claimed per pass: each is one POST, sent concurrently. */
+const BATCH = 20;
+
+/**
+ * The delivery worker, one per instance: every WEBHOOK_POLL_MS it claims the due outbox rows
+ * (no two instances take the same one), POSTs each signed, and records the try. A try that
+ * fails is due again after the retry schedule's delay; after WEBHOOK_MAX_ATTEMPTS tries the
+ * delivery is `failed`. At least once: a try whose instance died (its outcome never recorded) is
+ * claimed again once its claim lapses, with the same `webhook-id`.
+ */
+@Injectable()
+export class WebhookDeliveryService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Webhooks');
+  private readonly sender: WebhookSender;
+  private timer: NodeJS.Timeout | null = null;
+  private passing: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly outbox: WebhookOutboxRepository,
+    private readonly config: AppConfigService,
+    @Inject(WEBHOOK_RESOLVER) resolver: HostResolver,
+  ) {
+    this.sender = new WebhookSender({ allowPrivate: config.get('WEBHOOK_ALLOW_PRIVATE'), timeoutMs: config.get('WEBHOOK_TIMEOUT_MS'), resolver });
+  }
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.pass(), this.config.get('WEBHOOK_POLL_MS'));
+    this.timer.unref?.();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.passing;
+    await this.sender.close();
+  }
+
+  /** One pass: claims the due tries and sends them; a pass still running is not doubled. */
+  pass(): Promise<void> {
+    if (this.passing || this.stopped) return this.passing ?? Promise.resolve();
+    this.passing = this.claimAndSend()
+      .catch((err) => this.logger.warn(`webhook pass failed: ${(err as Error).message}`))
+      .finally(() => (this.passing = null));
+    return this.passing;
+  }
+
+  private async claimAndSend(): Promise<void> {
+    // the claim outlives the try's deadline: no other instance takes a try still in flight
+    const lease = this.config.get('WEBHOOK_TIMEOUT_MS') + 5_000;
+    const tries = await this.outbox.claimDue(WEBHOOK_INSTANCE_ID, BATCH, lease);
+    await Promise.all(tries.map((t) => this.attempt(t)));
+  }
+
+  private async attempt(t: ClaimedTry): Promise<void> {
+    const body = payloadJson(t);
+    const result = t.secrets
+      ? await this.sender.send(t.url, signedHeaders(webhookIdOf(t.id), new Date(), body, t.secrets), body)
+      : { statusCode: null, error: 'the project has no signing secret' };
+    const delivered = result.error === null;
+    const last = t.attempt >= this.config.get('WEBHOOK_MAX_ATTEMPTS') || !t.secrets;
+    const state = delivered ? 'delivered' : last ? 'failed' : 'pending';
+    const retryInMs = state === 'pending' ? retryDelayMs(t.attempt, this.config.get('WEBHOOK_RETRY_BASE_MS')) : 0;
+    if (!delivered) this.logger.warn(`webhook ${webhookIdOf(t.id)} (run ${t.requestId}) try ${t.attempt}: ${result.error}${state === 'failed' ? '; no tries left' : ''}`);
+    await this.outbox.finishTry(t.id, t.attempt, { statusCode: result.statusCode, error: result.error, state, retryInMs });
+  }
+}
