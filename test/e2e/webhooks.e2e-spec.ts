@@ -1,5 +1,4 @@
 import { DataSource } from 'typeorm';
-import { WebhookOutboxRepository } from '../../src/webhooks/repositories/webhook-outbox.repository';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
@@ -35,6 +34,7 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
       // a fast schedule: the retries of a test arrive within a second
       WEBHOOK_RETRY_BASE_MS: '50',
       WEBHOOK_POLL_MS: '50',
+      TOOLS_REQUIRE_APPROVAL: 'read_file',
     });
     const created = await put(`${t.url}/api/admin/projects/default/webhook`, {});
     expect(created.status).toBe(200);
@@ -274,20 +274,24 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
     expect(hooks.about(requestId).map((g) => g.payload)).toEqual([expect.objectContaining({ type: 'run.cancelled', status: 'cancelled', answer: 'Paused text' })]);
   });
 
-  it('a run waiting for a person can be announced through the outbox API (run.awaiting_approval)', async () => {
-    llm.setFallback(respond.turn([{ text: 'Done.' }, { finish: 'stop' }]));
-    const done = endOf((await send('approval later')).events).data;
-    const requestId = done.requestId as string;
-    await settled(requestId);
-    const written = await t.app.get(WebhookOutboxRepository).announce(requestId, { type: 'run.awaiting_approval', status: 'awaiting_approval', stopReason: null, answer: null });
-    expect(written).toBe(true);
-    await waitFor(() => hooks.about(requestId).length === 2, { what: 'the awaiting_approval event' });
+  it('a run that starts waiting for a person is announced (run.awaiting_approval), once, then its end', async () => {
+    // read_file waits for a person in this app (TOOLS_REQUIRE_APPROVAL); the model calls it, then answers
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }]), respond.turn([{ toolCall: { name: 'read_file', args: { path: 'missing.md' } } }]), respond.turn([{ text: 'Done.' }]));
+    const events: SseEvent[] = [];
+    const stream = sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'approval please', webhookUrl: hooks.url() }, onEvent: (e) => void events.push(e) });
+    const asked = await waitFor(() => events.find((e) => e.event === 'approval_required'), { what: 'approval_required' });
+    const requestId = asked.data.requestId as string;
+    await waitFor(() => hooks.about(requestId).length === 1, { what: 'the awaiting_approval event' });
+    expect(hooks.about(requestId)[0]).toMatchObject({ verified: true, payload: { type: 'run.awaiting_approval', status: 'awaiting_approval', answer: null, requestId } });
+    expect((await post(`${t.url}/api/chat/runs/${requestId}/approvals/${asked.data.approvalId}`, { decision: 'approve' })).status).toBe(200);
+    const done = endOf((await stream).events).data;
+    expect(done.stopReason).toBe('final_answer');
     const l = await settled(requestId);
     expect(l.deliveries.map((d: { type: string; state: string }) => [d.type, d.state])).toEqual([
-      ['run.completed', 'delivered'],
       ['run.awaiting_approval', 'delivered'],
+      ['run.completed', 'delivered'],
     ]);
-    expect(hooks.about(requestId)[1].payload).toMatchObject({ type: 'run.awaiting_approval', status: 'awaiting_approval', answer: null });
+    expect(hooks.about(requestId)[1].payload).toMatchObject({ type: 'run.completed', answer: done.fullContent });
     expect(hooks.about(requestId)[1].id).not.toBe(hooks.about(requestId)[0].id);
   });
 

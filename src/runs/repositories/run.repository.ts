@@ -121,13 +121,22 @@ export class RunRepository {
    * `running`; false when `owner` no longer holds it (or it ended).
    */
   async setAwaiting(requestId: string, owner: string, awaiting: boolean): Promise<boolean> {
-    const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET status = $3, updated_at = now()
-        WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') RETURNING request_id`,
-      [requestId, owner, awaiting ? 'awaiting_approval' : 'running'],
+    const params: unknown[] = [requestId, owner, awaiting ? 'awaiting_approval' : 'running'];
+    // the move from running to awaiting_approval is announced (webhook run.awaiting_approval) in
+    // the same statement; a run that already waits (a second call of a unified step, a takeover) is not announced again
+    const outbox = announceCte('outbox', 'started_waiting', { type: 'run.awaiting_approval', status: 'awaiting_approval', stopReason: null, answer: null, usage: null }, params);
+    const res: unknown = await this.runs.query(
+      `WITH moved AS (
+         UPDATE runs r SET status = $3, updated_at = now() FROM (SELECT status AS was FROM runs WHERE request_id = $1) old
+          WHERE r.request_id = $1 AND r.lease_owner = $2 AND r.status IN ('running', 'awaiting_approval') RETURNING r.request_id, old.was),
+       started_waiting AS (SELECT request_id FROM moved WHERE was = 'running' AND $3 = 'awaiting_approval'),
+       ${outbox}
+       SELECT request_id FROM moved`,
+      params,
     );
-    return countOf(res) > 0;
+    return rowsOf(res).length > 0;
   }
+
 
   /**
    * Takes a paused run back to running for one resumer; false when another resume (or a
