@@ -498,6 +498,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/projects/{projectId}/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's webhook settings (never the secret) */
+        get: operations["getProjectWebhook"];
+        /** Set the project's default webhook URL; the first call creates its signing secret, shown only in that answer */
+        put: operations["configureProjectWebhook"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/projects/{projectId}/webhook/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown only in this answer; the previous one keeps signing for WEBHOOK_SECRET_GRACE_MS */
+        post: operations["rotateProjectWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -543,6 +578,23 @@ export interface paths {
         put?: never;
         /** OpenAI-compatible chat completion: Orion runs the turn with its own tools (the messages are the history, or X-Orion-Conversation names a stored conversation); stream true: chat.completion.chunk messages, then [DONE] */
         post: operations["openAiCreateChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/chat/runs/{requestId}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Delivery log of the run's webhooks: each event, its tries, status codes, next try and final state */
+        get: operations["getRunWebhooks"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1358,6 +1410,11 @@ export interface components {
             /** @example Summarize docs/roadmap.md */
             content: string;
             /**
+             * @description added (issue 33): where the run's end is announced, a signed POST (docs/API.md, Webhooks); beats the project's default URL
+             * @example https://hooks.example.com/orion
+             */
+            webhookUrl?: string;
+            /**
              * @description plan: temperature 0.7, act: 0.3
              * @default act
              * @enum {string}
@@ -1646,6 +1703,29 @@ export interface components {
              */
             exempt: string[];
         };
+        ConfigureWebhookDto: {
+            /**
+             * @description the default URL of the project's webhooks (a message's webhookUrl beats it); null removes it; omitted: unchanged
+             * @example https://hooks.example.com/orion
+             */
+            url?: string | null;
+        };
+        WebhookSettingsDto: {
+            projectId: string;
+            url: string | null;
+            /** @description the signing secret (`whsec_…`): only in the answer that created it; store it now, it is never shown again */
+            secret?: string;
+            /**
+             * Format: date-time
+             * @description when the current secret was made
+             */
+            secretCreatedAt: string;
+            /**
+             * Format: date-time
+             * @description until when the rotated-out secret still signs (both signatures are sent meanwhile)
+             */
+            previousSecretValidUntil: string | null;
+        };
         CompletionMessageDto: {
             /** @enum {string} */
             role: "assistant";
@@ -1829,6 +1909,54 @@ export interface components {
             parallel_tool_calls?: boolean;
             /** @description only `{"type": "text"}` */
             response_format?: Record<string, never>;
+        };
+        WebhookTryDto: {
+            /** @description 1 for the first try */
+            attempt: number;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description null while in flight
+             */
+            finishedAt: string | null;
+            /** @description the receiver's HTTP status; null when there was none */
+            statusCode: number | null;
+            /** @description why the try failed (HTTP status, timeout, refused address, …) */
+            error: string | null;
+        };
+        WebhookDeliveryDto: {
+            /**
+             * @description the webhook-id header: the same on every try of this event
+             * @example msg_2f1c…
+             */
+            webhookId: string;
+            /** @enum {string} */
+            type: "run.completed" | "run.cancelled" | "run.failed" | "run.awaiting_approval";
+            url: string;
+            /**
+             * @description failed: no tries left
+             * @enum {string}
+             */
+            state: "pending" | "delivered" | "failed";
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description when the next try is due (pending only)
+             */
+            nextAttemptAt: string | null;
+            /** Format: date-time */
+            deliveredAt: string | null;
+            lastError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            tries: components["schemas"]["WebhookTryDto"][];
+        };
+        WebhookLogDto: {
+            /** Format: uuid */
+            requestId: string;
+            /** @description the run's events, oldest first (none when no webhook URL applied to it) */
+            deliveries: components["schemas"]["WebhookDeliveryDto"][];
         };
         RunForkDto: {
             /** Format: uuid */
@@ -5152,6 +5280,235 @@ export interface operations {
             };
         };
     };
+    getProjectWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSettingsDto"];
+                };
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the project has no webhook settings */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    configureProjectWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigureWebhookDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSettingsDto"];
+                };
+            };
+            /** @description invalid projectId or url, or url on a private address without WEBHOOK_ALLOW_PRIVATE (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    rotateProjectWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSettingsDto"];
+                };
+            };
+            /** @description invalid projectId */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
     openAiListModels: {
         parameters: {
             query?: never;
@@ -5384,6 +5741,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getRunWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookLogDto"];
+                };
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description unknown run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
         };
