@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
+import { MULTITASK_STRATEGIES, type MultitaskStrategy } from '../../config/env.schema';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 
 import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../common/workspace/project-id';
@@ -28,6 +29,14 @@ export class SendMessageOptionsDto {
   @ApiPropertyOptional({ maxLength: 200, description: 'added (issue 13): the model for this turn, one of LLM_MODELS (GET /api/config/capabilities lists them); beats the conversation setting' })
   @IsOptional() @IsString({ message: 'options.model must be a string' }) @MinLength(1) @MaxLength(200)
   model?: string;
+
+  @ApiPropertyOptional({
+    enum: MULTITASK_STRATEGIES,
+    description:
+      'added (issue 33): what this message does while its conversation\'s previous turn is active: reject (409 conversation_busy), enqueue (queued; starts when it ends), interrupt (cancels it, keeping its partial answer), rollback (cancels it and removes it from the history); default CONVERSATION_MULTITASK',
+  })
+  @IsOptional() @IsIn(MULTITASK_STRATEGIES as unknown as string[], { message: `options.multitask must be one of ${MULTITASK_STRATEGIES.join(', ')}` })
+  multitask?: MultitaskStrategy;
 }
 
 /** Body of POST /api/chat/messages and /api/chat/messages_two_stage. */
