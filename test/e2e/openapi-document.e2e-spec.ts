@@ -70,7 +70,8 @@ describe('the OpenAPI document', () => {
     expect(streams.map(([, , op]) => op.operationId).sort()).toEqual(['executeToolsStream', 'forkRun', 'resumeTwoStageRun', 'sendMessage', 'sendMessageTwoStage', 'streamRunEvents']);
     const send = served.paths['/api/chat/messages'].post.responses['200'].content!['text/event-stream'].schema as { oneOf: Array<{ properties: { event: { enum: string[] }; data: { $ref: string } } }> };
     const events = Object.fromEntries(send.oneOf.map((o) => [o.properties.event.enum[0], o.properties.data.$ref]));
-    expect(Object.keys(events)).toEqual(['start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'paused', 'done']);
+    // added (issue 33): a message queued behind its conversation's active turn opens with `queued`
+    expect(Object.keys(events)).toEqual(['queued', 'start', 'phase', 'chunk', 'tool_calls', 'tool_progress', 'tool_phase', 'sources', 'notice', 'error', 'paused', 'done']);
     const done = served.components.schemas[events.done.split('/').pop()!] as { properties: Record<string, unknown>; required: string[] };
     expect(done.required).toEqual(expect.arrayContaining(['requestId', 'seq', 'phase', 'fullContent', 'messageId', 'stopReason', 'usage']));
   });
