@@ -30,7 +30,7 @@ export type OpenTurn<T> = (m: EntityManager) => Promise<T>;
 
 export type Admission<T> = { started: T } | { queued: { position: number; activeRequestId: string } };
 
-type Attempt<T> = { started: T } | { cancelled: true } | { waiting: { position: number; activeRequestId: string } };
+type Attempt<T> = { started: T } | { cancelled: true } | { waiting: { position: number; activeRequestId: string } } | { settling: true };
 
 /**
  * One turn at a time per conversation (issue 33). A message for a conversation whose turn is
@@ -55,6 +55,8 @@ export class TurnGate implements OnModuleInit, BeforeApplicationShutdown {
   private readonly stops = new Map<string, () => void>();
   private unlisten: (() => void) | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
+  /** set on shutdown: no queued turn starts on an instance that is stopping */
+  private closing = false;
 
   constructor(
     private readonly turns: ConversationTurnRepository,
@@ -79,6 +81,7 @@ export class TurnGate implements OnModuleInit, BeforeApplicationShutdown {
 
   /** On shutdown the turns queued here leave their queues: this instance will not start them. */
   async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
     this.unlisten?.();
     if (this.renewTimer) clearInterval(this.renewTimer);
     await Promise.allSettled([...this.stops.keys()].map((id) => this.turns.cancel(id)));
@@ -213,7 +216,7 @@ export class TurnGate implements OnModuleInit, BeforeApplicationShutdown {
           .then((a) => {
             if ('started' in a) finish(a.started);
             else if ('cancelled' in a) finish(null);
-            else onQueued(a.waiting);
+            else if ('waiting' in a) onQueued(a.waiting);
           })
           .catch((err: unknown) => this.logger.warn(`queued turn ${r.requestId}: could not check its place (${(err as Error).message}); retrying`))
           .finally(() => {
@@ -239,12 +242,12 @@ export class TurnGate implements OnModuleInit, BeforeApplicationShutdown {
     return this.turns.underLock(r.conversationId, async (m): Promise<Attempt<T>> => {
       const queue = await this.turns.queue(m, r.conversationId);
       const place = queue.findIndex((q) => q.requestId === r.requestId);
-      if (place < 0) return { cancelled: true };
+      if (place < 0 || this.closing) return { cancelled: true };
       const active = await this.runRows.activeInConversation(m, r.conversationId);
       if (active || place > 0) return { waiting: { position: place + 1, activeRequestId: active?.requestId ?? queue[0].requestId } };
       // the turn that ended may be storing its answer still (a paused run cancelled, a run the
       // sweeper closed): this turn's history must include it
-      if (await this.turns.answerPending(m, r.conversationId)) return { waiting: { position: 1, activeRequestId: queue[0].requestId } };
+      if (await this.turns.answerPending(m, r.conversationId)) return { settling: true };
       const me = queue[0];
       await this.turns.remove(m, me.requestId);
       if (me.displaces && me.strategy === 'interrupt') await this.turns.markInterrupted(m, me.displaces, me.requestId);

@@ -282,3 +282,49 @@ describe.each([
     expect(JSON.stringify(await res.json())).toContain('options.multitask must be one of reject, enqueue, interrupt, rollback');
   });
 });
+
+/**
+ * A turn whose instance died stops being active when the sweeper closes its run: the turn queued
+ * behind it then starts (the run's close wakes it, whichever instance closed it).
+ */
+describe('a queued turn behind a run whose instance died', () => {
+  let llm: ReplayServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    app = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', RUN_LEASE_MS: '1000' });
+  });
+  afterAll(async () => {
+    await app.close();
+    await llm.close();
+  });
+
+  it('starts once the sweeper has closed that run as failed', async () => {
+    llm.enqueue(respond.turn([{ text: 'Opening answer.' }]));
+    const opening = await sse(`${app.url}/api/chat/messages`, { body: { content: 'Opening' } });
+    const conversationId = opening.events[0].data.conversationId as string;
+    // a turn another instance was running when it died: its lease is about to lapse, nobody renews it
+    const ds = app.app.get(DataSource);
+    const dead = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+    await ds.query(`INSERT INTO chat_messages (conversation_id, role, content, request_id) VALUES ($1, 'user', 'Asked on the dead instance', $2)`, [conversationId, dead]);
+    await ds.query(
+      `INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, options, lease_owner, lease_expires_at)
+       VALUES ($1, $2, 'default', 'unified', 'running', '{}'::jsonb, 'dead-instance', now() + interval '500 milliseconds')`,
+      [dead, conversationId],
+    );
+    llm.enqueue(respond.turn([{ text: 'After the sweep.' }]));
+    let queued: SseEvent | undefined;
+    const res = await sse(`${app.url}/api/chat/messages`, {
+      body: { content: 'Still there?', conversationId, options: { multitask: 'enqueue' } },
+      timeoutMs: 30_000,
+      onEvent: (e) => void (e.event === 'queued' && (queued ??= e)),
+    });
+    expect(queued?.data).toMatchObject({ position: 1, activeRequestId: dead });
+    expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'final_answer', fullContent: 'After the sweep.' } });
+    expect(await (await fetch(`${app.url}/api/chat/runs/${dead}`)).json()).toMatchObject({ status: 'failed' });
+    const list = (await (await fetch(`${app.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<{ role: string; content: string; requestId: string }>;
+    expect(list.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+    expect(list.map((m) => m.content).slice(4)).toEqual(['Still there?', 'After the sweep.']);
+  });
+});
