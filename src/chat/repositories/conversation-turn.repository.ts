@@ -39,7 +39,7 @@ interface Row {
 }
 
 /**
- * The conversation_turns table (migration 1764420000000): the turns waiting for their
+ * The conversation_turns table (migration 1764460000000): the turns waiting for their
  * conversation's active turn to end, and the marks an interrupt or rollback leaves on the turn it
  * displaced. Every decision about a conversation's turns is taken under one advisory lock per
  * conversation, in one transaction, on whichever instance asks: two messages at once, on two

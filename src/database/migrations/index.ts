@@ -5,7 +5,7 @@ import { McpToolPins1764200000000 } from './1764200000000-mcp-tool-pins';
 import { RunForks1764213000000 } from './1764213000000-run-forks';
 import { SharedLimits1764250000000 } from './1764250000000-shared-limits';
 import { PackedChunks1764300000000 } from './1764300000000-packed-chunks';
-import { ConversationTurns1764420000000 } from './1764420000000-conversation-turns';
+import { ConversationTurns1764460000000 } from './1764460000000-conversation-turns';
 
 /** Every migration, oldest first. Add new ones at the end. */
-export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000, RunForks1764213000000, SharedLimits1764250000000, PackedChunks1764300000000, ConversationTurns1764420000000];
+export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000, RunForks1764213000000, SharedLimits1764250000000, PackedChunks1764300000000, ConversationTurns1764460000000];

@@ -11,8 +11,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * `orion_conversation_turns` with the conversation id when that conversation has queued turns,
  * in the transaction that closes the run, so no code path can forget it.
  */
-export class ConversationTurns1764420000000 implements MigrationInterface {
-  name = 'ConversationTurns1764420000000';
+export class ConversationTurns1764460000000 implements MigrationInterface {
+  name = 'ConversationTurns1764460000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE TABLE conversation_turns (
