@@ -20,6 +20,10 @@ import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 const SSE_DESCRIPTION =
   'Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex.';
 
+/** added (issue 33): a message's stream opens with `queued` while its conversation's previous turn is active */
+const SEND_DESCRIPTION = `${SSE_DESCRIPTION} A message queued behind the conversation's active turn (options.multitask) opens with queued (seq 0, not stored).`;
+const BUSY = 'conversation_busy: the conversation\'s previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored';
+
 @ApiTags('chat')
 @Controller('api/chat')
 export class ChatController {
@@ -33,9 +37,10 @@ export class ChatController {
   @Sse('messages', { method: RequestMethod.POST, maxPendingDataLength: SSE_MAX_PENDING_CHARS })
   @HttpCode(200)
   @ApiOperation({ operationId: 'sendMessage', summary: 'Send a message (unified agentic route); streams the turn as SSE' })
-  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
+  @ApiSseResponse({ description: SEND_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
+  @ApiConflictResponse({ description: BUSY })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
   async send(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.send('unified', dto, responseFlow(res), signal));
@@ -47,9 +52,10 @@ export class ChatController {
   @HttpCode(200)
   @UseGuards(TwoStageEnabledGuard)
   @ApiOperation({ operationId: 'sendMessageTwoStage', summary: 'Send a message (two-stage triggered phases); 404 two_stage_disabled unless TWO_STAGE_ENABLED=true' })
-  @ApiSseResponse({ description: SSE_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
+  @ApiSseResponse({ description: SEND_DESCRIPTION, events: RUN_EVENTS, union: 'RunEvent' })
   @ApiBadRequestResponse({ description: 'invalid body (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
+  @ApiConflictResponse({ description: BUSY })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
   async sendTwoStage(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
     return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal));

@@ -4,12 +4,14 @@ export enum ChatExceptionCode {
   TWO_STAGE_DISABLED = 'two_stage_disabled',
   CONVERSATION_NOT_FOUND = 'conversation_not_found',
   MODEL_NOT_ALLOWED = 'model_not_allowed',
+  CONVERSATION_BUSY = 'conversation_busy',
 }
 
 const CHAT_STATUS: Record<ChatExceptionCode, number> = {
   [ChatExceptionCode.TWO_STAGE_DISABLED]: 404,
   [ChatExceptionCode.CONVERSATION_NOT_FOUND]: 404,
   [ChatExceptionCode.MODEL_NOT_ALLOWED]: 400,
+  [ChatExceptionCode.CONVERSATION_BUSY]: 409,
 };
 
 export class ChatException extends codedException(CHAT_STATUS) {}

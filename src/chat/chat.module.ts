@@ -8,6 +8,8 @@ import { ConversationsService } from './conversations.service';
 import { ChatMessageEntity } from './entities/chat-message.entity';
 import { ConversationEntity } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
+import { ConversationTurnRepository } from './repositories/conversation-turn.repository';
+import { TurnGate } from './turn-gate.service';
 import { CommandStrategy } from './commands/command.strategy';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
 import { PROJECT_OWNERSHIP } from '../common/auth/project-ownership.port';
@@ -17,14 +19,14 @@ import { ProjectOwnership } from './project-ownership';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
-const runs = RunsModule.register({ imports: [conversationTables], store: ConversationRepository });
+const runs = RunsModule.register({ imports: [conversationTables], store: ConversationRepository, queue: ConversationTurnRepository });
 
 /** Conversations, messages and commands; turns are built by orchestration and run by the run engine. */
 @Module({
   imports: [conversationTables, OrchestrationModule, WebhooksModule, runs],
   controllers: [ChatController],
   providers: [
-    ConversationRepository, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
+    ConversationRepository, ConversationTurnRepository, TurnGate, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
     // what the global guards (common/auth, common/limits) ask of the runs and conversations
     ProjectOwnership,
     { provide: PROJECT_OWNERSHIP, useExisting: ProjectOwnership },

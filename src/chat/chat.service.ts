@@ -10,13 +10,30 @@ import { RunsService, type ResumePlan } from '../runs/runs.service';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
 import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
-import type { ConversationEntity } from './entities/conversation.entity';
+import type { ConversationEntity, ConversationSettings } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { CommandStrategy, isCommand } from './commands/command.strategy';
 import { WebhookSettingsService } from '../webhooks/webhook-settings.service';
 import { OrionException } from '../common/errors/orion.exception';
+import { TurnGate, type OpenTurn, type TurnRequest } from './turn-gate.service';
+import { rolledBack } from './turn-marks';
+import type { EntityManager } from 'typeorm';
 
 export type ChatProtocol = 'two-stage' | 'unified';
+
+/** A turn's run, opened with its user message, and the history it follows. */
+interface OpenedTurn {
+  conversationId: string;
+  userMessageId: string;
+  history: LlmMessage[];
+  lastTurnTools: string[];
+}
+
+/** How a message was decided: its turn started, or it waits in its conversation's queue. */
+type Decided = { settings: ConversationSettings | undefined; model: string; contextWindow: number } & (
+  | { started: OpenedTurn }
+  | { queued: { position: number; activeRequestId: string }; request: TurnRequest; open: OpenTurn<OpenedTurn> }
+);
 
 /** At most this many stored messages are read back as history before the token budget trims them. */
 const HISTORY_FETCH_LIMIT = 200;
@@ -37,6 +54,7 @@ export class ChatService {
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     private readonly commands: CommandStrategy,
     private readonly webhooks: WebhookSettingsService,
+    private readonly gate: TurnGate,
   ) {}
 
   /**
@@ -69,7 +87,15 @@ export class ChatService {
     }
     if (dto.webhookUrl !== undefined) await this.dbOrUnavailable(() => this.webhooks.checkTarget(dto.webhookUrl!, projectId));
 
-    const { conversation, history, lastTurnTools, userMessageId, model, contextWindow } = await this.dbOrUnavailable(async () => {
+    const runOptions = {
+      mode,
+      budgets,
+      debugShowToolResults,
+      detach,
+      ...(options.approvalTimeoutMs !== undefined && { approvalTimeoutMs: options.approvalTimeoutMs }),
+      ...(dto.webhookUrl !== undefined && { webhookUrl: dto.webhookUrl }),
+    };
+    const decided = await this.dbOrUnavailable(async (): Promise<Decided> => {
       let conversation: Pick<ConversationEntity, 'id' | 'projectId' | 'settings'> | null = null;
       if (dto.conversationId) {
         conversation = await this.conversations.findById(dto.conversationId);
@@ -79,59 +105,67 @@ export class ChatService {
       }
       const model = this.pickModel(options.model, conversation?.settings?.model);
       const contextWindow = await this.orchestration.contextWindow(model);
-      const { history, lastTurnTools } = opts.history
-        ? { history: trimHistory(opts.history, contextBudget(contextWindow).historyTokens), lastTurnTools: [] }
-        : conversation
-          ? await this.history(conversation.id, contextWindow)
-          : { history: [], lastTurnTools: [] };
-      // the conversation (when new), the user message and the run: one statement, all or nothing
-      const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content, newId: dto.conversationId }, content: dto.content, requestId });
-      conversation ??= { id: opening.conversationId, projectId, settings: {} };
-      await this.runs
-        .open(
-          { requestId, conversationId: conversation.id, projectId, userMessageId: opening.userMessageId, protocol: protocol.name, options: { mode, budgets, debugShowToolResults, detach, model, ...(options.approvalTimeoutMs !== undefined && { approvalTimeoutMs: options.approvalTimeoutMs }), ...(dto.webhookUrl !== undefined && { webhookUrl: dto.webhookUrl }) } },
-          opening.prelude,
-        )
-        .catch((err: unknown) => {
+      const turn = { protocol: protocol.name, options: { ...runOptions, model } };
+      // the conversation (when new), the user message and the run: one statement, all or nothing;
+      // an existing conversation's history is read in the transaction that lets the turn start
+      const open = async (m?: EntityManager): Promise<OpenedTurn> => {
+        const { history, lastTurnTools } = opts.history
+          ? { history: trimHistory(opts.history, contextBudget(contextWindow).historyTokens), lastTurnTools: [] }
+          : conversation
+            ? await this.history(conversation.id, contextWindow, m)
+            : { history: [], lastTurnTools: [] };
+        const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content, newId: dto.conversationId }, content: dto.content, requestId });
+        await this.runs.open({ requestId, conversationId: opening.conversationId, projectId, userMessageId: opening.userMessageId, ...turn }, opening.prelude, m).catch((err: unknown) => {
           // the conversation was deleted after it was read: nothing was stored, and it is gone
           if (dto.conversationId && isForeignKeyViolation(err)) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
           throw err;
         });
-      return { conversation, history, lastTurnTools, userMessageId: opening.userMessageId, model, contextWindow };
+        return { conversationId: opening.conversationId, userMessageId: opening.userMessageId, history, lastTurnTools };
+      };
+      if (!conversation) return { settings: undefined, model, contextWindow, started: await open() };
+      // one turn at a time: the conversation's active turn decides whether this one starts now
+      const request = { requestId, conversationId: conversation.id, projectId, content: dto.content, strategy: options.multitask, turn };
+      return { settings: conversation.settings, model, contextWindow, open, request, ...(await this.gate.admit(request, open)) };
     });
 
-    this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId: conversation.id, budgets, mode, model } });
-    const messages: LlmMessage[] = [...history, { role: 'user', content: dto.content }];
-    const turn = this.orchestration.buildTurn({
-      protocol,
-      requestId,
-      projectId,
-      conversationId: conversation.id,
-      messages,
-      mode,
-      budgets,
-      debugShowToolResults,
-      systemContext: [conversation.settings?.customInstructions, opts.instructions].filter((s) => !!s).join('\n\n') || undefined,
-      orchestratorEnabled: conversation.settings?.orchestratorEnabled,
-      contextWindow,
-      lastTurnTools,
-      model,
-    });
-    return this.runs.start(
-      {
+    const begin = (opened: OpenedTurn, gone: AbortSignal): Observable<SentEvent> => {
+      const { model, contextWindow, settings } = decided;
+      const conversationId = opened.conversationId;
+      this.trace.record({ requestId, projectId, type: 'run_started', details: { protocol: protocol.name, conversationId, budgets, mode, model } });
+      const messages: LlmMessage[] = [...opened.history, { role: 'user', content: dto.content }];
+      const turn = this.orchestration.buildTurn({
+        protocol,
         requestId,
         projectId,
-        conversationId: conversation.id,
-        turn,
-        detach,
-        opening: [{ type: 'start', protocol: protocol.name, userMessageId, model: turn.model }],
-        lastSeq: 0,
-        priorContent: '',
-        approvals: { setting: conversation.settings?.approvals ?? 'policy', timeoutMs: options.approvalTimeoutMs },
-      },
-      flow,
-      clientGone,
-    );
+        conversationId,
+        messages,
+        mode,
+        budgets,
+        debugShowToolResults,
+        systemContext: [settings?.customInstructions, opts.instructions].filter((x) => !!x).join('\n\n') || undefined,
+        orchestratorEnabled: settings?.orchestratorEnabled,
+        contextWindow,
+        lastTurnTools: opened.lastTurnTools,
+        model,
+      });
+      return this.runs.start(
+        {
+          requestId,
+          projectId,
+          conversationId,
+          turn,
+          detach,
+          opening: [{ type: 'start', protocol: protocol.name, userMessageId: opened.userMessageId, model: turn.model }],
+          lastSeq: 0,
+          priorContent: '',
+          approvals: { setting: settings?.approvals ?? 'policy', timeoutMs: options.approvalTimeoutMs },
+        },
+        flow,
+        gone,
+      );
+    };
+    if ('started' in decided) return begin(decided.started, clientGone);
+    return this.gate.queuedStream({ ...decided.request, detach }, decided.queued, decided.open, async (opened, gone) => begin(opened, gone), clientGone);
   }
 
   /**
@@ -221,8 +255,9 @@ export class ChatService {
    * Stored history as model messages, trimmed to the history share of the context window, and
    * the tools the previous turn called (from its answer's stored steps).
    */
-  private async history(conversationId: string, contextWindow: number): Promise<{ history: LlmMessage[]; lastTurnTools: string[] }> {
-    const rows = await this.conversations.recentMessages(conversationId, HISTORY_FETCH_LIMIT);
+  private async history(conversationId: string, contextWindow: number, m?: EntityManager): Promise<{ history: LlmMessage[]; lastTurnTools: string[] }> {
+    // a rolled-back turn is out of the history (its messages stay stored, marked)
+    const rows = (await this.conversations.recentMessages(conversationId, HISTORY_FETCH_LIMIT, m)).filter((r) => !rolledBack(r));
     // a forked turn's answer replaces its parent's in what the model is told (both stay stored)
     const replaced = new Set(rows.map((m) => m.metadata?.forkOf?.requestId).filter((id): id is string => typeof id === 'string'));
     const msgs: LlmMessage[] = rows

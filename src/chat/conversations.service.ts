@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { OrchestrationService } from '../orchestration/orchestration.service';
 import { RunDeletionService } from '../runs/run-deletion.service';
 import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
+import { rolledBack } from './turn-marks';
 import { mapConversation, mapMessage, type ChatMessageDto, type ConversationDto } from './dto/chat-response.dto';
 import type { ConversationSettingsDto } from './dto/send-message.dto';
 import { ConversationRepository } from './repositories/conversation.repository';
@@ -23,7 +24,8 @@ export class ConversationsService {
 
   async messages(id: string): Promise<ChatMessageDto[]> {
     await this.require(id);
-    return (await this.repo.listMessages(id)).map(mapMessage);
+    // a rolled-back turn's messages stay stored, out of the conversation
+    return (await this.repo.listMessages(id)).filter((m) => !rolledBack(m)).map(mapMessage);
   }
 
   async updateSettings(id: string, dto: ConversationSettingsDto): Promise<ConversationDto> {

@@ -41,6 +41,10 @@ const emptyToUndefined = ({ value }: { value: unknown }) =>
 
 export const LLM_PROVIDERS = ['openai', 'ollama', 'replay'] as const;
 
+/** What a message does when its conversation's previous turn is still active (issue 33). */
+export const MULTITASK_STRATEGIES = ['reject', 'enqueue', 'interrupt', 'rollback'] as const;
+export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
+
 /** The tool-only modes (`/api/orchestration/execute`); orchestration's TOOL_MODES is this list. */
 export const ORCHESTRATION_MODES = ['Classic', 'NarrowTopK'] as const;
 export type OrchestrationMode = (typeof ORCHESTRATION_MODES)[number];
@@ -266,6 +270,14 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(0) @Max(2_592_000_000)
   WEBHOOK_SECRET_GRACE_MS = 86_400_000;
 
+  /**
+   * Extension (issue 33): what a message does when its conversation's previous turn is still
+   * active, unless it names `options.multitask`: `reject` (409 conversation_busy), `enqueue`,
+   * `interrupt` or `rollback` (docs/API.md, One turn at a time).
+   */
+  @IsIn(MULTITASK_STRATEGIES as unknown as string[])
+  CONVERSATION_MULTITASK: MultitaskStrategy = 'reject';
+
   /** Extension: the NarrowTopK tool index; false makes NarrowTopK answer narrow_topk_unavailable. */
   @Transform(toBool) @IsBoolean()
   TOOL_INDEX_ENABLED = true;
@@ -356,6 +368,7 @@ const ALLOWED: Partial<Record<EnvKey, string>> = {
   ORCHESTRATOR_ENABLED: 'true | false',
   LLM_TOOL_CALLING: 'true | false',
   TOOL_INDEX_ENABLED: 'true | false',
+  CONVERSATION_MULTITASK: MULTITASK_STRATEGIES.join(' | '),
   ORCHESTRATION_DEFAULT_MODE: ORCHESTRATION_MODES.join(' | '),
   ORCHESTRATION_MAX_CALLS: '1..20',
   ORCHESTRATION_TOP_K: '1..50',

@@ -2,6 +2,7 @@ import { type DynamicModule, Module, type ModuleMetadata, type Type } from '@nes
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { OrchestrationModule } from '../orchestration/orchestration.module';
 import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
+import { QUEUED_TURNS, type QueuedTurns } from './queued-turns.port';
 import { RunEventEntity } from './entities/run-event.entity';
 import { RunEntity } from './entities/run.entity';
 import { ApprovalEntity } from './entities/approval.entity';
@@ -29,13 +30,14 @@ import { WebhooksModule } from '../webhooks/webhooks.module';
  */
 @Module({})
 export class RunsModule {
-  static register(answers: { imports?: ModuleMetadata['imports']; store: Type<AnswerStore> }): DynamicModule {
+  static register(answers: { imports?: ModuleMetadata['imports']; store: Type<AnswerStore>; queue?: Type<QueuedTurns> }): DynamicModule {
     return {
       module: RunsModule,
       imports: [TypeOrmModule.forFeature([RunEntity, RunEventEntity, ApprovalEntity]), OrchestrationModule, ToolsModule, WebhooksModule, ...(answers.imports ?? [])],
       controllers: [RunsController],
       providers: [
         { provide: ANSWER_STORE, useClass: answers.store },
+        ...(answers.queue ? [{ provide: QUEUED_TURNS, useClass: answers.queue }] : []),
         RunRepository,
         RunEventRepository,
         RunEventWriter,

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { defer, EMPTY, type Observable } from 'rxjs';
 import { fromGenerator } from '../common/sse/from-generator';
@@ -10,6 +10,7 @@ import { CheckpointFormatError } from '../orchestration/run-state/run-checkpoint
 import { mapRun, type RunDto } from './dto/run.dto';
 import type { RunEntity, RunOptions } from './entities/run.entity';
 import type { StatementPrelude } from '../database/statement-prelude';
+import type { EntityManager } from 'typeorm';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
@@ -20,6 +21,7 @@ import { RunSweeperService } from './run-sweeper.service';
 import { BatchHandoff } from './batch-handoff';
 import { forkPrefix } from './fork-prefix';
 import { RunsException, RunsExceptionCode } from './runs.exception';
+import { cancelledQueuedTurn, QUEUED_TURNS, type QueuedTurns } from './queued-turns.port';
 
 export type StartRunParams = Omit<ExecuteRunParams, 'client'>;
 export type { ResumePlan, ResumePoint } from './resume-plan';
@@ -44,14 +46,19 @@ export class RunsService {
     private readonly closer: RunSweeperService,
     private readonly orchestration: OrchestrationService,
     private readonly config: AppConfigService,
+    @Optional() @Inject(QUEUED_TURNS) private readonly queued?: QueuedTurns,
   ) {}
 
-  /** Stores a new run, leased to this instance, in one statement with `prelude`'s writes when given. */
+  /**
+   * Stores a new run, leased to this instance, in one statement with `prelude`'s writes when
+   * given, in `m`'s transaction when given.
+   */
   async open(
     r: { requestId: string; conversationId: string; projectId: string; userMessageId: string | null; protocol: string; options: RunOptions },
     prelude?: StatementPrelude,
+    m?: EntityManager,
   ): Promise<void> {
-    await this.runs.create({ ...r, leaseOwner: INSTANCE_ID, leaseMs: this.config.get('RUN_LEASE_MS') }, prelude);
+    await this.runs.create({ ...r, leaseOwner: INSTANCE_ID, leaseMs: this.config.get('RUN_LEASE_MS') }, prelude, m);
   }
 
   /**
@@ -132,8 +139,13 @@ export class RunsService {
     return mapRun(run, await this.runs.forksOf(requestId));
   }
 
-  /** Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at once. */
+  /**
+   * Stores the cancel flag and aborts the run if it executes here. A paused run is cancelled at
+   * once; a turn still queued behind its conversation's active turn leaves the queue.
+   */
   async cancel(requestId: string): Promise<RunDto> {
+    const queued = this.queued && !(await this.runs.findById(requestId)) ? await this.queued.cancel(requestId) : undefined;
+    if (queued) return cancelledQueuedTurn(requestId, queued);
     let r = await this.require(requestId);
     if (r.status === 'running' || r.status === 'awaiting_approval') {
       if (await this.runs.requestControl(requestId, 'cancel')) {

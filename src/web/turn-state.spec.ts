@@ -162,4 +162,24 @@ describe('turn state', () => {
   it('names phases for people', () => {
     expect(['action_phase', 'tool_phase', 'complete', null].map(phaseLabel)).toEqual(['Answering', 'Running tools', 'Complete', 'Starting']);
   });
+
+  it('a queued message shows as queued with its place, then streams as any turn once it starts (issue 33)', () => {
+    const s = createTurnState();
+    const queued = { ...ids, seq: 0, phase: 'action_phase', phaseIndex: 0, cycleIndex: 0, activeRequestId: 'r0' };
+    expect(applyEvent(s, 'queued', { ...queued, position: 2 })).toBe(true);
+    expect(s).toMatchObject({ status: 'queued', queuePosition: 2, requestId: 'r1', lastSeq: 0, duplicates: 0 });
+    applyEvent(s, 'queued', { ...queued, position: 1 });
+    expect(s.queuePosition).toBe(1);
+    fold(s, twoStageTurn());
+    expect(s).toMatchObject({ status: 'done', queuePosition: null, content: 'Looking. Two files.', gaps: 0, duplicates: 0 });
+  });
+
+  it('a queued message stopped before it started ends stopped on its unnumbered done', () => {
+    const s = createTurnState();
+    const envelope = { ...ids, seq: 0, phaseIndex: 0, cycleIndex: 0 };
+    applyEvent(s, 'queued', { ...envelope, phase: 'action_phase', position: 1, activeRequestId: 'r0' });
+    expect(applyEvent(s, 'done', { ...envelope, phase: 'complete', fullContent: '', messageId: null, stopReason: 'cancelled' })).toBe(true);
+    expect(s).toMatchObject({ status: 'stopped', stopReason: 'cancelled' });
+    expect(isSettled(s.status)).toBe(true);
+  });
 });

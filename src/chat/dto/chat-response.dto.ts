@@ -1,3 +1,4 @@
+import { interruptedBy } from '../turn-marks';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import type { TurnStep } from '../../runs/answer-store.port';
 import type { ChatMessageEntity } from '../entities/chat-message.entity';
@@ -28,6 +29,9 @@ export class ChatMessageDto {
   /** added (issue 13): the answer of a forked run names the run it was forked from; null otherwise */
   @ApiPropertyOptional({ nullable: true, type: String, format: 'uuid', description: 'the answer of a fork: the run it was forked from (whose answer is kept, earlier in the list)' })
   parentRequestId?: string | null;
+  /** added (issue 33): an answer cut short by a message sent with `options.multitask: "interrupt"` names that message's turn; null otherwise */
+  @ApiPropertyOptional({ nullable: true, type: String, format: 'uuid', description: 'an answer interrupted by a later message (options.multitask interrupt): that turn\'s requestId; null otherwise' })
+  interruptedBy?: string | null;
 }
 
 export class ConversationDto {
@@ -44,7 +48,7 @@ export function mapMessage(m: ChatMessageEntity): ChatMessageDto {
   const steps = m.role === 'assistant' && Array.isArray(m.metadata?.steps) ? m.metadata.steps : [];
   const parentRequestId = m.role === 'assistant' && typeof m.metadata?.forkOf?.requestId === 'string' ? m.metadata.forkOf.requestId : null;
   const model = m.role === 'assistant' && typeof m.metadata?.model === 'string' ? m.metadata.model : null;
-  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, model, steps, parentRequestId };
+  return { id: m.id, role: m.role, content: m.content, status: m.status, requestId: m.requestId, createdAt: m.createdAt.toISOString(), stopReason, model, steps, parentRequestId, interruptedBy: m.role === 'assistant' ? interruptedBy(m) : null };
 }
 
 export function mapConversation(c: ConversationEntity): ConversationDto {

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
+import { MULTITASK_STRATEGIES, type MultitaskStrategy } from '../../config/env.schema';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUrl, IsUUID, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 
 import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../common/workspace/project-id';
@@ -33,6 +34,13 @@ export class SendMessageOptionsDto {
   @ApiPropertyOptional({ minimum: 1000, maximum: 86400000, description: 'added (issue 32): how long a tool call waits for a person before it counts as denied (reason timeout); default APPROVAL_TIMEOUT_MS' })
   @IsOptional() @IsInt({ message: 'options.approvalTimeoutMs must be an integer' }) @Min(1000) @Max(86_400_000)
   approvalTimeoutMs?: number;
+  @ApiPropertyOptional({
+    enum: MULTITASK_STRATEGIES,
+    description:
+      'added (issue 33): what this message does while its conversation\'s previous turn is active: reject (409 conversation_busy), enqueue (queued; starts when it ends), interrupt (cancels it, keeping its partial answer), rollback (cancels it and removes it from the history); default CONVERSATION_MULTITASK',
+  })
+  @IsOptional() @IsIn(MULTITASK_STRATEGIES as unknown as string[], { message: `options.multitask must be one of ${MULTITASK_STRATEGIES.join(', ')}` })
+  multitask?: MultitaskStrategy;
 }
 
 /** Body of POST /api/chat/messages and /api/chat/messages_two_stage. */

@@ -113,9 +113,10 @@ export class ConversationRepository {
     return this.messages.find({ where: { conversationId }, order: { createdAt: 'ASC' }, take: limit });
   }
 
-  /** The newest `limit` messages, returned oldest first. */
-  async recentMessages(conversationId: string, limit: number): Promise<ChatMessageEntity[]> {
-    const rows = await this.messages.find({ where: { conversationId }, order: { createdAt: 'DESC' }, take: limit });
+  /** The newest `limit` messages, returned oldest first; read in `m`'s transaction when given. */
+  async recentMessages(conversationId: string, limit: number, m?: EntityManager): Promise<ChatMessageEntity[]> {
+    const repo = m ? m.getRepository(ChatMessageEntity) : this.messages;
+    const rows = await repo.find({ where: { conversationId }, order: { createdAt: 'DESC' }, take: limit });
     return rows.reverse();
   }
 

@@ -41,6 +41,7 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   }),
   database_unavailable: example(503, 'database_unavailable', 'The database cannot be reached; try again shortly', 'the database is down or restarting: nothing was stored, retry later'),
   model_not_allowed: example(400, 'model_not_allowed', 'options.model "gpt-x" is not an allowed model (allowed: replay); nothing was stored', 'a model outside LLM_MODELS', { allowed: ['replay'] }),
+  conversation_busy: example(409, 'conversation_busy', `Conversation ${CONVERSATION} has an active turn (${RUN}); nothing was stored. Send with options.multitask enqueue, interrupt or rollback, or cancel that turn`, 'the conversation\'s previous turn is still active and options.multitask is reject (the default)', { requestId: RUN }),
   conversation_not_found: example(404, 'conversation_not_found', `Conversation ${CONVERSATION} not found in project default`, 'unknown conversationId (in that project)'),
   two_stage_disabled: example(404, 'two_stage_disabled', 'The two-stage route is disabled; start Orion with TWO_STAGE_ENABLED=true', 'TWO_STAGE_ENABLED is not true'),
   run_not_found: example(404, 'run_not_found', `Run ${RUN} not found`, 'unknown requestId'),
@@ -93,8 +94,8 @@ const TURN = ['too_many_turns'];
 
 /** The domain codes each operation can answer, besides the generic ones of its statuses. */
 export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
-  sendMessage: ['model_not_allowed', 'conversation_not_found', 'database_unavailable', ...TURN],
-  sendMessageTwoStage: ['model_not_allowed', 'two_stage_disabled', 'conversation_not_found', 'database_unavailable', ...TURN],
+  sendMessage: ['model_not_allowed', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN],
+  sendMessageTwoStage: ['model_not_allowed', 'two_stage_disabled', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN],
   resumeTwoStageRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'resume_in_progress', 'run_cancelled', 'run_finished_resume', 'run_not_latest_checkpoint', 'run_not_resumable', ...TURN],
   forkRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'fork_running', 'run_not_resumable', ...TURN],
   sendUiMessage: ['model_not_allowed', 'conversation_not_found', 'database_unavailable', ...TURN],

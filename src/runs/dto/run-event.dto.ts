@@ -24,6 +24,12 @@ export class StartEventDto extends RunEventEnvelopeDto {
   @ApiPropertyOptional({ format: 'uuid', description: 'added: a fork (a resume from an older checkpoint, or of a finished run) is a new run; this is the run it was forked from, whose checkpoint resumeFromPhaseIndex names' }) parentRequestId?: string;
 }
 
+/** added (issue 33): a message queued behind its conversation's active turn; seq 0, not stored */
+export class QueuedEventDto extends RunEventEnvelopeDto {
+  @ApiProperty({ description: '1 for the next turn to start' }) position: number;
+  @ApiProperty({ format: 'uuid', description: 'the turn it waits for' }) activeRequestId: string;
+}
+
 export class PhaseEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['start', 'end'] }) status: string;
   @ApiPropertyOptional({ description: 'why a phase ended: an action phase tool_call (two-stage), tool_calls (unified), final_answer, max_tokens, cycle_budget, duplicate_limit, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …)' }) reason?: string;
@@ -125,11 +131,6 @@ export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ nullable: true, type: String, description: 'the stored assistant message' }) messageId: string | null;
   @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'max_tokens', 'cancelled', 'error'] }) stopReason: string;
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
-}
-
-export class QueuedEventDto extends RunEventEnvelopeDto {
-  @ApiProperty({ description: '1 for the next turn to run in this conversation' }) position: number;
-  @ApiProperty({ format: 'uuid', description: 'the run the turn waits for' }) activeRequestId: string;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { EntityManager, Repository } from 'typeorm';
 import { RunEntity, type RunControl, type RunOptions, type RunStatus } from '../entities/run.entity';
 import { storageSafe } from '../../common/util/text-safety.util';
 import { queryResult } from '../../database/query-result';
+import { ACTIVE_RUN_STATUSES } from '../active-run-statuses';
 import { withPrelude, type StatementPrelude } from '../../database/statement-prelude';
 import { announceCte } from '../../webhooks/repositories/webhook-outbox.repository';
 import { endEventType } from '../../webhooks/webhook-event';
@@ -28,9 +29,10 @@ export class RunRepository {
 
   /**
    * Stores a new running run leased to `r.leaseOwner` (nothing read back: callers know the run),
-   * in one statement with `prelude`'s writes when given (a turn's conversation and user message).
+   * in one statement with `prelude`'s writes when given (a turn's conversation and user message),
+   * in `m`'s transaction when given (a conversation's turn decided under its lock).
    */
-  async create(r: NewRun, prelude?: StatementPrelude): Promise<void> {
+  async create(r: NewRun, prelude?: StatementPrelude, m: EntityManager = this.runs.manager): Promise<void> {
     const params = [...(prelude?.params ?? [])];
     const $ = (v: unknown) => `$${params.push(v)}`;
     const values = [
@@ -46,7 +48,7 @@ export class RunRepository {
       $(r.fork?.parentRequestId ?? null),
       $(r.fork?.fromPhaseIndex ?? null),
     ];
-    await this.runs.query(
+    await m.query(
       `${withPrelude(prelude)}INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at,
                          parent_request_id, forked_from_phase_index)
        VALUES (${values.join(', ')})`,
@@ -245,6 +247,15 @@ export class RunRepository {
    */
   lockConversationRuns(m: EntityManager, conversationId: string): Promise<Array<{ request_id: string; status: string }>> {
     return m.query(`SELECT request_id, status FROM runs WHERE conversation_id = $1 ORDER BY created_at FOR UPDATE`, [conversationId]);
+  }
+
+  /** The conversation's active turn (ACTIVE_RUN_STATUSES), oldest first, read in `m`'s transaction. */
+  async activeInConversation(m: EntityManager, conversationId: string): Promise<{ requestId: string; status: RunStatus } | undefined> {
+    const rows = (await m.query(`SELECT request_id, status FROM runs WHERE conversation_id = $1 AND status = ANY($2::text[]) ORDER BY created_at LIMIT 1`, [
+      conversationId,
+      [...ACTIVE_RUN_STATUSES],
+    ])) as Array<{ request_id: string; status: RunStatus }>;
+    return rows[0] ? { requestId: rows[0].request_id, status: rows[0].status } : undefined;
   }
 
   /** Deletes these runs in `m`'s transaction; how many there were. */

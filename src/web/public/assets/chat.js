@@ -401,7 +401,9 @@ async function sendMessage() {
     content,
     mode: app.prefs.mode,
     // detach: a dropped connection must not cancel the run; the page reconnects through the events route
-    options: { debugShowToolResults: app.prefs.showToolOutputs, detach: true },
+    // enqueue: a message sent while this conversation's previous reply is still being written
+    // (another tab) waits for it and then runs, instead of being refused
+    options: { debugShowToolResults: app.prefs.showToolOutputs, detach: true, multitask: 'enqueue' },
   };
   startRunner(view, {}).send(ROUTES[route], body);
 }
@@ -467,6 +469,7 @@ function renderControls() {
 function statusLine(s) {
   const label = STATUS_LABELS[s.status] ?? s.status;
   if (s.status === 'reconnecting') return `Connection lost — reconnecting (attempt ${Math.max(1, s.reconnectAttempts)})…`;
+  if (s.status === 'queued') return `Queued (position ${s.queuePosition ?? 1}): waits for the reply being written in this conversation. Stop takes it out.`;
   if (s.status === 'paused') return `Paused after phase ${s.resumeFromPhaseIndex ?? s.phaseIndex}. Resume to continue, or Stop.`;
   const waiting = isTerminal(s.status) ? [] : pendingApprovals(s);
   if (waiting.length > 0) return `Waiting for your approval: ${[...new Set(waiting.map((a) => a.tool))].join(', ')}`;

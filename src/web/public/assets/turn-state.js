@@ -11,7 +11,8 @@ import { approvalDecided, approvalFromRow, approvalRequired, voidPending } from 
  *   streaming → pausing → paused → resuming → streaming
  *   streaming | paused → stopping → stopped
  *   reconnecting → disconnected (gave up; the user can retry)
- * @typedef {'connecting' | 'streaming' | 'pausing' | 'paused' | 'resuming' | 'stopping'
+ *   connecting → queued → streaming (behind the conversation's active turn, issue 33) | stopped
+ * @typedef {'connecting' | 'queued' | 'streaming' | 'pausing' | 'paused' | 'resuming' | 'stopping'
  *   | 'reconnecting' | 'disconnected' | 'done' | 'stopped' | 'failed'} TurnStatus
  */
 
@@ -68,6 +69,7 @@ export function createTurnState(init = {}) {
     /** @type {string | null} */ stopReason: null,
     /** @type {string | null} */ messageId: null,
     /** @type {number | null} */ resumeFromPhaseIndex: null,
+    /** while queued behind the conversation's active turn: 1 = next to start @type {number | null} */ queuePosition: null,
     /** `done.fullContent` differed from the streamed text (it then replaces it) */ contentMismatch: false,
     reconnectAttempts: 0,
     ...init,
@@ -152,7 +154,8 @@ export function liveStatus(/** @type {TurnState} */ s) {
 export function applyEvent(s, type, data) {
   if (!data || typeof data !== 'object') return false;
   const seq = data.seq;
-  if (Number.isInteger(seq)) {
+  // seq 0: `queued` and the `done` of a turn cancelled while queued, sent before any run event
+  if (Number.isInteger(seq) && seq > 0) {
     if (seq <= s.lastSeq) {
       s.duplicates++;
       return false;
@@ -168,7 +171,12 @@ export function applyEvent(s, type, data) {
   if (!isSettled(s.status) && type !== 'paused' && type !== 'done') s.status = liveStatus(s);
 
   switch (type) {
+    case 'queued':
+      if (!isSettled(s.status) && s.intent !== 'stop') s.status = 'queued';
+      if (Number.isInteger(data.position)) s.queuePosition = data.position;
+      break;
     case 'start':
+      s.queuePosition = null;
       if (typeof data.protocol === 'string') s.protocol = data.protocol;
       break;
     case 'phase':
@@ -313,6 +321,7 @@ export function stepLabel(p, tools) {
 /** @type {Record<TurnStatus, string>} */
 export const STATUS_LABELS = {
   connecting: 'Sending…',
+  queued: 'Queued',
   streaming: 'Streaming',
   pausing: 'Pausing…',
   paused: 'Paused',
