@@ -1360,11 +1360,11 @@ export interface components {
             phaseIndex: number;
             /** @description the tool step in progress: 0 until the first tool phase */
             cycleIndex: number;
-            /** @description 1 for the next turn to run in this conversation */
+            /** @description 1 for the next turn to start */
             position: number;
             /**
              * Format: uuid
-             * @description the run the turn waits for
+             * @description the turn it waits for
              */
             activeRequestId: string;
         };
@@ -1398,6 +1398,11 @@ export interface components {
             model?: string;
             /** @description added (issue 32): how long a tool call waits for a person before it counts as denied (reason timeout); default APPROVAL_TIMEOUT_MS */
             approvalTimeoutMs?: number;
+            /**
+             * @description added (issue 33): what this message does while its conversation's previous turn is active: reject (409 conversation_busy), enqueue (queued; starts when it ends), interrupt (cancels it, keeping its partial answer), rollback (cancels it and removes it from the history); default CONVERSATION_MULTITASK
+             * @enum {string}
+             */
+            multitask?: "reject" | "enqueue" | "interrupt" | "rollback";
         };
         SendMessageDto: {
             /** @default default */
@@ -1461,6 +1466,11 @@ export interface components {
              * @description the answer of a fork: the run it was forked from (whose answer is kept, earlier in the list)
              */
             parentRequestId?: string | null;
+            /**
+             * Format: uuid
+             * @description an answer interrupted by a later message (options.multitask interrupt): that turn's requestId; null otherwise
+             */
+            interruptedBy?: string | null;
         };
         RenameConversationDto: {
             /**
@@ -2850,7 +2860,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex. */
+            /** @description Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex. A message queued behind the conversation's active turn (options.multitask) opens with queued (seq 0, not stored). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3027,6 +3037,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
             413: {
                 headers: {
@@ -3093,7 +3112,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex. */
+            /** @description Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex. A message queued behind the conversation's active turn (options.multitask) opens with queued (seq 0, not stored). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3259,6 +3278,15 @@ export interface operations {
             };
             /** @description two_stage_disabled, or unknown conversationId */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
