@@ -9,6 +9,7 @@ import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
 import { waitFor } from '../support/wait-for';
+import { readmeExample } from '../support/readme-example';
 
 /**
  * Issue 34 item 1: Orion as an OpenAI-compatible server, driven by clients nobody here wrote
@@ -178,9 +179,11 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
     expect((await messagesOf(conversationId)).map((m) => m.content)).toEqual(['First question', 'First answer.', 'Second question', 'Second answer.']);
   });
 
-  it('the client example of docs/API.md runs as it stands and prints the answer', async () => {
-    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'API.md'), 'utf8');
-    const example = /<!-- openai-client-example:[^>]*-->\n```js\n([\s\S]*?)```/.exec(doc)![1];
+  it.each([
+    ['docs/API.md', () => /<!-- openai-client-example:[^>]*-->\n```js\n([\s\S]*?)```/.exec(readFileSync(join(__dirname, '..', '..', 'docs', 'API.md'), 'utf8'))![1]],
+    ['the README', () => readmeExample('openai')],
+  ])('the client example of %s runs as it stands and prints the answer', async (_where, read) => {
+    const example = read();
     expect(example.trim().split('\n')).toHaveLength(4);
     llm.enqueue(...toolThenAnswer());
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', example], { cwd: join(__dirname, '..', '..'), env: { ...process.env, ORION_URL: t.url }, timeout: 60_000 });

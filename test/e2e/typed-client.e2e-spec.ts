@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import * as ts from 'typescript';
 import { createOrion, OrionError, type ExecuteStreamEvent, type Orion, type RunEvent, type RunEventOf } from '../../clients/typescript/src';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
+import { readmeExample } from '../support/readme-example';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { openAiSseFrames, type ScriptStep } from '../support/llm-wire';
@@ -263,8 +264,11 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
     expect(await keyless.conversations.list().catch((err: unknown) => err)).toMatchObject({ status: 401 });
   });
 
-  it('the README\'s example, run as written, prints the answer', async () => {
-    const example = /```ts\n([\s\S]*?)```/.exec(readFileSync(README, 'utf8'))![1];
+  it.each([
+    ['clients/typescript/README.md', () => /```ts\n([\s\S]*?)```/.exec(readFileSync(README, 'utf8'))![1]],
+    ['the README', () => readmeExample('typed-client')],
+  ])('the example of %s, run as written, prints the answer', async (_where, read) => {
+    const example = read();
     expect(example.trim().split('\n').filter((l) => l.trim()).length).toBeLessThanOrEqual(5);
     llm.enqueue(respond.turn([{ text: 'The roadmap ' }, { text: 'has one item.' }]));
     const js = ts.transpileModule(example, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText;

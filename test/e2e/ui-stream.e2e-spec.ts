@@ -9,6 +9,7 @@ import { openAiSseFrames } from '../support/llm-wire';
 import { ReplayServer, respond, type ScriptStep } from '../support/replay-server';
 import { sse } from '../support/sse-client';
 import { waitFor } from '../support/wait-for';
+import { readmeExample } from '../support/readme-example';
 import { conversationIdForChat } from '../../src/ui-stream/chat-id';
 
 const QUESTION = 'Which files are in the project?';
@@ -261,20 +262,15 @@ describe('AI SDK UI message stream (POST /api/chat/ui, GET /api/chat/ui/:chatId/
 
   /** The README's "Clients" example for the AI SDK (Node), run as written against this server. */
   it('runs the README example verbatim', async () => {
-    const example = [
-      "import { DefaultChatTransport, readUIMessageStream } from 'ai';",
-      "const transport = new DefaultChatTransport({ api: 'http://localhost:3000/api/chat/ui' });",
-      "const messages = [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Which files are in the project?' }] }];",
-      "const stream = await transport.sendMessages({ chatId: 'readme-chat', messages, trigger: 'submit-message', messageId: undefined, abortSignal: undefined });",
-      "for await (const m of readUIMessageStream({ stream })) if (m.metadata?.stopReason) console.log(m.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));",
-    ].join('\n');
+    const example = readmeExample('ai-sdk');
+    expect(example.trim().split('\n')).toHaveLength(5);
     llm.enqueue(respond.turn(toolStep), respond.turn(answerStep));
     // inside the repository, so the file finds the `ai` package as an application would
     const dir = join(__dirname, '..', '..', 'test-output', 'ui-stream-example');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'example.mjs');
-    writeFileSync(file, example.replace('http://localhost:3000', t.url));
-    const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 20_000 });
+    writeFileSync(file, example);
+    const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 20_000, env: { ...process.env, ORION_URL: t.url } });
     expect(stdout).toBe(`${FULL_ANSWER}\n`);
   });
 });
