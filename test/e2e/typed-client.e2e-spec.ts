@@ -96,8 +96,9 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
-    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', API_KEYS: KEY, ORCHESTRATION_MIN_SCORE: '0' });
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', API_KEYS: KEY, ORCHESTRATION_MIN_SCORE: '0', TOOLS_REQUIRE_APPROVAL: 'probe_guarded' });
     t.app.get(ToolRegistryService).register(probeTool('probe_first', calls));
+    t.app.get(ToolRegistryService).register(probeTool('probe_guarded', calls));
     proxy = await startProxy(t.url);
     orion = createOrion({ baseUrl: proxy.url, apiKey: KEY });
   }, 120_000);
@@ -128,6 +129,26 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
     expect((await orion.conversations.list()).map((c) => c.id)).toContain(done.conversationId);
     const messages = await orion.conversations.messages(done.conversationId);
     expect(messages.map((m) => [m.role, m.content])).toEqual([['user', 'Say hello'], ['assistant', 'Hello there.']]);
+  });
+
+  it('an approval: the typed stream shows approval_required, approvals.decide approves it, the tool runs once, the turn ends', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'probe_guarded', args: { step: 'one' } } }]), respond.turn([{ text: 'Approved and done.' }]));
+    const turn = orion.chat.send({ content: 'Do the guarded thing' }, { route: 'two-stage' });
+    const events: RunEvent[] = [];
+    for await (const event of turn) {
+      events.push(event);
+      if (event.type === 'approval_required') {
+        expect(calls).toEqual([]);
+        expect((await orion.approvals.list(event.requestId)).map((a) => [a.approvalId, a.status])).toEqual([[event.approvalId, 'pending']]);
+        await orion.approvals.decide(event.requestId, event.approvalId, { decision: 'approve' });
+      }
+    }
+    const decided = events.find((e) => e.type === 'approval_decided');
+    expect(decided).toMatchObject({ decision: 'approve', edited: false });
+    expect(calls).toEqual(['probe_guarded:one']);
+    expect(events.at(-1)).toMatchObject({ type: 'done', stopReason: 'final_answer', fullContent: 'Approved and done.' });
+    const again = await orion.approvals.decide(turn.requestId!, (decided as { approvalId: string }).approvalId, { decision: 'deny' }).catch((err: unknown) => err);
+    expect(again).toMatchObject({ status: 409 });
   });
 
   it('a dropped connection mid-stream: the client reconnects with Last-Event-ID and gets every event once', async () => {

@@ -1,8 +1,7 @@
 /**
- * The approval routes' bodies, typed by hand: `POST /api/chat/runs/:requestId/approvals/:approvalId`
- * (decideApproval) and `GET /api/chat/runs/:requestId/approvals` (listRunApprovals) were not in
- * this client's docs/openapi.json when it was written. Once they are, these give way to the
- * generated `DecideApprovalDto` and `ApprovalDto`.
+ * The approval routes' bodies (`POST /api/chat/runs/:requestId/approvals/:approvalId`,
+ * `GET /api/chat/runs/:requestId/approvals`), written out with their documentation; the
+ * generated `DecideApprovalDto` and `ApprovalDto` describe the same shapes.
  */
 
 /** A person's answer to an `approval_required` event. */
