@@ -34,9 +34,31 @@ export interface TurnToolStep {
   phaseIndex?: number;
 }
 
+/**
+ * A call that waited for a person, as the approvals route returns it (`reason`: why it waited;
+ * `decisionReason`: the denial's reason, or `timeout`), so a reloaded page draws the decided card
+ * without asking the route. `void`: the run stopped waiting (ended, paused or lost) undecided.
+ */
+export interface TurnApprovalStep {
+  type: 'approval';
+  approvalId: string;
+  tool: string;
+  callId: string;
+  arguments: unknown;
+  reason: string;
+  expiresAt: string | null;
+  status: 'pending' | 'approved' | 'denied' | 'expired' | 'void';
+  decision: 'approve' | 'deny' | null;
+  edited: boolean;
+  by: string | null;
+  decisionReason: string | null;
+  phaseIndex?: number;
+}
+
 /** A stored step of a turn (the messages route returns them as `steps`). */
 export type TurnStep =
   | TurnToolStep
+  | TurnApprovalStep
   | { type: 'sources'; data: unknown[]; sourceTypes: string[]; ragCount: number; webCount: number; confidence: string; metrics?: Record<string, unknown> }
   | { type: 'notice'; code: string; message: string }
   | { type: 'error'; code: string; message: string }

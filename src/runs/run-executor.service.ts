@@ -222,8 +222,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         await this.finish(p, stream, { ...ev, fullContent: leg.content }, leg.steps.steps());
         return 'done';
       case 'approval_required':
-        return this.approvalRequired(p, stream, ev);
+        return this.approvalRequired(p, stream, ev, leg);
       case 'approval_decided':
+        leg.steps.apply(ev.type, ev);
         return this.approvalDecided(p, stream, ev);
       case 'tool_calls':
       case 'tool_progress':
@@ -244,9 +245,10 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
    * was sent already), the run is marked `awaiting_approval`, and the event, with its expiry, is
    * traced, stored and sent.
    */
-  private async approvalRequired(p: ExecuteRunParams, stream: RunStream, ev: Extract<ProtocolEvent, { type: 'approval_required' }>): Promise<null> {
+  private async approvalRequired(p: ExecuteRunParams, stream: RunStream, ev: Extract<ProtocolEvent, { type: 'approval_required' }>, leg: Leg): Promise<null> {
     const timeoutMs = p.approvals?.timeoutMs ?? this.config.get('APPROVAL_TIMEOUT_MS');
     const { fresh, expiresAt } = await this.approvals!.open({ requestId: p.requestId, projectId: p.projectId }, ev, timeoutMs);
+    leg.steps.apply(ev.type, { ...ev, expiresAt, phaseIndex: stream.envelope.phaseIndex });
     if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, true))) throw new LeaseLostError(p.requestId);
     this.control.setAwaiting(p.requestId, true);
     const waiting = this.waiting.get(p.requestId) ?? new Set<string>();

@@ -48,4 +48,32 @@ describe('TurnStepsRecorder', () => {
     expect(leg.steps()[1]).toMatchObject({ message: 'Duplicate tool call detected' });
     expect(first[1]).toMatchObject({ message: 'Duplicate tool call detected' });
   });
+
+  it('keeps each approval with its decision (approved, denied with its reason, expired), and one left undecided as void', () => {
+    const asked = (approvalId: string, callId: string) =>
+      ev('approval_required', { approvalId, tool: 'write_file', callId, arguments: { path: callId }, reason: 'configured', expiresAt: '2026-11-27T14:00:00.000Z' }, 2);
+    const steps = TurnStepsRecorder.fromStored([
+      asked('a1', 'c1'),
+      asked('a2', 'c2'),
+      asked('a3', 'c3'),
+      asked('a4', 'c4'),
+      ev('approval_decided', { approvalId: 'a2', decision: 'deny', edited: false, by: 'key_1', reason: 'not that one' }, 2),
+      ev('approval_decided', { approvalId: 'a1', decision: 'approve', edited: true, by: 'key_1' }, 2),
+      ev('approval_decided', { approvalId: 'a3', decision: 'deny', edited: false, by: 'timeout', reason: 'timeout' }, 2),
+    ]);
+    const base = { type: 'approval', tool: 'write_file', reason: 'configured', expiresAt: '2026-11-27T14:00:00.000Z', phaseIndex: 2 };
+    expect(steps).toEqual([
+      { ...base, approvalId: 'a1', callId: 'c1', arguments: { path: 'c1' }, status: 'approved', decision: 'approve', edited: true, by: 'key_1', decisionReason: null },
+      { ...base, approvalId: 'a2', callId: 'c2', arguments: { path: 'c2' }, status: 'denied', decision: 'deny', edited: false, by: 'key_1', decisionReason: 'not that one' },
+      { ...base, approvalId: 'a3', callId: 'c3', arguments: { path: 'c3' }, status: 'expired', decision: 'deny', edited: false, by: 'timeout', decisionReason: 'timeout' },
+      { ...base, approvalId: 'a4', callId: 'c4', arguments: { path: 'c4' }, status: 'void', decision: null, edited: false, by: null, decisionReason: null },
+    ]);
+    // asked again (a run taken over by another instance re-awaits the same id): it waits again, once
+    const leg = new TurnStepsRecorder(steps);
+    leg.apply('approval_required', { approvalId: 'a4', tool: 'write_file', callId: 'c4', arguments: { path: 'c4' }, reason: 'configured' });
+    leg.apply('approval_decided', { approvalId: 'a4', decision: 'approve', edited: false, by: null });
+    expect(leg.steps().filter((s) => s.type === 'approval').map((s) => s.type === 'approval' && [s.approvalId, s.status])).toEqual([
+      ['a1', 'approved'], ['a2', 'denied'], ['a3', 'expired'], ['a4', 'approved'],
+    ]);
+  });
 });

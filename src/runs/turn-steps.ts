@@ -1,4 +1,4 @@
-import type { TurnStep, TurnToolStep } from './answer-store.port';
+import type { TurnApprovalStep, TurnStep, TurnToolStep } from './answer-store.port';
 
 /** Sources kept per stored turn: a page renders the first few anyway, and JSONB rows stay small. */
 const MAX_SOURCES = 50;
@@ -67,6 +67,34 @@ export class TurnStepsRecorder {
         else this.list.push(sources);
         return;
       }
+      case 'approval_required': {
+        if (typeof d.approvalId !== 'string') return;
+        const step = this.approval(d.approvalId);
+        Object.assign(step, {
+          tool: String(d.tool ?? step.tool),
+          callId: String(d.callId ?? step.callId),
+          arguments: d.arguments ?? step.arguments,
+          reason: String(d.reason ?? step.reason),
+          expiresAt: typeof d.expiresAt === 'string' ? d.expiresAt : step.expiresAt,
+          ...(phaseIndex !== undefined ? { phaseIndex } : {}),
+        });
+        // asked again after a takeover: it waits again (a decided one keeps its decision)
+        if (step.status === 'void') step.status = 'pending';
+        return;
+      }
+      case 'approval_decided': {
+        if (typeof d.approvalId !== 'string') return;
+        const by = typeof d.by === 'string' ? d.by : null;
+        const decision = d.decision === 'approve' ? 'approve' : 'deny';
+        Object.assign(this.approval(d.approvalId), {
+          status: decision === 'approve' ? 'approved' : by === 'timeout' ? 'expired' : 'denied',
+          decision,
+          edited: d.edited === true,
+          by,
+          decisionReason: typeof d.reason === 'string' ? d.reason : null,
+        });
+        return;
+      }
       case 'notice':
         this.list.push({ type: 'notice', code: String(d.code ?? ''), message: String(d.message ?? '') });
         return;
@@ -78,9 +106,23 @@ export class TurnStepsRecorder {
     }
   }
 
-  /** A copy of the steps so far (one structuredClone for the list: each call sets one up). */
+  /**
+   * A copy of the steps so far (one structuredClone for the list: each call sets one up). Its
+   * callers keep the steps of a leg that ended (an answer, a failure, a pause before a resume),
+   * so an approval still pending here will never be decided: it is `void`, as its row is.
+   */
   steps(): TurnStep[] {
-    return structuredClone(this.list);
+    const list = structuredClone(this.list);
+    for (const s of list) if (s.type === 'approval' && s.status === 'pending') s.status = 'void';
+    return list;
+  }
+
+  private approval(approvalId: string): TurnApprovalStep {
+    const open = this.list.find((s): s is TurnApprovalStep => s.type === 'approval' && s.approvalId === approvalId);
+    if (open) return open;
+    const step: TurnApprovalStep = { type: 'approval', approvalId, tool: 'tool', callId: '', arguments: {}, reason: '', expiresAt: null, status: 'pending', decision: null, edited: false, by: null, decisionReason: null };
+    this.list.push(step);
+    return step;
   }
 
   private call(callId: string, name: string, starting: boolean, phaseIndex: number | undefined): TurnToolStep {

@@ -345,10 +345,11 @@ function storedTurn(m) {
 const STORED_APPROVAL_TURNS = 20;
 
 /**
- * A reloaded conversation shows who decided each approval: a stored turn's steps keep its
- * calls but not their approvals, so they are read from the approvals route, for the newest
- * turns that called tools (one request each, in parallel). A server without the route (404)
- * or a failure leaves the turns as they are.
+ * A reloaded conversation shows who decided each approval. A turn stored with its approval
+ * steps already has them; for a turn that called tools but has none (stored before the server
+ * kept approvals with the answer) they are read from the approvals route, for the newest such
+ * turns (one request each, in parallel). A server without the route (404) or a failure leaves
+ * the turns as they are.
  * @param {Conversation} conv @param {TurnView[]} views
  */
 async function loadStoredApprovals(conv, views) {
