@@ -1457,7 +1457,7 @@ export interface components {
             stopReason?: string | null;
             /** @description the model that answered (assistant messages; null otherwise) */
             model?: string | null;
-            /** @description Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}` */
+            /** @description Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}` */
             steps?: {
                 [key: string]: unknown;
             }[];
