@@ -28,7 +28,7 @@ describeBrowser('chat page: approval cards', () => {
     t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', TOOLS_REQUIRE_APPROVAL: 'read_file', API_KEYS: KEY });
     mkdirSync(join(t.workspace, 'default', 'docs'), { recursive: true });
     writeFileSync(join(t.workspace, 'default', 'docs', 'roadmap.md'), '# Roadmap\nShip it.\n');
-  });
+  }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await t?.close();

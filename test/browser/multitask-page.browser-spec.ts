@@ -23,7 +23,7 @@ describeBrowser('chat page: a message queued behind the active reply', () => {
     llm = await ReplayServer.start();
     t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' });
     ({ context, page } = await openPage(browser));
-  });
+  }, 120_000);
   afterAll(async () => {
     await context?.close();
     await browser?.close();

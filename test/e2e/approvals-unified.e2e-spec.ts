@@ -71,7 +71,7 @@ describe('approvals on the unified route', () => {
     llm = await ReplayServer.start();
     t = await startApp(env(llm));
     seedWorkspace(t);
-  });
+  }, 120_000);
   afterAll(async () => {
     await t.close();
     await llm.close();
@@ -231,7 +231,7 @@ describe('approvals on the unified route with keys bound to projects', () => {
     llm = await ReplayServer.start();
     t = await startApp(env(llm, { API_KEYS: ROOT }));
     seedWorkspace(t, 'alpha');
-  });
+  }, 120_000);
   afterAll(async () => {
     await t.close();
     await llm.close();

@@ -64,7 +64,7 @@ describe('approvals on the two-stage route', () => {
     llm = await ReplayServer.start();
     t = await startApp(env(llm));
     seedWorkspace(t);
-  });
+  }, 120_000);
   afterAll(async () => {
     await t.close();
     await llm.close();
@@ -282,7 +282,7 @@ describe('approvals with keys bound to projects', () => {
     llm = await ReplayServer.start();
     t = await startApp(env(llm, { API_KEYS: ROOT }));
     seedWorkspace(t, 'alpha');
-  });
+  }, 120_000);
   afterAll(async () => {
     await t.close();
     await llm.close();

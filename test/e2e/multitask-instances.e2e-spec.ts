@@ -40,7 +40,7 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
     a = await startApp(env);
     b = await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl });
     for (const t of [a, b]) t.app.get(ToolRegistryService).register(gatedTool);
-  });
+  }, 120_000);
   afterAll(async () => {
     await b.app.close();
     await a.close();

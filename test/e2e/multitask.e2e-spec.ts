@@ -56,7 +56,7 @@ describe.each([
     app = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' });
     url = app.url;
     app.app.get(ToolRegistryService).register(gatedTool);
-  });
+  }, 120_000);
   afterAll(async () => {
     await app.close();
     await llm.close();
@@ -294,7 +294,7 @@ describe('a queued turn behind a run whose instance died', () => {
   beforeAll(async () => {
     llm = await ReplayServer.start();
     app = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', RUN_LEASE_MS: '1000' });
-  });
+  }, 120_000);
   afterAll(async () => {
     await app.close();
     await llm.close();

@@ -40,7 +40,7 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
     llm.enqueue(...toolThenAnswer());
     const res = await sse(`${t.url}/api/chat/messages`, { body: { content: QUESTION }, timeoutMs: 30_000 });
     native = res.events.at(-1)!.data.fullContent as string;
-  });
+  }, 120_000);
   afterAll(async () => {
     await t?.close();
     await llm?.close();
@@ -333,7 +333,7 @@ describe('OpenAI-compatible endpoint: keys, projects, limits', () => {
     llm = await ReplayServer.start();
     t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', API_KEYS: ADMIN, MAX_CONCURRENT_TURNS: '1' });
     mkdirSync(join(t.workspace, 'shop'), { recursive: true });
-  });
+  }, 120_000);
   afterAll(async () => {
     await t?.close();
     await llm?.close();

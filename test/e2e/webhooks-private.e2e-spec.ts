@@ -31,7 +31,7 @@ describe(`webhooks to private addresses are refused (${onPostgres() ? 'PostgreSQ
       { override: (b) => b.overrideProvider(WEBHOOK_RESOLVER).useValue(resolver) },
     );
     expect((await send(`${t.url}/api/admin/projects/default/webhook`, 'PUT', {})).status).toBe(200);
-  });
+  }, 120_000);
   afterAll(async () => {
     await t.close();
     await hooks.close();

@@ -40,7 +40,7 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
     expect(created.status).toBe(200);
     secret = created.body.secret;
     hooks.secrets = [secret];
-  });
+  }, 120_000);
   afterAll(async () => {
     await t.close();
     await hooks.close();
