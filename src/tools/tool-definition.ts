@@ -101,6 +101,12 @@ export interface ToolDefinition {
   readonly repeat?: RepeatPolicy;
   /** what the tool says of itself (MCP annotations `readOnlyHint`, `destructiveHint`): the approval default reads them */
   readonly hints?: { readOnly?: boolean; destructive?: boolean };
+  /**
+   * The tool's own rules on arguments that need no I/O (a path that leaves the project folder),
+   * asked before a person's edited arguments are accepted: the reason they cannot be used, or null.
+   * The tool still checks everything when it runs.
+   */
+  checkArguments?(args: Record<string, unknown>): string | null;
   isAvailable(): boolean | Promise<boolean>;
   /** short reason while unavailable (an MCP tool's `definition changed`), shown in listings and refusals */
   unavailableReason?(): string | undefined;

@@ -38,7 +38,8 @@ export interface ToolRunner {
   decline?(call: ToolCallRequest, ctx: ToolExecutionContext, reason: string): ToolRunResult;
   /**
    * Arguments a person edited, checked as a model's would be before the call runs: the tool's
-   * schema (defaults applied) and configured secrets. Refused: the reasons, for a 400.
+   * schema (defaults applied), configured secrets and the tool's own argument rules. Refused:
+   * the reasons, for a 400.
    */
   checkArguments?(name: string, args: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; errors: string[] };
 }

@@ -125,6 +125,8 @@ export class ToolRunnerService implements ToolRunner {
     if (!v.ok) return { ok: false, errors: v.reason === 'schema_error' ? [v.message] : v.errors };
     // the same rule as a model's call: a configured secret never leaves through a tool
     if (this.secrets.foundIn(JSON.stringify(v.value))) return { ok: false, errors: ['the arguments carry a configured secret'] };
+    const own = def.checkArguments?.(v.value) ?? null;
+    if (own) return { ok: false, errors: [own] };
     return { ok: true, value: v.value };
   }
 

@@ -127,6 +127,10 @@ describe('approvals on the two-stage route', () => {
     const bad = await decide(requestId, approvalId, { decision: 'approve', arguments: { path: 5 } });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: 'invalid_approval', errors: expect.any(Array) });
+    // the tool's own rule: a path that leaves the project folder is refused before the approval is spent
+    const outside = await decide(requestId, approvalId, { decision: 'approve', arguments: { path: '../../etc/passwd' } });
+    expect(outside.status).toBe(400);
+    expect(JSON.stringify(await outside.json())).toContain('outside');
     expect((await decide(requestId, approvalId, { decision: 'deny', arguments: { path: 'docs/other.md' } })).status).toBe(400);
     expect((await decide(requestId, approvalId, { decision: 'maybe' })).status).toBe(400);
     expect((await getJson(`/api/chat/runs/${requestId}/approvals`))[0]).toMatchObject({ status: 'pending' });

@@ -146,7 +146,8 @@ export class ApprovalsService implements OnModuleInit {
       editedArguments: edited,
       decidedBy: keyId,
     });
-    if (!decided) throw notPending((await this.approvals.find(approvalId)) ?? approval);
+    // a decision that comes after the approval's time is up loses to the expiry, even before its waiter marks it
+    if (!decided) throw notPending((await this.approvals.expireIfDue(approvalId)) ?? (await this.approvals.find(approvalId)) ?? approval);
     // the instance that runs the run (this one or another) hears it at once; its poll would anyway
     this.waiters.get(approvalId)?.();
     await this.notifier.notify(APPROVALS_CHANNEL, approvalId).catch((err: unknown) => this.logger.warn(`approval NOTIFY failed: ${(err as Error).message}`));

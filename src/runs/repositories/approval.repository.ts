@@ -69,13 +69,16 @@ export class ApprovalRepository {
     return this.approvals.find({ where: { requestId }, order: { createdAt: 'ASC' } });
   }
 
-  /** Decides a pending approval; null when it was no longer pending (another decision, the expiry or a void won). */
+  /**
+   * Decides a pending approval that has not expired (by the database's clock); null when it was
+   * no longer pending (another decision, the expiry or a void won) or its time is up.
+   */
   async decide(id: string, d: ApprovalDecisionRow): Promise<ApprovalEntity | null> {
     const rows = rowsOf<Row>(
       await this.approvals.query(
         `UPDATE approvals SET status = $2, decision_reason = $3, edited_arguments = $4::jsonb, edited = $4::jsonb IS NOT NULL,
                 decided_by = $5, decided_at = now()
-          WHERE id = $1 AND status = 'pending' RETURNING *`,
+          WHERE id = $1 AND status = 'pending' AND expires_at > now() RETURNING *`,
         [id, d.status, d.reason, d.editedArguments === null ? null : JSON.stringify(storageSafe(d.editedArguments)), d.decidedBy],
       ),
     );

@@ -3,7 +3,7 @@ import { promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { AppConfigService } from '../../config/app-config.service';
 import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
-import { isInside, lstatOrNull, notFound, realpathOrNull, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
+import { lexicalSegments, isInside, lstatOrNull, notFound, realpathOrNull, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
 
 export type ListedEntryType = 'file' | 'directory' | 'symlink' | 'other';
 
@@ -59,6 +59,16 @@ export class ListFilesTool implements ToolDefinition {
 
   isAvailable(): boolean {
     return true;
+  }
+
+  /** A person's edit is refused at once when its path leaves the project folder (the lexical rule; the rest is checked when it runs). */
+  checkArguments(args: Record<string, unknown>): string | null {
+    try {
+      lexicalSegments(args.path ?? '.');
+      return null;
+    } catch (err) {
+      return (err as Error).message;
+    }
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { promises as fs } from 'node:fs';
 import { AppConfigService } from '../../config/app-config.service';
 import { asToolFailure, ToolFailure, type ToolDefinition, type ToolExecuteResult, type ToolExecutionContext } from '../tool-definition';
-import { SAFE_OPEN_FLAGS, assertOpenedInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
+import { lexicalSegments, SAFE_OPEN_FLAGS, assertOpenedInside, notFound, resolveWorkspacePath } from '../../common/workspace/workspace-path.util';
 
 export interface ReadFileOutput {
   path: string;
@@ -56,6 +56,16 @@ export class ReadFileTool implements ToolDefinition {
 
   isAvailable(): boolean {
     return true;
+  }
+
+  /** A person's edit is refused at once when its path leaves the project folder (the lexical rule; the rest is checked when it runs). */
+  checkArguments(args: Record<string, unknown>): string | null {
+    try {
+      lexicalSegments(args.path);
+      return null;
+    } catch (err) {
+      return (err as Error).message;
+    }
   }
 
   async execute(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolExecuteResult> {
