@@ -7,6 +7,7 @@ import type { ApprovalEntity } from '../entities/approval.entity';
 import { ApprovalRepository } from '../repositories/approval.repository';
 import { RunRepository } from '../repositories/run.repository';
 import { RunControlService } from '../run-control.service';
+import { RunSweeperService } from '../run-sweeper.service';
 import { RunsException, RunsExceptionCode } from '../runs.exception';
 import { mapApproval, type ApprovalDto, type DecideApprovalDto } from './approval.dto';
 
@@ -33,6 +34,7 @@ export class ApprovalsService implements OnModuleInit {
     private readonly control: RunControlService,
     private readonly notifier: DbNotifierService,
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
+    private readonly sweeper: RunSweeperService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -150,6 +152,8 @@ export class ApprovalsService implements OnModuleInit {
     // the instance that runs the run (this one or another) hears it at once; its poll would anyway
     this.waiters.get(approvalId)?.();
     await this.notifier.notify(APPROVALS_CHANNEL, approvalId).catch((err: unknown) => this.logger.warn(`approval NOTIFY failed: ${(err as Error).message}`));
+    // nobody holds the run (its instance died): it is taken over now rather than at the next sweep
+    if (await this.runs.awaitsTakeover(requestId).catch(() => false)) this.sweeper.sweepSoon();
     return mapApproval(decided);
   }
 }
