@@ -149,6 +149,19 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
     await expectRanOnce(turn.requestId, followed.events);
   }, 60_000);
 
+  it('A shut down gracefully (SIGTERM) while it waits: its approval stays pending, B takes the run over and runs the call once', async () => {
+    const turn = await askOnA();
+    a.child.kill('SIGTERM');
+    await once(a.child, 'exit');
+    await waitFor(async () => (await stored(turn.requestId)).events.some((e) => e.type === 'start' && e.data.takeover === true), { what: 'the takeover on B', timeoutMs: LEASE_MS * 10 });
+    expect((await pg.query('SELECT status FROM approvals WHERE request_id = $1', [turn.requestId])).rows.map((r) => r.status)).toEqual(['pending']);
+    const following = followOnB(turn.requestId);
+    expect((await decideOnB(turn.requestId, turn.approvalId)).status).toBe(200);
+    await expectRanOnce(turn.requestId, (await following).events);
+    // A stored nothing as it stopped: no cancelled end before B's
+    expect((await stored(turn.requestId)).events.filter((e) => e.type === 'done')).toHaveLength(1);
+  }, 60_000);
+
   it('A killed while it waits, the approval denied on B: the model reads the refusal, the tool never runs', async () => {
     const turn = await askOnA();
     await killA();

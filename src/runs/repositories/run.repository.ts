@@ -207,6 +207,20 @@ export class RunRepository {
     return ids.length ? this.runs.find({ where: { requestId: In(ids) } }) : [];
   }
 
+  /**
+   * Gives up this instance's lease of a run that waits for a person (graceful shutdown): no
+   * owner, expired now, so another instance's sweeper takes it over; the run's writes from here
+   * on are fenced. False when `owner` no longer holds it or it no longer waits.
+   */
+  async releaseAwaiting(requestId: string, owner: string): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
+        WHERE request_id = $1 AND lease_owner = $2 AND status = 'awaiting_approval' RETURNING request_id`,
+      [requestId, owner],
+    );
+    return countOf(res) > 0;
+  }
+
   /** Closes as failed a run `owner` took over but could not continue; false when it no longer holds it. */
   async failTakenOver(requestId: string, owner: string): Promise<boolean> {
     const res: [unknown[], number] = await this.runs.query(
