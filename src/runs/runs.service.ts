@@ -106,6 +106,10 @@ export class RunsService {
         .execute({ ...p, detach: true, client: null })
         .then((end) => (end === 'paused' ? this.cancelIfRequestedWhilePausing(p) : undefined))
         .catch((err: unknown) => this.logger.error(`run ${run.requestId}, taken over: ${(err as Error).message}`));
+      // a cancel or pause asked while nobody held the run is carried out before the call can run
+      // (the run is attached by now; its lease renewal would only see the flag a third of a lease later)
+      if (run.control === 'cancel') this.control.cancelLocal(run.requestId, 'cancelled');
+      else if (run.control === 'pause') this.control.pauseLocal(run.requestId);
     });
   }
 

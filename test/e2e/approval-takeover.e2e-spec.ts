@@ -17,8 +17,8 @@ import { waitFor } from '../support/wait-for';
  */
 const ROOT = join(__dirname, '..', '..');
 const DIST = join(ROOT, 'dist', 'main.js');
-/** short, so a dead A's run is taken over within a few seconds */
-const LEASE_MS = 1500;
+/** short, so a dead A's run is taken over within seconds; long enough that a live A on a loaded machine keeps its lease */
+const LEASE_MS = 3000;
 
 describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals across instances: takeover after instance death', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -77,7 +77,11 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
   async function askOnA() {
     const events: Received[] = [];
     const stream = readSse(`${a.url}/api/chat/messages_two_stage`, { content: 'Fetch the page' }, (e) => events.push(e));
-    const ask = await waitFor(() => events.find((e) => e.event === 'approval_required'), { what: 'approval_required on A', timeoutMs: 30_000 });
+    let status = 0;
+    void stream.then((r) => (status = r.status));
+    const ask = await waitFor(() => events.find((e) => e.event === 'approval_required'), { what: `approval_required on A (got ${events.map((e) => e.event).join(',') || 'no event'}; status ${status})`, timeoutMs: 30_000 }).catch(async (err: Error) => {
+      throw new Error(`${err.message}; A answered ${status || 'nothing yet'} with ${events.map((e) => `${e.event} ${JSON.stringify(e.data).slice(0, 200)}`).join(' | ')}`);
+    });
     asked = true;
     return { requestId: String(ask.data.requestId), approvalId: String(ask.data.approvalId), stream, events };
   }
@@ -160,6 +164,19 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
     await expectRanOnce(turn.requestId, (await following).events);
     // A stored nothing as it stopped: no cancelled end before B's
     expect((await stored(turn.requestId)).events.filter((e) => e.type === 'done')).toHaveLength(1);
+  }, 60_000);
+
+  it('A killed while it waits, the run cancelled on B and then approved: the takeover ends it cancelled, the tool never runs', async () => {
+    const turn = await askOnA();
+    await killA();
+    expect((await fetch(`${b.url}/api/chat/runs/${turn.requestId}/cancel`, { method: 'POST' })).status).toBe(202);
+    // the run waits still (nobody held it to stop it): a decision is accepted, the cancel wins
+    await decideOnB(turn.requestId, turn.approvalId);
+    const followed = await followOnB(turn.requestId);
+    expect(followed.events.filter((e) => e.event === 'done')).toHaveLength(1);
+    expect(followed.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'cancelled' } });
+    expect(pages).toBe(0);
+    expect((await pg.query('SELECT status FROM runs WHERE request_id = $1', [turn.requestId])).rows[0].status).toBe('cancelled');
   }, 60_000);
 
   it('A killed while it waits, the approval denied on B: the model reads the refusal, the tool never runs', async () => {
