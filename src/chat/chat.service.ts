@@ -1,4 +1,4 @@
-import { HttpStatus, Inject, Injectable, Logger, ServiceUnavailableException } from '@nestjs/common';
+import { HttpStatus, Inject, Injectable, Logger, OnModuleInit, ServiceUnavailableException } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { ClientFlow } from '../common/sse/client-flow';
@@ -6,7 +6,7 @@ import type { LlmMessage } from '../llm/llm-adapter.port';
 import { contextBudget, trimHistory } from '../orchestration/context-budget';
 import { OrchestrationService } from '../orchestration/orchestration.service';
 import type { SentEvent } from '../runs/run-event-bus.service';
-import { RunsService, type ResumePlan } from '../runs/runs.service';
+import { RunsService, type ResumePlan, type ResumePoint, type StartRunParams } from '../runs/runs.service';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
 import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
@@ -44,7 +44,7 @@ const HISTORY_FETCH_LIMIT = 200;
  * refused before the first event. Returns the run's events; the edge streams them.
  */
 @Injectable()
-export class ChatService {
+export class ChatService implements OnModuleInit {
   private readonly logger = new Logger('Chat');
 
   constructor(
@@ -56,6 +56,11 @@ export class ChatService {
     private readonly webhooks: WebhookSettingsService,
     private readonly gate: TurnGate,
   ) {}
+
+  /** Runs that waited for a person when their instance died are continued by the sweeper with chat's turns. */
+  onModuleInit(): void {
+    this.runs.onTakeover((plan, point) => this.takeover(plan, point));
+  }
 
   /**
    * `opts.createMissing`: a `conversationId` that names no conversation yet starts one with that
@@ -192,19 +197,46 @@ export class ChatService {
   /** Runs a planned resume or fork from its checkpoint. */
   private async continueRun(plan: ResumePlan, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
     const { run } = plan;
-    const conversation = await this.conversations.findById(run.conversationId);
-    if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${run.conversationId} not found`);
+    const conversation = await this.conversationOf(run.conversationId);
     const { requestId, point } = plan.fork ? await this.runs.openFork(plan) : { requestId: run.requestId, point: await this.runs.claimResume(plan) };
     const fork = plan.fork ? { parentRequestId: run.requestId, fromPhaseIndex: plan.phaseIndex } : undefined;
+    return this.runs.start(this.continuation(plan, conversation, requestId, point, fork), flow, clientGone);
+  }
+
+  /**
+   * A run that waited for a person when its instance died, taken over by this instance's
+   * sweeper: the same turn as a resume in place, except that it awaits the same approval
+   * (`resumeFrom.takeover`) and its `start` says so.
+   */
+  private async takeover(plan: ResumePlan, point: ResumePoint): Promise<StartRunParams> {
+    const conversation = await this.conversationOf(plan.run.conversationId);
+    return this.continuation(plan, conversation, plan.run.requestId, point, undefined, true);
+  }
+
+  private async conversationOf(conversationId: string): Promise<ConversationEntity> {
+    const conversation = await this.conversations.findById(conversationId);
+    if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${conversationId} not found`);
+    return conversation;
+  }
+
+  /** The turn that continues a claimed run (or its new fork) from the checkpoint of the plan. */
+  private continuation(
+    plan: ResumePlan,
+    conversation: Pick<ConversationEntity, 'settings'>,
+    requestId: string,
+    point: ResumePoint,
+    fork: { parentRequestId: string; fromPhaseIndex: number } | undefined,
+    takeover = false,
+  ): StartRunParams {
+    const { run } = plan;
     // a fork resumed in place is still a fork: its answer names its parent
     const lineage = fork ?? (run.parentRequestId ? { parentRequestId: run.parentRequestId, fromPhaseIndex: run.forkedFromPhaseIndex ?? 0 } : undefined);
-
     const opts = run.options;
     this.trace.record({
       requestId,
       projectId: run.projectId,
       type: 'run_resumed',
-      details: { resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }) },
+      details: { resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }), ...(takeover && { takeover: true }) },
     });
     const turn = this.orchestration.buildTurn({
       protocol: run.protocol,
@@ -219,36 +251,33 @@ export class ChatService {
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       // the model the run started with, when it is still allowed
       model: opts.model !== undefined && this.orchestration.allowsModel(opts.model) ? opts.model : undefined,
-      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state },
+      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state, ...(takeover && { takeover: true }) },
     });
-    return this.runs.start(
-      {
-        requestId,
-        projectId: run.projectId,
-        conversationId: run.conversationId,
-        turn,
-        detach: !!opts.detach,
-        opening: [
-          {
-            type: 'start',
-            protocol: turn.protocol.name,
-            userMessageId: run.userMessageId,
-            model: turn.model,
-            resumed: true,
-            resumeFromPhaseIndex: plan.phaseIndex,
-            ...(fork && { parentRequestId: fork.parentRequestId }),
-          },
-        ],
-        lastSeq: point.lastSeq,
-        envelope: point.envelope,
-        priorContent: point.priorContent,
-        priorSteps: point.priorSteps,
-        fork: lineage,
-        approvals: { setting: conversation.settings?.approvals ?? 'policy', timeoutMs: opts.approvalTimeoutMs },
-      },
-      flow,
-      clientGone,
-    );
+    return {
+      requestId,
+      projectId: run.projectId,
+      conversationId: run.conversationId,
+      turn,
+      detach: !!opts.detach,
+      opening: [
+        {
+          type: 'start',
+          protocol: turn.protocol.name,
+          userMessageId: run.userMessageId,
+          model: turn.model,
+          resumed: true,
+          resumeFromPhaseIndex: plan.phaseIndex,
+          ...(takeover && { takeover: true }),
+          ...(fork && { parentRequestId: fork.parentRequestId }),
+        },
+      ],
+      lastSeq: point.lastSeq,
+      envelope: point.envelope,
+      priorContent: point.priorContent,
+      priorSteps: point.priorSteps,
+      fork: lineage,
+      approvals: { setting: conversation.settings?.approvals ?? 'policy', timeoutMs: opts.approvalTimeoutMs },
+    };
   }
 
   /**

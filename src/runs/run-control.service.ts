@@ -108,8 +108,8 @@ export class RunControlService implements OnModuleInit {
     return this.live.get(requestId)?.pause ?? false;
   }
 
-  /** Aborts every live run (shutdown). */
-  abortAll(): void {
-    for (const id of this.live.keys()) this.cancelLocal(id, 'shutdown');
+  /** Aborts every live run (shutdown) but those in `except` (handed over to another instance). */
+  abortAll(except: ReadonlySet<string> = new Set()): void {
+    for (const id of this.live.keys()) if (!except.has(id)) this.cancelLocal(id, 'shutdown');
   }
 }

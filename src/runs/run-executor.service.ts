@@ -95,6 +95,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     } finally {
       stopLease();
       this.waiting.delete(p.requestId);
+      this.resumable.delete(p.requestId);
       await stream.flush().catch(() => undefined);
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
@@ -106,6 +107,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
 
   /** the approvals each run executing here still waits for (a unified step can ask for several) */
   private readonly waiting = new Map<string, Set<string>>();
+  /** the runs of `waiting` whose protocol continues from a checkpoint: on shutdown another instance takes them over */
+  private readonly resumable = new Set<string>();
 
   /** The run's stream: its events stored under this instance's lease, then sent to its client (if any) and the bus. */
   private openStream(p: ExecuteRunParams, state: RunState): RunStream {
@@ -254,6 +257,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const waiting = this.waiting.get(p.requestId) ?? new Set<string>();
     waiting.add(ev.approvalId);
     this.waiting.set(p.requestId, waiting);
+    if (p.turn.protocol.capabilities.resume) this.resumable.add(p.requestId);
     if (!fresh) return null;
     this.trace.record({
       requestId: p.requestId,
@@ -272,6 +276,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     waiting?.delete(ev.approvalId);
     if (!waiting?.size) {
       this.waiting.delete(p.requestId);
+      this.resumable.delete(p.requestId);
       if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, false))) throw new LeaseLostError(p.requestId);
       this.control.setAwaiting(p.requestId, false);
     }
@@ -333,13 +338,31 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
    * Shutdown: live runs are cancelled (answer stored, stream closed with done{cancelled})
    * BEFORE the HTTP server waits for open connections, which would otherwise wait for every
    * streaming turn to finish; detached runs that another instance should finish are not kept
-   * alive past a SIGTERM either.
+   * alive past a SIGTERM either. A run waiting for a person that can continue from its
+   * checkpoint is handed over instead: its lease is released, it stops here storing nothing, and
+   * another instance's sweeper takes it over with its approval still pending.
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     this.closing.abort();
-    this.control.abortAll();
+    const handedOver = await this.handOverWaiting();
+    this.control.abortAll(handedOver);
     await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Releases the leases of the runs waiting here for a person that another instance can take over. */
+  private async handOverWaiting(): Promise<Set<string>> {
+    const handed = new Set<string>();
+    if (!this.approvals) return handed;
+    for (const requestId of this.resumable) {
+      if (!this.waiting.has(requestId)) continue;
+      // one that was decided meanwhile (no longer awaiting) is not released, and is cancelled as any live run
+      if (!(await this.runs.releaseAwaiting(requestId, INSTANCE_ID).catch(() => false))) continue;
+      this.approvals.handOff(requestId);
+      handed.add(requestId);
+      this.logger.warn(`run ${requestId} waits for a person: handed over to another instance on shutdown`);
+    }
+    return handed;
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -11,6 +11,11 @@ import { RunEventBus } from './run-event-bus.service';
 import { runEnvelope, type EnvelopeState } from './run-stream';
 import { TurnStepsRecorder } from './turn-steps';
 import { WebhookOutboxRepository } from '../webhooks/repositories/webhook-outbox.repository';
+import type { RunEntity } from './entities/run.entity';
+import { INSTANCE_ID } from './run-lease';
+
+/** Continues a run taken over by this instance; resolves once it started (it then runs detached). */
+export type Takeover = (run: RunEntity) => Promise<void>;
 
 const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
 
@@ -19,12 +24,15 @@ const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn 
  * every instance sweeps every RUN_LEASE_MS / 2 for leases that expired, and exactly one claims
  * each such run (SKIP LOCKED): it is marked `failed`, its assistant message is built from the
  * chunks it had stored, and `error` + `done` events are appended so a follower sees it end.
+ * A run that waited for a person on a protocol that can continue from a checkpoint is taken
+ * over instead (`registerTakeover`): it goes on here, waiting for the same approval.
  */
 @Injectable()
 export class RunSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('RunSweeper');
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
+  private takeover: { protocols: string[]; continueHere: Takeover } | null = null;
 
   constructor(
     private readonly runs: RunRepository,
@@ -47,14 +55,31 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** One pass; returns the runs it closed. */
+  /**
+   * Registers how runs of `protocols` that waited for a person when their instance died are
+   * continued here (RunsService.onTakeover): instead of being closed, they are taken over.
+   */
+  registerTakeover(protocols: string[], continueHere: Takeover): void {
+    this.takeover = { protocols, continueHere };
+  }
+
+  /**
+   * One pass now, e.g. after a decision on a run whose instance died, rather than at the next
+   * tick; a pass under way covers it. Never throws.
+   */
+  sweepSoon(): void {
+    void this.sweep();
+  }
+
+  /** One pass; returns the runs it closed (not those it took over). */
   async sweep(): Promise<string[]> {
     if (this.sweeping) return [];
     this.sweeping = true;
     const closed: string[] = [];
     try {
-      for (const run of await this.runs.claimExpired()) {
-        // a run that waited for a person is closed like a running one (for now): its approval is void
+      closed.push(...(await this.takeOver()));
+      for (const run of await this.runs.claimExpired(20, this.takeover?.protocols)) {
+        // a run that cannot continue elsewhere is closed; the approvals it waited for are void
         await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch((err) => this.logger.warn(`could not void the approvals of run ${run.requestId}: ${(err as Error).message}`));
         await this.closeFromStoredEvents(run, 'failed').catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
         closed.push(run.requestId);
@@ -63,6 +88,30 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       this.logger.warn(`sweep failed: ${(err as Error).message}`);
     } finally {
       this.sweeping = false;
+    }
+    return closed;
+  }
+
+  /**
+   * Runs that waited for a person when their instance died are leased to this instance (exactly
+   * one sweeper claims each) and continued here from their latest checkpoint, still waiting for
+   * the same approval. One that cannot be continued is closed as failed, like any lost run.
+   */
+  private async takeOver(): Promise<string[]> {
+    const closed: string[] = [];
+    if (!this.takeover) return closed;
+    const { protocols, continueHere } = this.takeover;
+    for (const run of await this.runs.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols)) {
+      this.logger.warn(`run ${run.requestId}: its instance's lease expired while it waited for a person; continued here`);
+      try {
+        await continueHere(run);
+      } catch (err) {
+        this.logger.error(`run ${run.requestId} could not be taken over: ${(err as Error).message}`);
+        if (!(await this.runs.failTakenOver(run.requestId, INSTANCE_ID).catch(() => false))) continue;
+        await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch(() => 0);
+        await this.closeFromStoredEvents(run, 'failed').catch((e) => this.logger.error(`could not close run ${run.requestId}: ${(e as Error).message}`));
+        closed.push(run.requestId);
+      }
     }
     return closed;
   }

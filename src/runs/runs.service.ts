@@ -94,6 +94,33 @@ export class RunsService {
   }
 
   /**
+   * How runs that waited for a person when their instance died are continued (chat builds the
+   * turn, as for a resume; runs does not import chat): the sweeper that takes such a run over
+   * plans it from its latest checkpoint, has `build` make the turn, and runs it here, detached
+   * and without a client (followers read it through the reconnect route and the bus).
+   */
+  onTakeover(build: (plan: ResumePlan, point: ResumePoint) => Promise<StartRunParams>): void {
+    const protocols = this.orchestration.protocolNames().filter((n) => this.strategyOf(n)?.capabilities.resume);
+    this.closer.registerTakeover(protocols, async (run) => {
+      const phaseIndex = checkpointsOf(run).at(-1);
+      const state = phaseIndex === undefined ? undefined : run.checkpoint?.byPhase[String(phaseIndex)];
+      if (phaseIndex === undefined || state === undefined) throw new Error(`run ${run.requestId} has no checkpoint to continue from`);
+      const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
+      const point = pointOf(await this.events.listAfter(run.requestId, 0, 1_000_000), phaseIndex);
+      const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
+      // executes on its own: the executor closes it however it ends
+      void this.executor
+        .execute({ ...p, detach: true, client: null })
+        .then((end) => (end === 'paused' ? this.cancelIfRequestedWhilePausing(p) : undefined))
+        .catch((err: unknown) => this.logger.error(`run ${run.requestId}, taken over: ${(err as Error).message}`));
+      // a cancel or pause asked while nobody held the run is carried out before the call can run
+      // (the run is attached by now; its lease renewal would only see the flag a third of a lease later)
+      if (run.control === 'cancel') this.control.cancelLocal(run.requestId, 'cancelled');
+      else if (run.control === 'pause') this.control.pauseLocal(run.requestId);
+    });
+  }
+
+  /**
    * The run's events for the client that started it, as the run delivers them. The generator
    * ends with the run (its error is the stream's), or when its client leaves (`left`): then,
    * unless the run is detached, the run is cancelled at once.

@@ -239,7 +239,7 @@ describe('approvals on the two-stage route', () => {
     expect((await turn.stream).events.at(-1)!.data).toMatchObject({ stopReason: 'final_answer' });
   });
 
-  it('the sweeper closes a run whose instance died while it waited (instance_lost) and voids its approval', async () => {
+  it('the sweeper closes a unified run whose instance died while it waited (instance_lost) and voids its approval', async () => {
     const ds = t.app.get(DataSource);
     llm.enqueue(respond.turn([{ text: 'hi' }]));
     const res = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'x' } });
@@ -248,7 +248,7 @@ describe('approvals on the two-stage route', () => {
     const approvalId = '33333333-3333-4333-8333-333333333333';
     await ds.query(
       `INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, lease_owner, lease_expires_at)
-       VALUES ($1, $2, 'default', 'two-stage', 'awaiting_approval', 'dead-host', now() - interval '1 minute')`,
+       VALUES ($1, $2, 'default', 'unified', 'awaiting_approval', 'dead-host', now() - interval '1 minute')`,
       [requestId, conversationId],
     );
     await ds.query(

@@ -7,7 +7,9 @@
  * against the database and what the client received, and violations are counted.
  * A is frozen at three points (`frozen-model`, `frozen-tool`, `frozen`: as the model is asked, while a
  * tool runs, mid-answer); its client reads it to the end and must get exactly one `done`, its
- * `error` and `done` byte-equal to the rows B stored. `--cases frozen,mid-stream` runs only those cases.
+ * `error` and `done` byte-equal to the rows B stored. `kill-while-awaiting`: A killed while a two-stage
+ * run waits for a person, the approval given on B, which takes the run over; the tool must run once.
+ * `--cases frozen,mid-stream` runs only those cases.
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
 import { once } from 'node:events';
@@ -32,7 +34,7 @@ type Point = 'before-model' | 'mid-stream' | 'after-tool-calls' | 'during-tool' 
 type Frozen = 'frozen-model' | 'frozen-tool' | 'frozen';
 const FROZEN: readonly string[] = ['frozen-model', 'frozen-tool', 'frozen'];
 /** Cases that are not one turn killed at a point: a resume killed, a paused run resumed on the survivor, a multi-MB model line. */
-type Special = 'during-resume' | 'paused-then-kill' | 'racing-resumes-after-kill' | 'long-line';
+type Special = 'during-resume' | 'paused-then-kill' | 'racing-resumes-after-kill' | 'long-line' | 'kill-while-awaiting';
 /** a tool that is still running when the kill comes: fetch_page of a page the scripted server answers slowly */
 const SLOW_PAGE_MS = 1500;
 /** longer than the default LLM_MAX_LINE_LENGTH (8 MiB) */
@@ -58,7 +60,7 @@ async function main() {
   const b = await startOrion(DIST, await freePort(), env);
   const table: Array<{ case: string; protocol: string; runs: number; violations: number; notes: Set<string> }> = [];
   try {
-    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'racing-resumes-after-kill', 'frozen-model', 'frozen-tool', 'frozen', 'surrogate', 'deep-args', 'long-line'];
+    const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'racing-resumes-after-kill', 'kill-while-awaiting', 'frozen-model', 'frozen-tool', 'frozen', 'surrogate', 'deep-args', 'long-line'];
     // --cases a,b: only those (while working on one fault)
     const only = process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1].split(',') : null;
     const cases = only ? all.filter((c) => only.includes(c)) : all;
@@ -66,7 +68,8 @@ async function main() {
       for (const [protocol, route] of Object.entries(PROTOCOLS)) {
         // pause and resume exist on the two-stage route only
         const resumes = point === 'during-resume' || point === 'paused-then-kill' || point === 'racing-resumes-after-kill';
-        if (resumes && protocol !== 'two-stage') continue;
+        // only a two-stage run that waits for a person is taken over (a unified one is closed)
+        if ((resumes || point === 'kill-while-awaiting') && protocol !== 'two-stage') continue;
         const row = { case: point, protocol, runs: 0, violations: 0, notes: new Set<string>() };
         table.push(row);
         const n = FROZEN.includes(point) || point === 'long-line' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
@@ -76,7 +79,8 @@ async function main() {
             const r = await racingResumes(a, b, pg, env);
             a = r.a;
             problems = r.problems;
-          } else problems = resumes ? await resumeRun(a, b, pg, point as 'during-resume' | 'paused-then-kill') : point === 'long-line' ? await longLineRun(a, b, pg, route) : await oneRun(a, b, pg, route, point as Point);
+          } else if (point === 'kill-while-awaiting') problems = await killWhileAwaiting(a, b, pg, i % 2 === 1);
+          else problems = resumes ? await resumeRun(a, b, pg, point as 'during-resume' | 'paused-then-kill') : point === 'long-line' ? await longLineRun(a, b, pg, route) : await oneRun(a, b, pg, route, point as Point);
           row.runs++;
           row.violations += problems.length;
           problems.forEach((p) => row.notes.add(p));
@@ -356,6 +360,65 @@ async function racingResumes(a: Instance, b: Instance, pg: Client, env: Record<s
   return { a: a2, problems };
 }
 
+/** the project whose override makes fetch_page wait for a person (the other cases' projects do not) */
+const APPROVAL_PROJECT = 'fault-approvals';
+
+/**
+ * A two-stage turn on A asks for approval of fetch_page (counted at the page the scripted server
+ * serves); A is killed (SIGKILL) while it waits; a client follows the run from B; the approval is
+ * given on B, before B's sweeper took the run over or (`afterTakeover`) once it did. The tool
+ * must run exactly once, the run end with one done and one stored answer, and B's follower get
+ * one done; the usual invariants hold too.
+ */
+async function killWhileAwaiting(a: Instance, b: Instance, pg: Client, afterTakeover: boolean): Promise<string[]> {
+  const put = await fetch(`${b.url}/api/admin/projects/${APPROVAL_PROJECT}/tool-approvals`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ require: ['fetch_page'], exempt: [] }),
+  });
+  if (!put.ok) return [`the approval override was refused (${put.status})`];
+  script = { words: ['the', 'page', 'says', 'hello'], calls: [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${modelPort}/page` })]], delayMs: 5 };
+  let pages = 0;
+  onModel = (h) => {
+    if (h === 'page') pages++;
+  };
+  let requestId = '';
+  let approvalId = '';
+  let killed: Promise<unknown> = Promise.resolve();
+  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'fetch the page', projectId: APPROVAL_PROJECT }, (e) => {
+    if (e.event === 'start') requestId = String(e.data.requestId);
+    if (e.event === 'approval_required' && !approvalId) {
+      approvalId = String(e.data.approvalId);
+      // asked once: the model answers after the decision
+      script = { ...script, calls: [] };
+      killed = once(a.child, 'exit');
+      a.child.kill('SIGKILL');
+    }
+  });
+  const v: string[] = [];
+  try {
+    if (!approvalId) return [`no approval_required (${first.events.map((e) => e.event).join(',')})`];
+    await killed;
+    const following = readSse(`${b.url}/api/chat/runs/${requestId}/events`, undefined, () => undefined, 'GET');
+    const takenOver = async () => (await pg.query(`SELECT 1 FROM run_event_list WHERE request_id = $1 AND type = 'start' AND (data->>'takeover')::boolean`, [requestId])).rows.length > 0;
+    if (afterTakeover && !(await until(takenOver, LEASE_MS * 6))) v.push('B did not take the run over within 6 leases');
+    const decided = await fetch(`${b.url}/api/chat/runs/${requestId}/approvals/${approvalId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve' }) });
+    if (decided.status !== 200) v.push(`the decision on B answered ${decided.status}`);
+    const followed = await following;
+    v.push(...(await check(pg, b, requestId, first.events, 'none', pages)));
+    if (pages !== 1) v.push(`the tool ran ${pages} times`);
+    const dones = followed.events.filter((e) => e.event === 'done');
+    if (dones.length !== 1) v.push(`B's follower got ${dones.length} done events`);
+    if (!(await takenOver())) v.push('no start event says takeover');
+    const answers = Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId])).rows[0].n);
+    if (answers !== 1) v.push(`${answers} stored answers`);
+    if ((await runOf(pg, requestId))?.status !== 'completed') v.push(`the taken-over run ended ${(await runOf(pg, requestId))?.status}`);
+  } finally {
+    onModel = () => undefined;
+  }
+  return v;
+}
+
 /** frozen runs per point and protocol, and those whose client of the stalled instance got the run's stored end exactly */
 const frozenClients = new Map<string, { runs: number; oneDone: number; byteEqual: number }>();
 
@@ -436,7 +499,13 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
   const replay = await readSse(`${b.url}/api/chat/runs/${requestId}/events`, undefined, () => undefined, 'GET');
   if (replay.events.length !== stored.length || replay.events.some((e, i) => e.id !== stored[i].seq)) v.push('replay differs from stored events');
   // no tool call ran twice, and a completed run's trace holds every tool call it made
-  const traced = (await pg.query<{ call: string; n: string }>(`SELECT details->>'callId' AS call, count(*) AS n FROM trace_events WHERE request_id = $1 AND type = 'tool_result' GROUP BY 1`, [requestId])).rows;
+  // a call that waited for a person is traced with outcome approval_required first, without running
+  const traced = (
+    await pg.query<{ call: string; n: string }>(
+      `SELECT details->>'callId' AS call, count(*) AS n FROM trace_events WHERE request_id = $1 AND type = 'tool_result' AND details->>'outcome' IS DISTINCT FROM 'approval_required' GROUP BY 1`,
+      [requestId],
+    )
+  ).rows;
   if (traced.some((t) => t.call && Number(t.n) > 1)) v.push('a tool ran twice');
   if (run?.status === 'completed') {
     const madeCalls = stored.filter((e) => e.type === 'tool_calls').reduce((n, e) => n + (e.data.calls as unknown[]).length, 0);

@@ -10,6 +10,8 @@ import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
 import { RunEntity } from '../../src/runs/entities/run.entity';
 import { RunEventRepository } from '../../src/runs/repositories/run-event.repository';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
+import { ApprovalRepository } from '../../src/runs/repositories/approval.repository';
+import { ApprovalEntity } from '../../src/runs/entities/approval.entity';
 import { RunControlService } from '../../src/runs/run-control.service';
 import { RunEventBus, type SentEvent } from '../../src/runs/run-event-bus.service';
 import { RunEventWriter } from '../../src/runs/run-event-writer.service';
@@ -39,7 +41,7 @@ describe('RunExecutorService after a lost lease (medium)', () => {
 
   beforeAll(async () => {
     db = await startDatabaseContext(
-      [RunEntity, RunEventEntity, ConversationEntity, ChatMessageEntity, TraceEventEntity],
+      [RunEntity, RunEventEntity, ConversationEntity, ChatMessageEntity, TraceEventEntity, ApprovalEntity],
       [
         RunRepository,
         RunEventRepository,
@@ -50,6 +52,7 @@ describe('RunExecutorService after a lost lease (medium)', () => {
         RunExecutorService,
         RunSweeperService,
         WebhookOutboxRepository,
+        ApprovalRepository,
         ConversationRepository,
         { provide: ANSWER_STORE, useExisting: ConversationRepository },
         TraceEventRepository,

@@ -134,6 +134,35 @@ describe('RunRepository raw SQL (medium)', () => {
     expect(await runs.claimExpired()).toEqual([]);
   });
 
+  it('a run that waited for a person when its lease expired is taken over by exactly one sweeper, not closed; other protocols are closed', async () => {
+    const waiting = await Promise.all([open({ leaseMs: -1000 }), open({ leaseMs: -1000 })]);
+    const unified = await open({ leaseMs: -1000 });
+    const held = await open({ leaseMs: 60_000 });
+    await ds.query(`UPDATE runs SET status = 'awaiting_approval' WHERE request_id = ANY($1)`, [[...waiting, unified, held]]);
+    await ds.query(`UPDATE runs SET protocol = 'unified' WHERE request_id = $1`, [unified]);
+    // closing sweeps skip what a takeover claims; the takeovers race, and each run goes to one of them
+    const closed = (await runs.claimExpired(20, ['two-stage'])).map((r) => r.requestId);
+    expect(closed).toContain(unified);
+    expect(closed).not.toEqual(expect.arrayContaining([waiting[0]]));
+    const claims = await Promise.all(['b', 'c', 'd'].map((owner) => runs.claimForTakeover(owner, 30_000, ['two-stage'])));
+    for (const id of waiting) expect(claims.flat().filter((r) => r.requestId === id)).toHaveLength(1);
+    expect(claims.flat().map((r) => r.requestId)).not.toContain(held);
+    for (const id of waiting) {
+      const run = (await runs.findById(id))!;
+      // still waiting, now leased to its new instance, whose writes the lease fences
+      expect(run.status).toBe('awaiting_approval');
+      expect(['b', 'c', 'd']).toContain(run.leaseOwner);
+      expect(await runs.renewLease(id, 'me', 30_000)).toBe(false);
+    }
+    expect(await runs.claimForTakeover('e', 30_000, ['two-stage'])).toEqual([]);
+    expect(await runs.awaitsTakeover(held)).toBe(false);
+    // one it could not continue is closed as failed, by its holder only
+    const owner = (await runs.findById(waiting[0]))!.leaseOwner!;
+    expect(await runs.failTakenOver(waiting[0], 'someone-else')).toBe(false);
+    expect(await runs.failTakenOver(waiting[0], owner)).toBe(true);
+    expect(await runs.findById(waiting[0])).toMatchObject({ status: 'failed', leaseOwner: null });
+  });
+
   it('stores run events in one INSERT and lists them after a seq, in order', async () => {
     const id = await open();
     await events.insertMany(id, [3, 1, 2].map((seq) => ({ seq, type: 'chunk', data: { seq, content: `c${seq}` } })));

@@ -6,7 +6,9 @@ import { TOOL_RUNNER, type ToolRunner } from '../../tools/tool-runner.port';
 import type { ApprovalEntity } from '../entities/approval.entity';
 import { ApprovalRepository } from '../repositories/approval.repository';
 import { RunRepository } from '../repositories/run.repository';
+import { LeaseLostError } from '../repositories/run-event.repository';
 import { RunControlService } from '../run-control.service';
+import { RunSweeperService } from '../run-sweeper.service';
 import { RunsException, RunsExceptionCode } from '../runs.exception';
 import { mapApproval, type ApprovalDto, type DecideApprovalDto } from './approval.dto';
 
@@ -26,6 +28,8 @@ export class ApprovalsService implements OnModuleInit {
   private readonly logger = new Logger('Approvals');
   /** approval id → wakes its waiter on this instance */
   private readonly waiters = new Map<string, () => void>();
+  /** runs whose lease this instance gave up while they waited (shutdown): their waits end, their approvals stay pending */
+  private readonly handedOff = new Set<string>();
 
   constructor(
     private readonly approvals: ApprovalRepository,
@@ -33,6 +37,7 @@ export class ApprovalsService implements OnModuleInit {
     private readonly control: RunControlService,
     private readonly notifier: DbNotifierService,
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
+    private readonly sweeper: RunSweeperService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -65,6 +70,16 @@ export class ApprovalsService implements OnModuleInit {
     return row?.decidedAt ? row.decidedAt.getTime() - row.createdAt.getTime() : null;
   }
 
+  /**
+   * Ends the waits of a run this instance no longer holds (its lease was released for another
+   * instance to take it over) with LeaseLostError: the run stops here storing nothing, and its
+   * approvals stay pending for the instance that takes it over.
+   */
+  handOff(requestId: string): void {
+    this.handedOff.add(requestId);
+    for (const wake of this.waiters.values()) wake();
+  }
+
   /** Waits for the decision on an approval of a run executing here (see ApprovalsPort.await). */
   async await(requestId: string, approvalId: string, signal: AbortSignal): Promise<ApprovalDecision> {
     let wake: () => void = () => undefined;
@@ -78,6 +93,8 @@ export class ApprovalsService implements OnModuleInit {
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       while (true) {
+        // before the signal: a handed-off run must not void the approval another instance awaits
+        if (this.handedOff.has(requestId)) throw new LeaseLostError(requestId);
         if (signal.aborted) {
           await this.approvals.voidPending(approvalId, 'cancelled').catch(() => undefined);
           throw signal.reason ?? new Error('aborted');
@@ -151,6 +168,8 @@ export class ApprovalsService implements OnModuleInit {
     // the instance that runs the run (this one or another) hears it at once; its poll would anyway
     this.waiters.get(approvalId)?.();
     await this.notifier.notify(APPROVALS_CHANNEL, approvalId).catch((err: unknown) => this.logger.warn(`approval NOTIFY failed: ${(err as Error).message}`));
+    // nobody holds the run (its instance died): it is taken over now rather than at the next sweep
+    if (await this.runs.awaitsTakeover(requestId).catch(() => false)) this.sweeper.sweepSoon();
     return mapApproval(decided);
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
+import { In, type EntityManager, type Repository } from 'typeorm';
 import { RunEntity, type RunControl, type RunOptions, type RunStatus } from '../entities/run.entity';
 import { storageSafe } from '../../common/util/text-safety.util';
 import { queryResult } from '../../database/query-result';
@@ -198,16 +198,18 @@ export class RunRepository {
   /**
    * Takes running runs whose lease expired (their instance died) and marks them failed, each
    * claimed by exactly one instance (SKIP LOCKED). Returns what is needed to close them. Their
-   * webhooks are written in the same statement (held until the sweeper rebuilt their answers).
+   * webhooks are written in the same statement (held until the sweeper rebuilt their answers). Runs
+   * of `takeover` protocols that wait for a person are left to `claimForTakeover`.
    */
-  async claimExpired(limit = 20): Promise<Array<{ requestId: string; conversationId: string; projectId: string }>> {
-    const params: unknown[] = [limit];
+  async claimExpired(limit = 20, takeover: string[] = []): Promise<Array<{ requestId: string; conversationId: string; projectId: string }>> {
+    const params: unknown[] = [limit, takeover];
     const outbox = announceCte('outbox', 'closed', { type: 'run.failed', status: 'failed', stopReason: 'error' }, params);
     const res: [Array<{ request_id: string; conversation_id: string; project_id: string }>, number] = await this.runs.query(
       `WITH closed AS (
          UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
           WHERE request_id IN (
             SELECT request_id FROM runs WHERE status IN ('running', 'awaiting_approval') AND lease_expires_at < now()
+               AND NOT (status = 'awaiting_approval' AND protocol = ANY($2::text[]))
              ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
           RETURNING request_id, conversation_id, project_id),
        ${outbox}
@@ -216,6 +218,62 @@ export class RunRepository {
     );
     const rows = Array.isArray(res[0]) ? res[0] : (res as unknown as Array<{ request_id: string; conversation_id: string; project_id: string }>);
     return rows.map((r) => ({ requestId: r.request_id, conversationId: r.conversation_id, projectId: r.project_id }));
+  }
+
+  /**
+   * Takes over runs of `protocols` that wait for a person and whose lease expired (their
+   * instance died): each is leased to `owner` by exactly one instance (SKIP LOCKED), still
+   * `awaiting_approval`, so its approvals stay open to decisions while it is continued here.
+   */
+  async claimForTakeover(owner: string, leaseMs: number, protocols: string[], limit = 20): Promise<RunEntity[]> {
+    if (protocols.length === 0) return [];
+    const res: [Array<{ request_id: string }>, number] = await this.runs.query(
+      `UPDATE runs SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval, updated_at = now()
+        WHERE request_id IN (
+          SELECT request_id FROM runs WHERE status = 'awaiting_approval' AND protocol = ANY($3::text[]) AND lease_expires_at < now()
+           ORDER BY lease_expires_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+        RETURNING request_id`,
+      [owner, String(leaseMs), protocols, limit],
+    );
+    const ids = rowsOf<{ request_id: string }>(res).map((r) => r.request_id);
+    return ids.length ? this.runs.find({ where: { requestId: In(ids) } }) : [];
+  }
+
+  /**
+   * Gives up this instance's lease of a run that waits for a person (graceful shutdown): no
+   * owner, expired now, so another instance's sweeper takes it over; the run's writes from here
+   * on are fenced. False when `owner` no longer holds it or it no longer waits.
+   */
+  async releaseAwaiting(requestId: string, owner: string): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
+        WHERE request_id = $1 AND lease_owner = $2 AND status = 'awaiting_approval' RETURNING request_id`,
+      [requestId, owner],
+    );
+    return countOf(res) > 0;
+  }
+
+  /** Closes as failed a run `owner` took over but could not continue; false when it no longer holds it. */
+  async failTakenOver(requestId: string, owner: string): Promise<boolean> {
+    const params: unknown[] = [requestId, owner];
+    // announced like any run the sweeper closes (held until its answer is rebuilt)
+    const outbox = announceCte('outbox', 'closed', { type: 'run.failed', status: 'failed', stopReason: 'error' }, params);
+    const res: unknown = await this.runs.query(
+      `WITH closed AS (
+         UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+          WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') RETURNING request_id),
+       ${outbox}
+       SELECT request_id FROM closed`,
+      params,
+    );
+    return rowsOf(res).length > 0;
+  }
+
+
+  /** Whether the run waits for a person and its instance's lease ran out (nobody continues it until a sweep). */
+  async awaitsTakeover(requestId: string): Promise<boolean> {
+    const rows = (await this.runs.query(`SELECT 1 FROM runs WHERE request_id = $1 AND status = 'awaiting_approval' AND lease_expires_at < now()`, [requestId])) as unknown[];
+    return rows.length > 0;
   }
 
   async setLastSeq(requestId: string, lastSeq: number): Promise<void> {
