@@ -247,6 +247,16 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
       expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json', param: null });
     });
 
+    it('a body of null, a missing model: the message says what is wrong', async () => {
+      const post = (body: string) => fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const nullBody = await post('null');
+      expect(nullBody.status).toBe(400);
+      expect((await nullBody.json()).error).toMatchObject({ message: 'The request body must be a JSON object', code: 'invalid_body' });
+      const noModel = await post(JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }));
+      expect(noModel.status).toBe(400);
+      expect((await noModel.json()).error).toMatchObject({ message: 'model is required', param: 'model' });
+    });
+
     it('a tool message in the history, an unknown parameter', async () => {
       const err = await refused(() =>
         openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: 'x' }, { role: 'tool', content: 'r', tool_call_id: 'c' }, { role: 'user', content: 'y' }] }),

@@ -81,7 +81,7 @@ describe('AI SDK UI message stream (POST /api/chat/ui, GET /api/chat/ui/:chatId/
         return res;
       },
     });
-  });
+  }, 120_000);
   afterAll(async () => {
     await t?.close();
     await llm?.close();
