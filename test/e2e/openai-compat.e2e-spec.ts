@@ -334,6 +334,76 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
   });
 });
 
+describe('OpenAI-compatible endpoint: a call that waits for approval', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let openai: OpenAI;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', TOOLS_REQUIRE_APPROVAL: 'list_files' });
+    mkdirSync(join(t.workspace, 'default', 'guides'), { recursive: true });
+    writeFileSync(join(t.workspace, 'default', 'guides', 'install.md'), '# Install\n');
+    openai = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: 'unused-in-local-mode', maxRetries: 0 });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+    await llm?.close();
+  });
+  beforeEach(() => llm.reset());
+
+  const APPROVAL_LINE = /^list_files waits for approval \(approvalId ([0-9a-f-]+)\): POST \/api\/chat\/runs\/([0-9a-f-]+)\/approvals\/\1 \{"decision":"approve"\} or \{"decision":"deny"\}$/;
+
+  it('with X-Orion-Progress the wait is a progress line naming the approval route; deciding there lets the turn go on', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: { path: 'guides' }, id: 'l1' } }]), respond.turn([{ text: 'Approved: install.md.' }]));
+    const stream = await openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: QUESTION }], stream: true }, { headers: { 'X-Orion-Progress': 'true' } });
+    const progress: string[] = [];
+    let content = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string; orion_progress?: string } | undefined;
+      content += delta?.content ?? '';
+      if (!delta?.orion_progress) continue;
+      progress.push(delta.orion_progress);
+      const waiting = APPROVAL_LINE.exec(delta.orion_progress);
+      if (waiting) {
+        const decided = await fetch(`${t.url}/api/chat/runs/${waiting[2]}/approvals/${waiting[1]}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve' }) });
+        expect(decided.status).toBe(200);
+      }
+    }
+    expect(content).toBe('Approved: install.md.');
+    // the call is announced, waits, is approved, then runs
+    const approvalId = APPROVAL_LINE.exec(progress[1])?.[1];
+    expect(progress).toEqual(['Running list_files {"path":"guides"}', expect.stringMatching(APPROVAL_LINE), `Approval ${approvalId} approved`, expect.stringMatching(/^list_files completed in \d+ ms$/)]);
+  });
+
+  it('a client that disconnects while the call waits does not cancel the run: a decision on the approval route lets it finish without a client', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: { path: 'guides' }, id: 'l2' } }]), respond.turn([{ text: 'Declined, so I did not look.' }]));
+    const abort = new AbortController();
+    const stream = await openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: QUESTION }], stream: true }, { headers: { 'X-Orion-Progress': 'true' }, signal: abort.signal });
+    let waiting: RegExpExecArray | null = null;
+    await (async () => {
+      for await (const chunk of stream) {
+        const line = (chunk.choices[0]?.delta as { orion_progress?: string } | undefined)?.orion_progress;
+        waiting = line ? APPROVAL_LINE.exec(line) : null;
+        if (waiting) abort.abort();
+      }
+    })().catch(() => undefined);
+    const [, approvalId, requestId] = waiting ?? [];
+    expect(requestId).toBeTruthy();
+    // the service has seen the client go
+    await waitFor(async () => /orion_open_streams(?:\{[^}]*\})? 0\b/.test(await (await fetch(`${t.url}/metrics`)).text()), { what: 'the stream to close' });
+    expect(await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'awaiting_approval' });
+    const decided = await fetch(`${t.url}/api/chat/runs/${requestId}/approvals/${approvalId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'deny' }) });
+    expect(decided.status).toBe(200);
+    const run = await waitFor(async () => {
+      const r = (await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()) as { status: string };
+      return r.status === 'completed' ? r : null;
+    }, { what: 'the run to finish without its client', timeoutMs: 30_000 });
+    expect(run.status).toBe('completed');
+    expect(llm.chatRequests).toHaveLength(2);
+  });
+});
+
 describe('OpenAI-compatible endpoint: keys, projects, limits', () => {
   const ADMIN = 'admin-key-for-openai-tests-0123456789';
   let llm: ReplayServer;
