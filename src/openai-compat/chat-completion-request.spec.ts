@@ -30,9 +30,22 @@ describe('readCompletionRequest', () => {
     [{ temperature: 'hot' }, 'temperature', 'invalid_value'],
     [{ stream_options: { include_usage: 'yes' } }, 'stream_options.include_usage', 'invalid_value'],
     [{ model: 42 }, 'model', 'invalid_value'],
+    [{ tools: null }, 'tools', 'unsupported_parameter'],
     [{ messages: [] }, 'messages', 'invalid_value'],
   ])('refuses %j with 400 naming %s', (extra, param, code) => {
     expect(refusal(() => readCompletionRequest({ ...base, ...extra }))).toEqual({ status: 400, param, code });
+  });
+});
+
+describe('readCompletionRequest messages', () => {
+  it('a missing model or messages is "required", not a list of constraints', () => {
+    const { model: _m, ...noModel } = base;
+    expect(() => readCompletionRequest(noModel)).toThrow(expect.objectContaining({ message: 'model is required', param: 'model' }));
+    expect(() => readCompletionRequest({ model: 'orion-unified' })).toThrow(expect.objectContaining({ message: 'messages is required', param: 'messages' }));
+  });
+
+  it('tools: null is refused as tools are, with the reason', () => {
+    expect(() => readCompletionRequest({ ...base, tools: null })).toThrow(expect.objectContaining({ message: expect.stringContaining('a request may not declare tools') }));
   });
 });
 

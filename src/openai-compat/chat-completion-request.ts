@@ -11,14 +11,15 @@ export const MAX_INSTRUCTIONS_CHARS = 4_000;
 
 /**
  * Parameters OpenAI defines that Orion cannot honour, refused with the reason: the client's
- * own tools (Orion runs its tools server-side and never hands a call to the client), more than
- * one choice, log probabilities.
+ * own tools (Orion runs its tools server-side and never hands a call to the client; a `null`
+ * is refused with the same reason, not as an unknown parameter), more than one choice, log
+ * probabilities.
  */
 const REFUSED: Array<{ param: string; refuses: (v: unknown) => boolean; why: string }> = [
-  { param: 'tools', refuses: (v) => v !== undefined && v !== null, why: 'Orion runs its own tools server-side; a request may not declare tools' },
-  { param: 'tool_choice', refuses: (v) => v !== undefined && v !== null, why: 'Orion runs its own tools server-side; tool_choice is not supported' },
-  { param: 'functions', refuses: (v) => v !== undefined && v !== null, why: 'Orion runs its own tools server-side; functions are not supported' },
-  { param: 'function_call', refuses: (v) => v !== undefined && v !== null, why: 'Orion runs its own tools server-side; function_call is not supported' },
+  { param: 'tools', refuses: (v) => v !== undefined, why: 'Orion runs its own tools server-side; a request may not declare tools' },
+  { param: 'tool_choice', refuses: (v) => v !== undefined, why: 'Orion runs its own tools server-side; tool_choice is not supported' },
+  { param: 'functions', refuses: (v) => v !== undefined, why: 'Orion runs its own tools server-side; functions are not supported' },
+  { param: 'function_call', refuses: (v) => v !== undefined, why: 'Orion runs its own tools server-side; function_call is not supported' },
   { param: 'n', refuses: (v) => v !== undefined && v !== null && v !== 1, why: 'Only n = 1 is supported' },
   { param: 'logprobs', refuses: (v) => v === true, why: 'logprobs are not supported' },
   { param: 'top_logprobs', refuses: (v) => v !== undefined && v !== null, why: 'top_logprobs are not supported' },
@@ -34,6 +35,8 @@ const REFUSED: Array<{ param: string; refuses: (v: unknown) => boolean; why: str
 export function readCompletionRequest(body: unknown): ChatCompletionRequestDto {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object', null, 'invalid_body');
   const raw = body as Record<string, unknown>;
+  // said plainly, before the validators' constraint messages ("model must be a string; …")
+  for (const param of ['model', 'messages']) if (raw[param] === undefined || raw[param] === null) throw invalidRequest(`${param} is required`, param, 'missing_required_parameter');
   for (const r of REFUSED) if (r.refuses(raw[r.param])) throw invalidRequest(`${r.why} (param ${r.param})`, r.param, 'unsupported_parameter');
   const format = raw.response_format as { type?: unknown } | undefined;
   if (format !== undefined && format !== null && format.type !== 'text') {

@@ -87,4 +87,12 @@ describe('progressLine', () => {
     expect(progressLine(ev('notice', { code: 'duplicate_tool_call', message: 'Duplicate tool call detected' }))).toBe('Duplicate tool call detected');
     expect(progressLine(ev('sources', { data: [] }))).toBeNull();
   });
+
+  it('reads a call waiting for approval (naming the route that decides it) and the decision', () => {
+    expect(progressLine(ev('approval_required', { requestId: 'r1', approvalId: 'a1', tool: 'delete_file', callId: 'c1', arguments: {}, reason: 'configured' }))).toBe(
+      'delete_file waits for approval (approvalId a1): POST /api/chat/runs/r1/approvals/a1 {"decision":"approve"} or {"decision":"deny"}',
+    );
+    expect(progressLine(ev('approval_decided', { requestId: 'r1', approvalId: 'a1', decision: 'approve', edited: false, by: null }))).toBe('Approval a1 approved');
+    expect(progressLine(ev('approval_decided', { requestId: 'r1', approvalId: 'a1', decision: 'deny', edited: false, by: 'timeout' }))).toBe('Approval a1 denied (timeout)');
+  });
 });

@@ -152,7 +152,7 @@ export function toCompletion(events: RunEventLike[], frame: CompletionFrame): { 
 /**
  * A tool step as one readable line (the `orion_progress` extension), or null for events that
  * are not progress: a call starting, ending, failing or refused; a tool's own stage messages;
- * a guard's notice.
+ * a guard's notice; a call waiting for approval (naming the route that decides it) and its decision.
  */
 export function progressLine(event: RunEventLike): string | null {
   const d = event.data;
@@ -166,6 +166,15 @@ export function progressLine(event: RunEventLike): string | null {
   }
   if (event.type === 'tool_phase' && d.stage !== 'error' && typeof d.message === 'string' && d.message) return `${String(d.toolId)}: ${d.message}`;
   if (event.type === 'notice' && typeof d.message === 'string') return d.message;
+  // a /v1 client has no other way to learn that the turn waits for a person, nor where to answer
+  if (event.type === 'approval_required') {
+    const route = `POST /api/chat/runs/${String(d.requestId)}/approvals/${String(d.approvalId)}`;
+    return `${String(d.tool)} waits for approval (approvalId ${String(d.approvalId)}): ${route} {"decision":"approve"} or {"decision":"deny"}`;
+  }
+  if (event.type === 'approval_decided') {
+    const decided = d.decision === 'approve' ? 'approved' : 'denied';
+    return `Approval ${String(d.approvalId)} ${decided}${d.by === 'timeout' ? ' (timeout)' : ''}`;
+  }
   return null;
 }
 

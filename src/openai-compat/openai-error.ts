@@ -44,7 +44,11 @@ export const invalidRequest = (message: string, param: string | null, code: stri
  */
 export function toOpenAiError(exception: unknown): OpenAiError | null {
   if (exception instanceof OpenAiError) return exception;
-  if (isJsonParseError(exception)) return invalidRequest(`We could not parse the JSON body of your request: ${(exception as Error).message}`, null, 'invalid_json');
+  if (isJsonParseError(exception)) {
+    // body-parser's strict mode refuses JSON that is not an object or array (`null`, `42`) as a parse error
+    if (isJsonText((exception as { body?: unknown }).body)) return invalidRequest('The request body must be a JSON object', null, 'invalid_body');
+    return invalidRequest(`We could not parse the JSON body of your request: ${(exception as Error).message}`, null, 'invalid_json');
+  }
   if (exception instanceof OrionException) return new OpenAiError(exception.httpStatus(), exception.message, null, exception.code);
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
@@ -66,4 +70,14 @@ export function toOpenAiError(exception: unknown): OpenAiError | null {
 function isJsonParseError(e: unknown): boolean {
   const x = e as { type?: string; status?: number; name?: string; cause?: { type?: string } } | null;
   return !!x && (x.type === 'entity.parse.failed' || x.cause?.type === 'entity.parse.failed' || (x.name === 'SyntaxError' && x.status === 400));
+}
+
+function isJsonText(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    JSON.parse(body);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -166,8 +166,51 @@ describe('UI message stream mapper', () => {
     const tools = message.parts.filter((p) => p.type === 'dynamic-tool') as Array<{ toolCallId: string; state: string; approval?: { id: string } }>;
     expect(tools.map((t) => [t.toolCallId, t.state, t.approval?.id])).toEqual([
       ['c1', 'output-denied', 'ap1'],
-      ['c2', 'approval-requested', 'ap2'],
+      // approved: no longer asking, running until its result comes
+      ['c2', 'input-available', 'ap2'],
     ]);
+  });
+
+  /** The events the engine sends for a list_files call that waits for approval (as a run of test/e2e/ui-stream.e2e-spec.ts stored them). */
+  const approvalTurn = (decision: 'approve' | 'deny') =>
+    run(
+      ['start', { protocol: 'unified', model: 'scripted-model', phaseIndex: 0 }],
+      phase('action_phase', 'start', 1, 0),
+      ['chunk', { content: 'Let me look. ' }],
+      phase('action_phase', 'end', 1, 0, 'tool_calls'),
+      ['tool_calls', { calls: [{ id: 'call_ls', name: 'list_files', arguments: '{"path":"."}' }] }],
+      phase('tool_phase', 'start', 2, 1),
+      ['tool_progress', { tool: 'list_files', action: 'calling', callId: 'call_ls', params: { path: '.' }, isError: false }],
+      ['approval_required', { tool: 'list_files', callId: 'call_ls', reason: 'configured', arguments: { path: '.', recursive: false }, expiresAt: '2026-11-27T15:28:20.830Z', approvalId: 'ap-1' }],
+      ...(decision === 'deny'
+        ? ([
+            ['approval_decided', { by: null, edited: false, reason: 'declined', decision: 'deny', approvalId: 'ap-1' }],
+            ['tool_phase', { stage: 'error', toolId: 'list_files', message: 'the user declined this call (declined); it was not made. Do not call it again in this turn.', metadata: { callId: 'call_ls', outcome: 'denied' } }],
+            ['tool_progress', { tool: 'list_files', action: 'failed', callId: 'call_ls', params: { path: '.', recursive: false }, isError: true, outcome: 'denied', durationMs: 0 }],
+            phase('tool_phase', 'end', 2, 1, 'tool_errors'),
+          ] as Array<[string, Record<string, unknown>]>)
+        : ([
+            ['approval_decided', { by: null, edited: false, decision: 'approve', approvalId: 'ap-1' }],
+            ['tool_progress', { tool: 'list_files', action: 'completed', callId: 'call_ls', params: { path: '.', recursive: false }, isError: false, outcome: 'success', durationMs: 2 }],
+            phase('tool_phase', 'end', 2, 1, 'success'),
+          ] as Array<[string, Record<string, unknown>]>)),
+      phase('action_phase', 'start', 3, 1),
+      ['chunk', { content: '\n\nDone.' }],
+      phase('action_phase', 'end', 3, 1, 'final_answer'),
+      ['done', { phase: 'complete', fullContent: 'Let me look. \n\nDone.', messageId: 'm1', stopReason: 'final_answer', usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, llmCalls: 2 } }],
+    );
+
+  it.each([
+    ['approve', 'output-available', { output: { status: 'completed' } }],
+    ['deny', 'output-denied', {}],
+  ] as const)('the engine\'s real approval sequence, %s: the AI SDK ends the tool part %s', async (decision, state, extra) => {
+    const parts = mapAll(approvalTurn(decision));
+    // a denied call's failed (denied) progress is the engine's note for the model, not an error for the page
+    expect(parts.some((p) => p.type === 'tool-output-error')).toBe(false);
+    const message = await readByAiSdk(parts);
+    const tools = message.parts.filter((p) => p.type === 'dynamic-tool');
+    expect(tools).toHaveLength(1);
+    expect(tools[0]).toMatchObject({ toolCallId: 'call_ls', state, approval: { id: 'ap-1' }, ...extra });
   });
 
   it('sends each source once as source-url / source-document, and the sources event as data-sources', () => {

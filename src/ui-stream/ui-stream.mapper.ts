@@ -28,13 +28,17 @@ export interface UiStreamState {
   readonly calls: Readonly<Record<string, string>>;
   /** approvalId → callId, for the decision that follows */
   readonly approvals: Readonly<Record<string, string>>;
+  /** approvalId → the arguments shown for approval (the tool part's input when it is approved) */
+  readonly approvalInputs: Readonly<Record<string, unknown>>;
+  /** callId → a person's decision on it: an approved call ends in a result, a denied one stays denied */
+  readonly decisions: Readonly<Record<string, 'approve' | 'deny'>>;
   /** a failed call's own reason (tool_phase stage error comes before its tool_progress failed) */
   readonly toolErrors: Readonly<Record<string, string>>;
   /** source ids already sent (two-stage repeats the turn's sources after each tool phase) */
   readonly sourceIds: readonly string[];
 }
 
-export const INITIAL_UI_STREAM_STATE: UiStreamState = { textId: null, stepOpen: false, calls: {}, approvals: {}, toolErrors: {}, sourceIds: [] };
+export const INITIAL_UI_STREAM_STATE: UiStreamState = { textId: null, stepOpen: false, calls: {}, approvals: {}, approvalInputs: {}, decisions: {}, toolErrors: {}, sourceIds: [] };
 
 /** The AI SDK's finish reasons for Orion's stop reasons (an answer cut short by a guard is still an answer). */
 const FINISH_REASON: Record<string, string> = {
@@ -115,9 +119,14 @@ export function toUiParts(state: UiStreamState, event: RunEventLike): { state: U
       const tool = str(d.tool);
       ensureCall(callId, tool, d.params ?? {});
       const action = str(d.action);
-      // raw tool output reaches a stream only when the request asked for it (debugShowToolResults)
+      const decision = s.decisions[callId];
+      // raw tool output reaches a stream only when the request asked for it (debugShowToolResults);
+      // an approved call still ends in a result, one that reveals nothing, so the page does not
+      // keep showing it as waiting
       if (action === 'completed' && 'output' in d) parts.push({ type: 'tool-output-available', toolCallId: callId, output: d.output, ...SERVER_TOOL });
-      if (action === 'failed') parts.push({ type: 'tool-output-error', toolCallId: callId, errorText: s.toolErrors[callId] ?? `${tool} failed (${str(d.outcome) || 'error'})`, ...SERVER_TOOL });
+      else if (action === 'completed' && decision === 'approve') parts.push({ type: 'tool-output-available', toolCallId: callId, output: { status: 'completed' }, ...SERVER_TOOL });
+      // a denied call's `failed (denied)` is the engine's note for the model: the part stays output-denied
+      if (action === 'failed' && !(decision === 'deny' && d.outcome === 'denied')) parts.push({ type: 'tool-output-error', toolCallId: callId, errorText: s.toolErrors[callId] ?? `${tool} failed (${str(d.outcome) || 'error'})`, ...SERVER_TOOL });
       if (action === 'refused') parts.push({ type: 'tool-output-error', toolCallId: callId, errorText: `Orion refused this call; the tool did not run${d.outcome ? ` (${str(d.outcome)})` : ''}`, ...SERVER_TOOL });
       parts.push({
         type: 'data-tool-progress',
@@ -158,15 +167,22 @@ export function toUiParts(state: UiStreamState, event: RunEventLike): { state: U
       closeText();
       const callId = str(d.callId);
       ensureCall(callId, str(d.tool), d.arguments ?? {});
-      s = { ...s, approvals: { ...s.approvals, [str(d.approvalId)]: callId } };
+      s = { ...s, approvals: { ...s.approvals, [str(d.approvalId)]: callId }, approvalInputs: { ...s.approvalInputs, [str(d.approvalId)]: d.arguments ?? {} } };
       parts.push({ type: 'tool-approval-request', approvalId: str(d.approvalId), toolCallId: callId });
       parts.push({ type: 'data-approval', id: `approval-${str(d.approvalId)}`, data: pick(d, ['approvalId', 'tool', 'callId', 'arguments', 'reason', 'expiresAt']) });
       break;
     }
     case 'approval_decided': {
       const callId = s.approvals[str(d.approvalId)];
-      // an approved call runs and its tool_progress follows; a denied one never runs
-      if (d.decision === 'deny' && callId !== undefined) parts.push({ type: 'tool-output-denied', toolCallId: callId });
+      if (callId !== undefined) {
+        const decision = d.decision === 'approve' ? 'approve' : 'deny';
+        s = { ...s, decisions: { ...s.decisions, [callId]: decision } };
+        // a denied call never runs; an approved one leaves approval-requested (the AI SDK's UI
+        // stream has no approval-response part: the call's input again puts it back to
+        // input-available, running) and its result follows when it has run
+        if (decision === 'deny') parts.push({ type: 'tool-output-denied', toolCallId: callId });
+        else parts.push({ type: 'tool-input-available', toolCallId: callId, toolName: s.calls[callId], input: s.approvalInputs[str(d.approvalId)] ?? {}, ...SERVER_TOOL });
+      }
       parts.push({ type: 'data-approval', id: `approval-${str(d.approvalId)}`, data: { ...pick(d, ['approvalId', 'decision', 'edited', 'by', 'reason']), ...(callId !== undefined && { callId }) } });
       break;
     }

@@ -247,6 +247,16 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
       expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json', param: null });
     });
 
+    it('a body of null, a missing model: the message says what is wrong', async () => {
+      const post = (body: string) => fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const nullBody = await post('null');
+      expect(nullBody.status).toBe(400);
+      expect((await nullBody.json()).error).toMatchObject({ message: 'The request body must be a JSON object', code: 'invalid_body' });
+      const noModel = await post(JSON.stringify({ messages: [{ role: 'user', content: 'x' }] }));
+      expect(noModel.status).toBe(400);
+      expect((await noModel.json()).error).toMatchObject({ message: 'model is required', param: 'model' });
+    });
+
     it('a tool message in the history, an unknown parameter', async () => {
       const err = await refused(() =>
         openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: 'x' }, { role: 'tool', content: 'r', tool_call_id: 'c' }, { role: 'user', content: 'y' }] }),
@@ -321,6 +331,76 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
       { what: 'the cancelled answer to be stored', timeoutMs: 10_000 },
     );
     expect(runs.status).toBe('cancelled');
+  });
+});
+
+describe('OpenAI-compatible endpoint: a call that waits for approval', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let openai: OpenAI;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', TOOLS_REQUIRE_APPROVAL: 'list_files' });
+    mkdirSync(join(t.workspace, 'default', 'guides'), { recursive: true });
+    writeFileSync(join(t.workspace, 'default', 'guides', 'install.md'), '# Install\n');
+    openai = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: 'unused-in-local-mode', maxRetries: 0 });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+    await llm?.close();
+  });
+  beforeEach(() => llm.reset());
+
+  const APPROVAL_LINE = /^list_files waits for approval \(approvalId ([0-9a-f-]+)\): POST \/api\/chat\/runs\/([0-9a-f-]+)\/approvals\/\1 \{"decision":"approve"\} or \{"decision":"deny"\}$/;
+
+  it('with X-Orion-Progress the wait is a progress line naming the approval route; deciding there lets the turn go on', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: { path: 'guides' }, id: 'l1' } }]), respond.turn([{ text: 'Approved: install.md.' }]));
+    const stream = await openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: QUESTION }], stream: true }, { headers: { 'X-Orion-Progress': 'true' } });
+    const progress: string[] = [];
+    let content = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string; orion_progress?: string } | undefined;
+      content += delta?.content ?? '';
+      if (!delta?.orion_progress) continue;
+      progress.push(delta.orion_progress);
+      const waiting = APPROVAL_LINE.exec(delta.orion_progress);
+      if (waiting) {
+        const decided = await fetch(`${t.url}/api/chat/runs/${waiting[2]}/approvals/${waiting[1]}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve' }) });
+        expect(decided.status).toBe(200);
+      }
+    }
+    expect(content).toBe('Approved: install.md.');
+    // the call is announced, waits, is approved, then runs
+    const approvalId = APPROVAL_LINE.exec(progress[1])?.[1];
+    expect(progress).toEqual(['Running list_files {"path":"guides"}', expect.stringMatching(APPROVAL_LINE), `Approval ${approvalId} approved`, expect.stringMatching(/^list_files completed in \d+ ms$/)]);
+  });
+
+  it('a client that disconnects while the call waits does not cancel the run: a decision on the approval route lets it finish without a client', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: { path: 'guides' }, id: 'l2' } }]), respond.turn([{ text: 'Declined, so I did not look.' }]));
+    const abort = new AbortController();
+    const stream = await openai.chat.completions.create({ model: 'orion-unified', messages: [{ role: 'user', content: QUESTION }], stream: true }, { headers: { 'X-Orion-Progress': 'true' }, signal: abort.signal });
+    let waiting: RegExpExecArray | null = null;
+    await (async () => {
+      for await (const chunk of stream) {
+        const line = (chunk.choices[0]?.delta as { orion_progress?: string } | undefined)?.orion_progress;
+        waiting = line ? APPROVAL_LINE.exec(line) : null;
+        if (waiting) abort.abort();
+      }
+    })().catch(() => undefined);
+    const [, approvalId, requestId] = waiting ?? [];
+    expect(requestId).toBeTruthy();
+    // the service has seen the client go
+    await waitFor(async () => /orion_open_streams(?:\{[^}]*\})? 0\b/.test(await (await fetch(`${t.url}/metrics`)).text()), { what: 'the stream to close' });
+    expect(await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'awaiting_approval' });
+    const decided = await fetch(`${t.url}/api/chat/runs/${requestId}/approvals/${approvalId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'deny' }) });
+    expect(decided.status).toBe(200);
+    const run = await waitFor(async () => {
+      const r = (await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()) as { status: string };
+      return r.status === 'completed' ? r : null;
+    }, { what: 'the run to finish without its client', timeoutMs: 30_000 });
+    expect(run.status).toBe('completed');
+    expect(llm.chatRequests).toHaveLength(2);
   });
 });
 

@@ -180,6 +180,86 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
     expect(events).toEqual(replayed);
   });
 
+  /** A fetch for the client that answers the n-th reconnection (GET …/events, 1-based) its own way; the others go through. */
+  function reconnectFetch(answers: Record<number, (input: string, init?: RequestInit) => Promise<Response>>) {
+    let n = 0;
+    return (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (init?.method === 'GET' && /\/api\/chat\/runs\/[^/]+\/events$/.test(new URL(url).pathname)) {
+        const answer = answers[++n];
+        if (answer) return answer(url, init);
+      }
+      return fetch(input, init);
+    };
+  }
+
+  /** A detached turn whose connection the proxy cuts after the first chunk; the events the client gave out. */
+  async function cutTurn(client: Orion, content: string) {
+    const held = gate();
+    llm.enqueue(heldTurn([{ text: 'Part one. ' }, { text: 'Part two.' }], 'Part one.', held.opened));
+    const turn = client.chat.send({ content, options: { detach: true } }, { reconnect: { delayMs: 1 } });
+    const events: RunEvent[] = [];
+    const ended = (async () => {
+      try {
+        for await (const event of turn) {
+          events.push(event);
+          if (event.type === 'chunk' && events.filter((e) => e.type === 'chunk').length === 1) {
+            proxy.drop();
+            held.open();
+          }
+        }
+      } finally {
+        held.open();
+      }
+    })();
+    return { turn, events, ended };
+  }
+
+  it('reconnecting: a refused connection and a 503 count as tries, the third try picks the run up, every event once', async () => {
+    // a port nothing listens on: the reconnection is refused as by a service that is restarting
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const client = createOrion({
+      baseUrl: proxy.url,
+      apiKey: KEY,
+      fetch: reconnectFetch({
+        1: (url, init) => fetch(url.replace(proxy.url, `http://127.0.0.1:${closedPort}`), init),
+        2: async () => new Response('{"error":"unavailable","message":"restarting"}', { status: 503, headers: { 'content-type': 'application/json' } }),
+      }) as typeof fetch,
+    });
+    const { turn, events, ended } = await cutTurn(client, 'Tell me in two parts, again');
+    await ended;
+    expect(turn.reconnects).toBe(3);
+    const done = events.at(-1)!;
+    expect(done).toMatchObject({ type: 'done', stopReason: 'final_answer', fullContent: 'Part one. Part two.' });
+    expect(seqs(events)).toEqual(oneToN(events.length));
+  });
+
+  it('reconnecting: a 404 ends the stream as an OrionError at once; a 204 (the run ended, nothing after Last-Event-ID) ends it cleanly', async () => {
+    const client = createOrion({
+      baseUrl: proxy.url,
+      apiKey: KEY,
+      // the reconnection asks for a run the service does not know
+      fetch: reconnectFetch({ 1: (url, init) => fetch(url.replace(/runs\/[^/]+\/events$/, `runs/${randomUUID()}/events`), init) }) as typeof fetch,
+    });
+    const { turn, events, ended } = await cutTurn(client, 'Tell me in two parts, once more');
+    const err = await ended.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(OrionError);
+    expect(err).toMatchObject({ status: 404, code: 'run_not_found' });
+    expect(turn.reconnects).toBe(1);
+    expect(events.map((e) => e.type)).not.toContain('done');
+
+    // the detached run went on without its reader: read it to its end, then once more after its last seq
+    const rest: RunEvent[] = [];
+    for await (const event of orion.runs.events(turn.requestId!)) rest.push(event);
+    expect(rest.at(-1)).toMatchObject({ type: 'done', fullContent: 'Part one. Part two.' });
+    const after: RunEvent[] = [];
+    for await (const event of orion.runs.events(turn.requestId!, { lastEventId: rest.at(-1)!.seq })) after.push(event);
+    expect(after).toEqual([]);
+  });
+
   it('cancel: the stream ends with done {stopReason: cancelled} and the run is cancelled', async () => {
     const held = gate();
     llm.enqueue(heldTurn([{ text: 'Working on it. ' }, { text: 'Never sent.' }], 'Working on it.', held.opened));

@@ -81,7 +81,7 @@ describe('AI SDK UI message stream (POST /api/chat/ui, GET /api/chat/ui/:chatId/
         return res;
       },
     });
-  });
+  }, 120_000);
   afterAll(async () => {
     await t?.close();
     await llm?.close();
@@ -274,3 +274,68 @@ describe('AI SDK UI message stream (POST /api/chat/ui, GET /api/chat/ui/:chatId/
     expect(stdout).toBe(`${FULL_ANSWER}\n`);
   });
 });
+
+/**
+ * Approvals on /api/chat/ui read by the AI SDK's own reader: the tool part asks for approval,
+ * the decision is given on Orion's approval route, and the part ends in the state a `useChat`
+ * page should show (not still asking once the call has run or was denied).
+ */
+describe('AI SDK UI message stream: a call that waits for approval', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let transport: DefaultChatTransport<UIMessage>;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TOOLS_REQUIRE_APPROVAL: 'list_files' });
+    const project = join(t.workspace, 'default');
+    mkdirSync(project, { recursive: true });
+    writeFileSync(join(project, 'README.md'), '# Demo\n');
+    transport = new DefaultChatTransport({ api: `${t.url}/api/chat/ui` });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+    await llm?.close();
+  });
+  beforeEach(() => llm.reset());
+
+  type ToolPart = { type: string; toolCallId: string; state: string; output?: unknown; approval?: { id: string } };
+  const toolParts = (m: UIMessage) => m.parts.filter((p) => p.type === 'dynamic-tool') as unknown as ToolPart[];
+
+  /** Sends the question, decides the approval on Orion's route when the tool part asks for it, and returns the last message and the states the part went through. */
+  async function decideOnce(chatId: string, decision: 'approve' | 'deny') {
+    const stream = await transport.sendMessages({ chatId, messages: [userMessage('u1', QUESTION)], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+    const states: string[] = [];
+    let last: UIMessage | undefined;
+    for await (const m of readUIMessageStream({ stream, terminateOnError: true })) {
+      last = m;
+      const part = toolParts(m)[0];
+      if (part && states.at(-1) !== part.state) {
+        states.push(part.state);
+        if (part.state === 'approval-requested') {
+          const requestId = (m.metadata as { requestId: string }).requestId;
+          const res = await post(`${t.url}/api/chat/runs/${requestId}/approvals/${part.approval!.id}`, { decision });
+          expect(res.status).toBe(200);
+        }
+      }
+    }
+    return { message: last!, states };
+  }
+
+  it('approved: the part leaves approval-requested when decided and ends output-available once the call ran (no output shown)', async () => {
+    llm.enqueue(respond.turn(toolStep), respond.turn(answerStep));
+    const { message, states } = await decideOnce('approve-chat', 'approve');
+    expect(states).toEqual(['input-available', 'approval-requested', 'input-available', 'output-available']);
+    const [part] = toolParts(message);
+    expect(part).toMatchObject({ toolCallId: 'call_ls', state: 'output-available', output: { status: 'completed' } });
+    expect(textOf(message)).toBe(FULL_ANSWER);
+  });
+
+  it('denied: the part ends output-denied, not output-error', async () => {
+    llm.enqueue(respond.turn(toolStep), respond.turn([{ text: 'You declined, so I did not look.' }]));
+    const { message, states } = await decideOnce('deny-chat', 'deny');
+    expect(states).toEqual(['input-available', 'approval-requested', 'output-denied']);
+    expect(toolParts(message)[0]).toMatchObject({ toolCallId: 'call_ls', state: 'output-denied' });
+  });
+});
+

@@ -51,7 +51,7 @@ export function createOrion(options: OrionOptions) {
       signal: init.signal,
     });
 
-  /** A route's JSON answer, for the routes not in the generated types yet (approvals). */
+  /** A route's JSON answer, for the routes typed by hand (approvals: see approvals.ts). */
   const json = async <T>(path: string, method: 'GET' | 'POST', body?: unknown): Promise<T> => {
     const res = await doFetch(`${baseUrl}${path}`, {
       method,

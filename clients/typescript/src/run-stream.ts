@@ -66,41 +66,64 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     const reconnect = this.options.reconnect === false ? { retries: 0, delayMs: 0 } : { retries: 5, delayMs: 250, ...this.options.reconnect };
     let failures = 0;
     try {
-      let res = await this.open(signal);
+      let res: Response | undefined = await this.open(signal);
       if (!res.ok) throw await OrionError.from(res);
+      // the events route of a run that ended with nothing after Last-Event-ID
+      if (res.status === 204) return;
+      let dropped: unknown;
       for (;;) {
-        let dropped: unknown;
-        try {
-          for await (const message of messages(res, signal)) {
-            const event = this.accept(message);
-            if (!event) continue;
-            failures = 0;
-            yield event;
-            if (FINAL_EVENTS.has(event.type)) return;
+        if (res) {
+          try {
+            for await (const message of messages(res, signal)) {
+              const event = this.accept(message);
+              if (!event) continue;
+              failures = 0;
+              yield event;
+              if (FINAL_EVENTS.has(event.type)) return;
+            }
+          } catch (err) {
+            if (signal.aborted) throw err;
+            dropped = err;
           }
-        } catch (err) {
-          if (signal.aborted) throw err;
-          dropped = err;
         }
-        // the body ended or broke before the run's last event: pick the run up where it was
+        // the body ended or broke before the run's last event (or the last reconnection failed): pick the run up where it was
         if (!this.requestId) throw new OrionStreamError('the stream ended before its first event (no run to reconnect to)', undefined, 0, dropped);
         if (++failures > reconnect.retries) throw new OrionStreamError(`the stream of run ${this.requestId} broke after seq ${this.lastSeq} and could not be resumed`, this.requestId, this.lastSeq, dropped);
         // not a wait for a condition: spacing the attempts so a restarting service is not hammered
         await new Promise((resolve) => setTimeout(resolve, reconnect.delayMs * failures));
         this.reconnects++;
-        res = await this.transport.request(`/api/chat/runs/${encodeURIComponent(this.requestId)}/events`, {
-          method: 'GET',
-          headers: { 'last-event-id': String(this.lastSeq) },
-          signal,
-        });
+        ({ res, failure: dropped } = await this.reconnect(signal));
         // the run has ended and nothing came after lastSeq
-        if (res.status === 204) return;
-        if (!res.ok) throw await OrionError.from(res);
+        if (res?.status === 204) return;
       }
     } finally {
       // the consumer stopped early, or the run's last event came: close the connection
       connection.abort();
     }
+  }
+
+  /**
+   * One reconnection: the response to read on, or the failure when the attempt failed in a way worth
+   * another try (the network, a 5xx, a 429), which then counts against the retries. Any other
+   * refusal (404 unknown run, 401, …) will not change on a retry: it ends the stream as an OrionError.
+   */
+  private async reconnect(signal: AbortSignal): Promise<{ res?: Response; failure?: unknown }> {
+    let res: Response;
+    try {
+      res = await this.transport.request(`/api/chat/runs/${encodeURIComponent(this.requestId!)}/events`, {
+        method: 'GET',
+        headers: { 'last-event-id': String(this.lastSeq) },
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      return { failure: err };
+    }
+    if (res.ok) return { res };
+    if (res.status >= 500 || res.status === 429) {
+      return { failure: await OrionError.from(res) };
+    }
+    throw await OrionError.from(res);
   }
 
   /** The event a message carries, or nothing for a message already given out (or not an event). */
