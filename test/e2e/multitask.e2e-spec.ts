@@ -211,6 +211,34 @@ describe.each([
     expect(seen.map((m) => m.content)).toEqual(['First question', partial, 'Actually, this']);
   });
 
+  it('interrupt, 5 at once: each interrupted answer names the message that cut it off, not a later one queued against it', async () => {
+    llm.setFallback(respond.turn([{ text: 'An answer.' }]));
+    llm.enqueue(respond.turn([{ text: 'Partial ' }, { text: 'answer' }], { faults: { stallAfter: 2 } }));
+    const first = send({ content: 'First question' });
+    const chunk = await first.first('chunk');
+    const { requestId, conversationId } = chunk.data as { requestId: string; conversationId: string };
+    const sends = Array.from({ length: 5 }, (_, i) => send({ content: `Interrupt ${i}`, conversationId, options: { multitask: 'interrupt' } }));
+    const queued = await Promise.all(sends.map((s) => s.first('queued')));
+    const results = await Promise.all(sends.map((s) => s.done));
+    await first.done;
+    for (const r of results) expect(r.events.filter((e) => e.event === 'done')).toHaveLength(1);
+    // the turn that cut an answer off is the first message queued against it (the lowest place)
+    const cutOffBy = new Map<string, { position: number; requestId: string }>();
+    for (const q of queued) {
+      const by = q.data as { activeRequestId: string; position: number; requestId: string };
+      const seen = cutOffBy.get(by.activeRequestId);
+      if (!seen || by.position < seen.position) cutOffBy.set(by.activeRequestId, { position: by.position, requestId: by.requestId });
+    }
+    expect(cutOffBy.has(requestId)).toBe(true);
+    const list = await messages(conversationId);
+    expectAlternating(list);
+    expect(list).toHaveLength(12);
+    for (const answer of list.filter((m) => m.role === 'assistant')) {
+      if (answer.status === 'cancelled') expect(answer.interruptedBy).toBe(cutOffBy.get(answer.requestId)?.requestId);
+      else expect(answer.interruptedBy).toBeNull();
+    }
+  });
+
   it('rollback: the active turn is cancelled and its question and partial answer leave the history (kept in the run record)', async () => {
     llm.enqueue(respond.turn([{ text: 'Zero answer.' }]));
     const zero = await send({ content: 'Zero question' }).done;
