@@ -11,8 +11,8 @@ import { WEBHOOK_INSTANCE_ID } from './webhook-instance';
 /** DNS for webhook deliveries; tests replace it to play a name that resolves to a private address. */
 export const WEBHOOK_RESOLVER = Symbol('WEBHOOK_RESOLVER');
 
-/** Tries claimed per pass: each is one POST, sent concurrently. */
-const BATCH = 20;
+/** Tries in flight at once per instance: each is one POST; a slow one holds only its own slot. */
+const SLOTS = 20;
 
 /**
  * The delivery worker, one per instance: every WEBHOOK_POLL_MS it claims the due outbox rows
@@ -27,6 +27,8 @@ export class WebhookDeliveryService implements OnApplicationBootstrap, OnApplica
   private readonly sender: WebhookSender;
   private timer: NodeJS.Timeout | null = null;
   private passing: Promise<void> | null = null;
+  /** the tries being sent: a pass claims only as many as there are free slots, and does not wait for them */
+  private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
 
   constructor(
@@ -46,10 +48,15 @@ export class WebhookDeliveryService implements OnApplicationBootstrap, OnApplica
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.passing;
+    await Promise.allSettled([...this.inFlight]);
     await this.sender.close();
   }
 
-  /** One pass: claims the due tries and sends them; a pass still running is not doubled. */
+  /**
+   * One pass: claims the due tries (as many as there are free slots) and starts sending them; a
+   * pass still claiming is not doubled. It resolves once the tries are claimed, not sent, so a
+   * receiver that never answers delays no other delivery (it keeps only its own slot).
+   */
   pass(): Promise<void> {
     if (this.passing || this.stopped) return this.passing ?? Promise.resolve();
     this.passing = this.claimAndSend()
@@ -61,8 +68,15 @@ export class WebhookDeliveryService implements OnApplicationBootstrap, OnApplica
   private async claimAndSend(): Promise<void> {
     // the claim outlives the try's deadline: no other instance takes a try still in flight
     const lease = this.config.get('WEBHOOK_TIMEOUT_MS') + 5_000;
-    const tries = await this.outbox.claimDue(WEBHOOK_INSTANCE_ID, BATCH, lease);
-    await Promise.all(tries.map((t) => this.attempt(t)));
+    const free = SLOTS - this.inFlight.size;
+    if (free <= 0) return;
+    const tries = await this.outbox.claimDue(WEBHOOK_INSTANCE_ID, free, lease);
+    for (const t of tries) {
+      const sending: Promise<void> = this.attempt(t)
+        .catch((err) => this.logger.warn(`webhook ${webhookIdOf(t.id)}: could not record its try: ${(err as Error).message}`))
+        .finally(() => this.inFlight.delete(sending));
+      this.inFlight.add(sending);
+    }
   }
 
   private async attempt(t: ClaimedTry): Promise<void> {

@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import type { ToolDefinition } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
@@ -120,5 +121,40 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
     expectAlternating(list);
     const lengths = llm.chatRequests.slice(asked).map((q) => (q.body.messages as Array<{ role: string }>).filter((m) => m.role === 'user' || m.role === 'assistant').length);
     expect(lengths).toEqual(Array.from({ length: 20 }, (_, i) => 3 + 2 * i));
+  }, 120_000);
+
+  it.each(['interrupt', 'rollback'])('%s: 20 sends at once on A and B against a turn streaming on A each get exactly one turn, never two at once', async (strategy) => {
+    const conversationId = await newConversation();
+    llm.setFallback(respond.turn([{ text: 'An answer.' }]));
+    llm.enqueue(respond.turn([{ text: 'Partial ' }, { text: 'answer' }], { faults: { stallAfter: 2 } }));
+    let chunked!: () => void;
+    const held = new Promise<void>((resolve) => (chunked = resolve));
+    // every turn's start and done, in the order they arrive: no turn starts before the previous one's done
+    const timeline: string[] = [];
+    const track = (e: SseEvent) => void ((e.event === 'start' || e.event === 'done') && e.data.seq !== 0 && timeline.push(`${e.event} ${e.data.requestId}`));
+    const first = send(a, { content: 'Held on A', conversationId }, (e) => {
+      track(e);
+      if (e.event === 'chunk') chunked();
+    });
+    await held;
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => send(i % 2 ? b : a, { content: `${strategy} ${i}`, conversationId, options: { multitask: strategy } }, track)));
+    expect((await first).events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'cancelled' } });
+    const started = new Set<string>();
+    for (const r of results) {
+      expect(r.events.filter((e) => e.event === 'start')).toHaveLength(1);
+      expect(r.events.filter((e) => e.event === 'done')).toHaveLength(1);
+      started.add(r.events.find((e) => e.event === 'start')!.data.requestId as string);
+    }
+    expect(started.size).toBe(20);
+    const runs = (await a.app.get(DataSource).query(`SELECT count(*)::int AS n FROM runs WHERE conversation_id = $1`, [conversationId]))[0].n as number;
+    expect(runs).toBe(22);
+    const list = await messages(conversationId);
+    expectAlternating(list);
+    if (strategy === 'interrupt') expect(list).toHaveLength(44);
+    expect(timeline).toHaveLength(2 * 21);
+    for (let i = 0; i < timeline.length; i += 2) {
+      expect(timeline[i]).toMatch(/^start /);
+      expect(timeline[i + 1]).toBe(timeline[i].replace('start', 'done'));
+    }
   }, 120_000);
 });

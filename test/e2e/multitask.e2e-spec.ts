@@ -211,6 +211,34 @@ describe.each([
     expect(seen.map((m) => m.content)).toEqual(['First question', partial, 'Actually, this']);
   });
 
+  it('interrupt, 5 at once: each interrupted answer names the message that cut it off, not a later one queued against it', async () => {
+    llm.setFallback(respond.turn([{ text: 'An answer.' }]));
+    llm.enqueue(respond.turn([{ text: 'Partial ' }, { text: 'answer' }], { faults: { stallAfter: 2 } }));
+    const first = send({ content: 'First question' });
+    const chunk = await first.first('chunk');
+    const { requestId, conversationId } = chunk.data as { requestId: string; conversationId: string };
+    const sends = Array.from({ length: 5 }, (_, i) => send({ content: `Interrupt ${i}`, conversationId, options: { multitask: 'interrupt' } }));
+    const queued = await Promise.all(sends.map((s) => s.first('queued')));
+    const results = await Promise.all(sends.map((s) => s.done));
+    await first.done;
+    for (const r of results) expect(r.events.filter((e) => e.event === 'done')).toHaveLength(1);
+    // the turn that cut an answer off is the first message queued against it (the lowest place)
+    const cutOffBy = new Map<string, { position: number; requestId: string }>();
+    for (const q of queued) {
+      const by = q.data as { activeRequestId: string; position: number; requestId: string };
+      const seen = cutOffBy.get(by.activeRequestId);
+      if (!seen || by.position < seen.position) cutOffBy.set(by.activeRequestId, { position: by.position, requestId: by.requestId });
+    }
+    expect(cutOffBy.has(requestId)).toBe(true);
+    const list = await messages(conversationId);
+    expectAlternating(list);
+    expect(list).toHaveLength(12);
+    for (const answer of list.filter((m) => m.role === 'assistant')) {
+      if (answer.status === 'cancelled') expect(answer.interruptedBy).toBe(cutOffBy.get(answer.requestId)?.requestId);
+      else expect(answer.interruptedBy).toBeNull();
+    }
+  });
+
   it('rollback: the active turn is cancelled and its question and partial answer leave the history (kept in the run record)', async () => {
     llm.enqueue(respond.turn([{ text: 'Zero answer.' }]));
     const zero = await send({ content: 'Zero question' }).done;
@@ -276,6 +304,42 @@ describe.each([
     expect(lengths).toEqual(Array.from({ length: 20 }, (_, i) => 5 + 2 * i));
   }, 120_000);
 
+  it.each(['interrupt', 'rollback'])('20 concurrent sends with %s: exactly one turn per accepted message, each starting after the previous one ended, history alternating', async (strategy) => {
+    llm.setFallback(respond.turn([{ text: 'An answer.' }]));
+    llm.enqueue(respond.turn([{ text: 'Opening answer.' }]));
+    const opening = await send({ content: 'Opening' }).done;
+    const conversationId = opening.events[0].data.conversationId as string;
+    // an active turn, streaming until it is cut off
+    llm.enqueue(respond.turn([{ text: 'Partial ' }, { text: 'answer' }], { faults: { stallAfter: 2 } }));
+    // every turn's start and done, in the order they arrive: no turn starts before the previous one's done
+    const timeline: string[] = [];
+    const track = (e: SseEvent) => void ((e.event === 'start' || e.event === 'done') && e.data.seq !== 0 && timeline.push(`${e.event} ${e.data.requestId}`));
+    const first = send({ content: 'Held question', conversationId }, track);
+    await first.first('chunk');
+    const sends = await Promise.all(Array.from({ length: 20 }, (_, i) => send({ content: `${strategy} ${i}`, conversationId, options: { multitask: strategy } }, track).done));
+    await first.done;
+    const started = new Set<string>();
+    for (const r of sends) {
+      expect(r.status).toBe(200);
+      expect(r.events.filter((e) => e.event === 'start')).toHaveLength(1);
+      expect(r.events.filter((e) => e.event === 'done')).toHaveLength(1);
+      started.add(r.events.find((e) => e.event === 'start')!.data.requestId as string);
+    }
+    expect(started.size).toBe(20);
+    // one run per accepted message (plus the opening and the held turn), and no two at once
+    expect(await runCount(conversationId)).toBe(22);
+    const runs = (await db().query(`SELECT request_id FROM runs WHERE conversation_id = $1`, [conversationId])) as Array<{ request_id: string }>;
+    const list = await messages(conversationId);
+    expectAlternating(list);
+    if (strategy === 'interrupt') expect(list).toHaveLength(2 * 22);
+    expect(timeline).toHaveLength(2 * 21);
+    for (let i = 0; i < timeline.length; i += 2) {
+      expect(timeline[i]).toMatch(/^start /);
+      expect(timeline[i + 1]).toBe(timeline[i].replace('start', 'done'));
+    }
+    expect(runs.map((r) => r.request_id)).toEqual(expect.arrayContaining([...started]));
+  }, 120_000);
+
   it('options.multitask other than a strategy is a 400 and stores nothing', async () => {
     const res = await post(`${url}${route}`, { content: 'x', options: { multitask: 'later' } });
     expect(res.status).toBe(400);
@@ -326,5 +390,78 @@ describe('a queued turn behind a run whose instance died', () => {
     const list = (await (await fetch(`${app.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<{ role: string; content: string; requestId: string }>;
     expect(list.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
     expect(list.map((m) => m.content).slice(4)).toEqual(['Still there?', 'After the sweep.']);
+  });
+});
+
+/**
+ * A turn is active while its run is paused or waits for a person, not only while it streams: a
+ * message then follows its strategy (reject: 409; enqueue: starts once that turn has ended).
+ */
+describe('a paused run and a run awaiting approval are the active turn', () => {
+  let llm: ReplayServer;
+  let app: TestApp;
+  const postJson = async (path: string, body: unknown) => {
+    const res = await post(`${app.url}${path}`, body);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const messages = async (conversationId: string) =>
+    (await (await fetch(`${app.url}/api/chat/conversations/${conversationId}/messages`)).json()) as Array<{ role: string; content: string; requestId: string }>;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    app = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', TOOLS_REQUIRE_APPROVAL: 'read_file' });
+  }, 120_000);
+  afterAll(async () => {
+    await app.close();
+    await llm.close();
+  });
+  beforeEach(() => llm.reset());
+
+  it('a two-stage run paused after a tool phase: a new message with reject is a 409 naming it, and nothing is stored', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 50 } }));
+    const paused = await sse(`${app.url}/api/chat/messages_two_stage`, {
+      body: { content: 'look' },
+      onEvent: (e) => (e.event === 'start' ? void post(`${app.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
+    });
+    expect(paused.events.at(-1)!.event).toBe('paused');
+    const { requestId, conversationId } = paused.events[0].data as { requestId: string; conversationId: string };
+    expect(await (await fetch(`${app.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'paused' });
+    const before = await messages(conversationId);
+    const refused = await postJson('/api/chat/messages_two_stage', { content: 'Another question', conversationId, options: { multitask: 'reject' } });
+    expect(refused).toMatchObject({ status: 409, body: { error: 'conversation_busy', requestId } });
+    expect(await messages(conversationId)).toEqual(before);
+  });
+
+  it('a run waiting for approval: reject is a 409; enqueue starts once the approval is decided and that turn has ended', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'missing.md' } } }]), respond.turn([{ text: 'First answer.' }]));
+    const events: SseEvent[] = [];
+    const first = sse(`${app.url}/api/chat/messages`, { body: { content: 'First question' }, onEvent: (e) => void events.push(e) });
+    const asked = await waitFor(() => events.find((e) => e.event === 'approval_required'), { what: 'approval_required' });
+    const { requestId, conversationId } = asked.data as { requestId: string; conversationId: string };
+    const refused = await postJson('/api/chat/messages', { content: 'Refused', conversationId, options: { multitask: 'reject' } });
+    expect(refused).toMatchObject({ status: 409, body: { error: 'conversation_busy', requestId } });
+
+    llm.enqueue(respond.turn([{ text: 'Second answer.' }]));
+    const order: string[] = [];
+    const queuedSeen: SseEvent[] = [];
+    const second = sse(`${app.url}/api/chat/messages`, {
+      body: { content: 'Second question', conversationId, options: { multitask: 'enqueue' } },
+      timeoutMs: 30_000,
+      onEvent: (e) => {
+        if (e.event === 'queued') queuedSeen.push(e);
+        if (e.event === 'start') order.push('second start');
+      },
+    });
+    await waitFor(() => queuedSeen.length > 0, { what: 'the second message to be queued' });
+    expect(queuedSeen[0].data).toMatchObject({ position: 1, activeRequestId: requestId });
+    void first.then(() => order.push('first done'));
+    expect((await postJson(`/api/chat/runs/${requestId}/approvals/${asked.data.approvalId}`, { decision: 'approve' })).status).toBe(200);
+    expect((await first).events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'final_answer' } });
+    const res = await second;
+    expect(order).toEqual(['first done', 'second start']);
+    expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'final_answer', fullContent: 'Second answer.' } });
+    const list = await messages(conversationId);
+    expect(list.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(list.map((m) => m.content)).toEqual(['First question', 'First answer.', 'Second question', 'Second answer.']);
   });
 });

@@ -181,6 +181,29 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
     expect(l.deliveries[0]).toMatchObject({ state: 'delivered', attempts: 1 });
   });
 
+  it('a receiver that never answers holds up no other delivery: a fast receiver gets its event while that request is still open', async () => {
+    llm.setFallback(respond.turn([{ text: 'Quick.' }, { finish: 'stop' }]));
+    const fast = await WebhookReceiver.start();
+    fast.secrets = [secret];
+    try {
+      let release: () => void = () => undefined;
+      hooks.answerNext({ hold: new Promise<void>((r) => (release = r)), status: 200 });
+      const held = endOf((await send('Hanging receiver')).events).data.requestId as string;
+      await waitFor(() => hooks.about(held).length === 1, { what: 'the held webhook to reach the hanging receiver' });
+      const other = endOf((await send('Fast receiver', { webhookUrl: fast.url() })).events).data.requestId as string;
+      // longer than the try timeout (10 s): without independent tries the fast one arrives only after the held try gave up
+      await waitFor(() => fast.about(other).length === 1, { what: 'the fast receiver to get its event', timeoutMs: 20_000 });
+      // the held try is still in flight: not answered, nothing recorded for it yet
+      expect(hooks.about(held)[0].answered).toBeUndefined();
+      expect((await log(held)).deliveries[0]).toMatchObject({ state: 'pending', lastError: null });
+      expect(fast.about(other)[0].verified).toBe(true);
+      release();
+      expect((await settled(held)).deliveries[0]).toMatchObject({ state: 'delivered', attempts: 1 });
+    } finally {
+      await fast.close();
+    }
+  }, 60_000);
+
   it('a project default URL is used when the message names none', async () => {
     llm.setFallback(respond.turn([{ text: 'Default.' }, { finish: 'stop' }]));
     expect((await put(`${t.url}/api/admin/projects/default/webhook`, { url: hooks.url('/default') })).body.url).toBe(hooks.url('/default'));

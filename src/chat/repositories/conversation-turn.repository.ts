@@ -125,11 +125,15 @@ export class ConversationTurnRepository implements QueuedTurns {
     return row?.pending === true;
   }
 
-  /** An interrupted turn's answer keeps its text and says it was interrupted, and by which turn. */
+  /**
+   * An interrupted turn's answer keeps its text and says it was interrupted, and by which turn:
+   * the first interrupt that starts after it. Several interrupts queued against the same turn each
+   * mark it when they start, in queue order; only the first mark sticks, the later ones did not cut it off.
+   */
   async markInterrupted(m: EntityManager, requestId: string, by: string): Promise<void> {
     await m.query(
       `UPDATE chat_messages SET metadata = metadata || jsonb_build_object('interruptedBy', $2::text)
-        WHERE request_id = $1 AND role = 'assistant' AND metadata->>'stopReason' = 'cancelled'`,
+        WHERE request_id = $1 AND role = 'assistant' AND metadata->>'stopReason' = 'cancelled' AND NOT (metadata ? 'interruptedBy')`,
       [requestId, by],
     );
   }
