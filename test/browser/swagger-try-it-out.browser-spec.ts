@@ -117,6 +117,11 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       // no MCP server is configured by default: the documented 404
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect([approve.status, JSON.parse(approve.text).message]).toEqual([404, 'No MCP tool everything__echo']);
+      expect((await run('putToolApprovals', { params: { projectId: 'default' } })).status).toBe(200);
+      expect((await run('configureProjectWebhook', { params: { projectId: 'default' }, body: {} })).status).toBe(200);
+      // a run of yours that asked for no approval: the documented 404 for an approval it never asked
+      const decision = await run('decideApproval', { params: { requestId: /"requestId":"([0-9a-f-]{36})"/.exec(send.text)![1], approvalId: '00000000-0000-4000-8000-000000000000' } });
+      expect([decision.status, JSON.parse(decision.text).error]).toEqual([404, 'approval_not_found']);
       // last: the first key turns keys on for good (docs/API.md, "Keys and projects")
       const key = await run('createApiKey');
       expect([key.status, JSON.parse(key.text).key]).toEqual([201, expect.stringMatching(/^orn_/)]);
@@ -172,6 +177,10 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('updateConversationSettings', { params: { id: conversationId } })).status).toBe(200);
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect(approve.status).toBe(404);
+      expect((await run('putToolApprovals', { params: { projectId: 'default' } })).status).toBe(200);
+      expect((await run('configureProjectWebhook', { params: { projectId: 'default' }, body: {} })).status).toBe(200);
+      const decision = await run('decideApproval', { params: { requestId, approvalId: '00000000-0000-4000-8000-000000000000' } });
+      expect([decision.status, JSON.parse(decision.text).error]).toEqual([404, 'approval_not_found']);
       expect((await run('createApiKey')).status).toBe(201);
       const completion = await run('openAiCreateChatCompletion');
       expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);

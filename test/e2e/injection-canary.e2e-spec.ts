@@ -49,6 +49,8 @@ describe('injection canaries', () => {
       {
         LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', LLM_API_KEY: KEY, TWO_STAGE_ENABLED: 'true', MAX_PHASE_CYCLES_PER_TURN: '8',
         MCP_CONFIG: join(dir, 'mcp.json'), FETCH_ALLOW_HOSTS: `${canary.hostPort},${site.hostPort}`, LOG_LEVEL: 'debug',
+        // the fixture's tools are not annotated read-only: here they run as a model decides (no person in the loop)
+        TOOLS_APPROVAL_DEFAULT: 'none',
       },
       captured.options,
     );

@@ -31,6 +31,8 @@ describe('secret canaries', () => {
       {
         LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', LLM_API_KEY: KEY_CANARY,
         TWO_STAGE_ENABLED: 'true', MCP_CONFIG: join(dir, 'mcp.json'), FETCH_ALLOW_HOSTS: canary.hostPort, LOG_LEVEL: 'debug',
+        // the fixture's tools are not annotated read-only: here they run as a model decides (no person in the loop)
+        TOOLS_APPROVAL_DEFAULT: 'none',
       },
       captured.options,
     );
