@@ -185,22 +185,26 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
     llm.setFallback(respond.turn([{ text: 'Quick.' }, { finish: 'stop' }]));
     const fast = await WebhookReceiver.start();
     fast.secrets = [secret];
+    // a receiver of its own: a late delivery of an earlier test cannot take the held answer
+    const slow = await WebhookReceiver.start();
+    slow.secrets = [secret];
     try {
       let release: () => void = () => undefined;
-      hooks.answerNext({ hold: new Promise<void>((r) => (release = r)), status: 200 });
-      const held = endOf((await send('Hanging receiver')).events).data.requestId as string;
-      await waitFor(() => hooks.about(held).length === 1, { what: 'the held webhook to reach the hanging receiver' });
+      slow.answerNext({ hold: new Promise<void>((r) => (release = r)), status: 200 });
+      const held = endOf((await send('Hanging receiver', { webhookUrl: slow.url() })).events).data.requestId as string;
+      await waitFor(() => slow.about(held).length === 1, { what: 'the held webhook to reach the hanging receiver' });
       const other = endOf((await send('Fast receiver', { webhookUrl: fast.url() })).events).data.requestId as string;
       // longer than the try timeout (10 s): without independent tries the fast one arrives only after the held try gave up
       await waitFor(() => fast.about(other).length === 1, { what: 'the fast receiver to get its event', timeoutMs: 20_000 });
       // the held try is still in flight: not answered, nothing recorded for it yet
-      expect(hooks.about(held)[0].answered).toBeUndefined();
+      expect(slow.about(held)[0].answered).toBeUndefined();
       expect((await log(held)).deliveries[0]).toMatchObject({ state: 'pending', lastError: null });
       expect(fast.about(other)[0].verified).toBe(true);
       release();
       expect((await settled(held)).deliveries[0]).toMatchObject({ state: 'delivered', attempts: 1 });
     } finally {
       await fast.close();
+      await slow.close();
     }
   }, 60_000);
 
