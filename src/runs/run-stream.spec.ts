@@ -126,31 +126,59 @@ describe('RunStream', () => {
     );
   });
 
-  it('stores one batch at a time: the chunks that arrive meanwhile go together once it is done, and the producer waits only behind a full batch', async () => {
+  /** A repository whose inserts wait until the test releases them, recording each batch's chunks. */
+  function heldRepo() {
     const releases: Array<() => void> = [];
     const inserted: string[][] = [];
-    const sent: SentEvent[] = [];
     const repo = {
       insertMany: (_id: string, rows: StoredRunEvent[]) => {
         inserted.push(rows.map((r) => (r.data as { content: string }).content));
         return new Promise<void>((r) => releases.push(r));
       },
     } as unknown as RunEventRepository;
-    // the batch timer on a fake clock, moved on by the test; setImmediate stays real for the turns awaited below
+    return { repo, inserted, releases };
+  }
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('stores and sends the chunks of one turn of the event loop with one write at its end, waiting on no timer', async () => {
+    const { repo, inserted, releases } = heldRepo();
+    const sent: SentEvent[] = [];
+    // timers on a fake clock that never moves: a chunk held by a batch timer would never be stored
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
-    expect(stream.chunk('a')).toBeNull();
-    const first = stream.flush(); // [a] is being stored
-    // the model's stream goes on while [a] is stored: no chunk below a full batch makes it wait
-    expect(stream.chunk('b')).toBeNull();
-    expect(stream.chunk('c')).toBeNull();
-    await jest.advanceTimersByTimeAsync(RunStream.CHUNK_BATCH_MS); // the batch time of [b, c] passes
-    expect(inserted).toEqual([['a']]); // their batch time passed, but [a] is still in flight
+    for (const c of ['a', 'b', 'c']) expect(stream.chunk(c)).toBeNull();
+    expect(inserted).toEqual([]); // not before the turn ends: the rest of the burst joins
+    await turn();
+    expect(inserted).toEqual([['a', 'b', 'c']]);
     releases[0]();
-    await first;
+    await stream.flush();
+    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c']);
+    // idle again: a lone chunk goes at the end of its own turn
+    stream.chunk('d');
+    await turn();
+    expect(inserted).toEqual([['a', 'b', 'c'], ['d']]);
+    releases[1]();
+    await stream.flush();
+    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('stores one batch at a time: the chunks that arrive while a write is in flight go together in the next, as soon as it is done', async () => {
+    const { repo, inserted, releases } = heldRepo();
+    const sent: SentEvent[] = [];
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    stream.chunk('a');
+    await turn(); // [a] is being stored
+    // the model's stream goes on while [a] is stored, over several turns: no chunk below a full batch makes it wait
+    expect(stream.chunk('b')).toBeNull();
+    await turn();
+    expect(stream.chunk('c')).toBeNull();
+    await turn();
+    expect(inserted).toEqual([['a']]); // [a] is still in flight
+    releases[0]();
+    await turn();
     expect(sent.map((e) => e.data.content)).toEqual(['a']);
-    // [b, c] went as one batch as soon as [a] was done
-    await new Promise((r) => setImmediate(r));
+    // [b, c] went as one write as soon as [a] was done
     expect(inserted).toEqual([['a'], ['b', 'c']]);
     // behind the batch in flight, the producer is held once a full batch is pending
     const more = Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => stream.chunk(`d${i}`));
@@ -159,14 +187,31 @@ describe('RunStream', () => {
     expect(wait).not.toBeNull();
     let waited = false;
     void wait.then(() => (waited = true));
-    await new Promise((r) => setImmediate(r));
+    await turn();
     expect(waited).toBe(false);
     releases[1]();
-    await new Promise((r) => setImmediate(r));
+    await turn();
     expect(waited).toBe(false); // the full batch is still being stored
     releases[2]();
     await wait;
     expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c', ...Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => `d${i}`)]);
     expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: sent.length }, (_, i) => i + 1));
+  });
+
+  it('flushes the chunks of the turn with a run\'s other events at once, in seq order, and schedules nothing after', async () => {
+    const { repo, inserted, releases } = heldRepo();
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    stream.chunk('a');
+    stream.chunk('b');
+    const phase = stream.emit({ type: 'phase', phase: 'tool_phase', status: 'start', phaseIndex: 1, cycleIndex: 0 } as never);
+    await turn();
+    // one write for all three (the phase event carries no content), and the turn's end found nothing left to store
+    expect(inserted).toEqual([['a', 'b', undefined as never]]);
+    releases[0]();
+    await phase;
+    await turn();
+    expect(inserted).toHaveLength(1);
+    expect(sent.map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 });

@@ -60,18 +60,18 @@ export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeS
  * envelope, stores them in run_events BEFORE anyone sees them, then hands them to the sinks
  * (the SSE writer, the in-process bus).
  *
- * Chunks are batched: they wait up to CHUNK_BATCH_MS or CHUNK_BATCH_SIZE events and are
- * stored with one INSERT; any other event flushes at once. One batch of chunks is stored at a
- * time: the chunks that arrive while it is being stored and sent form the next batch, which goes
- * as soon as it is done (if its own CHUNK_BATCH_MS has passed). Each event keeps its own seq, so
- * a replay gives back exactly what was sent. `emit` resolves when its batch reached the sinks;
+ * Chunks are batched by load, not by clock: with no batch in flight, the chunks of the current
+ * turn of the event loop go together at its end (setImmediate), so a burst read from one model
+ * response is one INSERT and an idle server adds no wait; while a batch is being stored and sent,
+ * the chunks that arrive meanwhile form the next batch, which goes as soon as it is done. Any
+ * other event flushes at once, and CHUNK_BATCH_SIZE pending chunks flush without waiting for the
+ * turn's end. Each event keeps its own seq, so a replay gives back exactly what was sent. `emit`
+ * resolves when its batch reached the sinks;
  * a chunk's producer waits only once CHUNK_BATCH_SIZE chunks are pending behind the batch in
  * flight, which carries a slow database's or client's backpressure back to the protocol (and
  * the model stream) without holding the model's stream to one chunk per stored batch.
  */
 export class RunStream {
-  /** one INSERT per ~30 ms of streaming instead of one per token */
-  static readonly CHUNK_BATCH_MS = 30;
   static readonly CHUNK_BATCH_SIZE = 32;
 
   private seq: number;
@@ -79,8 +79,9 @@ export class RunStream {
   private sentSeq: number;
   private state: EnvelopeState;
   private pending: SentEvent[] = [];
-  private timer: NodeJS.Timeout | null = null;
-  /** CHUNK_BATCH_MS passed while a batch was in flight: flush once it is done */
+  /** a flush at the end of this turn of the event loop, so every chunk of the turn joins it */
+  private turnEnd: NodeJS.Immediate | null = null;
+  /** chunks arrived while a batch was in flight: flush them once it is done */
   private due = false;
   private chain: Promise<void> = Promise.resolve();
   /** batches on `chain` not yet stored and sent; 0 (and no sink failed): `chain` is settled */
@@ -149,13 +150,15 @@ export class RunStream {
     const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
     this.pending.push({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
     if (this.pending.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
-    if (!this.timer && !this.due) this.timer = setTimeout(this.onBatchTime, RunStream.CHUNK_BATCH_MS);
+    // under load the next write carries them; idle, the end of this turn does
+    if (this.inFlight > 0) this.due = true;
+    else if (!this.turnEnd) this.turnEnd = setImmediate(this.onTurnEnd);
     return this.sinkFailed ? this.chain : null;
   }
 
-  /** CHUNK_BATCH_MS after a batch's first chunk: flush it, or once the batch in flight is done. */
-  private readonly onBatchTime = (): void => {
-    this.timer = null;
+  /** The end of the turn of the event loop a batch's first chunk came in: flush it, or once the batch in flight is done. */
+  private readonly onTurnEnd = (): void => {
+    this.turnEnd = null;
     if (this.inFlight > 0) this.due = true;
     else this.flushInBackground();
   };
@@ -212,9 +215,9 @@ export class RunStream {
 
   /** Stores and sends everything queued. */
   flush(closing?: RunClosing): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
+    if (this.turnEnd) {
+      clearImmediate(this.turnEnd);
+      this.turnEnd = null;
     }
     this.due = false;
     const batch = this.pending;
@@ -226,7 +229,7 @@ export class RunStream {
   }
 
   /**
-   * A flush nobody awaits (the batch timer, the batch that waited for the one in flight). Its
+   * A flush nobody awaits (the end of a turn, the batch that waited for the one in flight). Its
    * failure is not lost: the chain stays rejected, and the producer hears of it at its next wait.
    * After a failed sink nothing could be delivered, so nothing is flushed.
    */
