@@ -539,7 +539,7 @@ describe('ToolRunnerService', () => {
       expect(second[0]).toBe(first[0]);
       expect(second[1]).toBe(first[1]);
       expect(Object.isFrozen(first[0])).toBe(true);
-      changing.description = 'second';
+      Object.assign(changing, { description: 'second' });
       const third = await runner.specs();
       expect(third[0]).toEqual({ name: 'b', description: 'second', parameters: changing.parameters });
       expect(third[1]).toBe(first[1]);
