@@ -142,6 +142,8 @@ async function main() {
     for (const k of ['rss', 'heapUsed', 'heapTotal', 'newSpace', 'oldSpaceUsed', 'oldSpace', 'external'] as const)
       console.log(`| ${k} | ${(idleMem[k] / 1048576).toFixed(1)} | ${(loadMem[k] / 1048576).toFixed(1)} | ${kb((loadMem[k] - idleMem[k]) / N)} |`);
     console.log(`| heapUsed after the snapshot's full GC | | ${(afterMem.heapUsed / 1048576).toFixed(1)} | ${kb((afterMem.heapUsed - idleMem.heapUsed) / N)} |`);
+    // writing the idle snapshot leaves its buffers allocated: the loaded RSS includes them
+    console.log('(loaded RSS includes what writing the idle snapshot left allocated: RSS per stream is bench:load\'s column)');
     const idleHeap = readHeap(idleFile);
     const loadHeap = readHeap(loadFile);
     const [idle, load] = [idleHeap.classes, loadHeap.classes];
