@@ -532,6 +532,19 @@ describe('ToolRunnerService', () => {
       expect((await runner.specs({ names: ['echo', 'off'] })).map((s) => s.name)).toEqual(['echo']);
     });
 
+    it('gives every turn the same frozen spec per tool, and a new one when the definition changes', async () => {
+      const changing = tool({ name: 'b', description: 'first' });
+      const { runner } = setup([echoTool, changing]);
+      const [first, second] = [await runner.specs(), await runner.specs()];
+      expect(second[0]).toBe(first[0]);
+      expect(second[1]).toBe(first[1]);
+      expect(Object.isFrozen(first[0])).toBe(true);
+      Object.assign(changing, { description: 'second' });
+      const third = await runner.specs();
+      expect(third[0]).toEqual({ name: 'b', description: 'second', parameters: changing.parameters });
+      expect(third[1]).toBe(first[1]);
+    });
+
     it('gives one signature for key order, spacing and omitted defaults; null for non-objects', () => {
       const { runner } = setup([echoTool]);
       const a = runner.signature({ name: 'echo', arguments: '{"text":"a","count":1}' }, 'p');

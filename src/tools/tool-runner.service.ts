@@ -149,7 +149,22 @@ export class ToolRunnerService implements ToolRunner {
       .filter((t) => !wanted || wanted.has(t.name))
       // a tool whose schema cannot compile could never run: do not offer it
       .filter((t) => this.validator.compile(t.parameters, this.cacheKey(t)).ok)
-      .map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+      .map((t) => this.specOf(t));
+  }
+
+  /**
+   * Every turn offers the same tools, and each of its model requests holds their specs while the
+   * answer streams: one frozen spec per definition, shared by all turns, rather than a copy per
+   * turn (a definition replaced or changed gets a new one).
+   */
+  private readonly sharedSpecs = new WeakMap<ToolDefinition, Readonly<LlmToolSpec>>();
+
+  private specOf(t: ToolDefinition): LlmToolSpec {
+    const known = this.sharedSpecs.get(t);
+    if (known && known.name === t.name && known.description === t.description && known.parameters === t.parameters) return known;
+    const spec = Object.freeze({ name: t.name, description: t.description, parameters: t.parameters });
+    this.sharedSpecs.set(t, spec);
+    return spec;
   }
 
   /** Arguments as they may appear in logs or streams: `x-secret` properties and secret-looking keys masked. */

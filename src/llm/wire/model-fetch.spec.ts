@@ -59,6 +59,17 @@ describe('modelFetch', () => {
     expect(await readText(body)).toBe('data: 1\n\ndata: [DONE]\n\n');
   });
 
+  it('sends a string body as its UTF-8 bytes, with their length (not the string length) as Content-Length', async () => {
+    let seen: { body?: string; length?: string } = {};
+    handler = (req, body, res) => {
+      seen = { body, length: req.headers['content-length'] };
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: [DONE]\n\n');
+    };
+    const text = JSON.stringify({ messages: [{ role: 'user', content: 'Grüße, 你好 👋' }] });
+    await readText(bodyOf(await f(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: text })));
+    expect(seen).toEqual({ body: text, length: String(Buffer.byteLength(text)) });
+  });
+
   it('decodes a compressed answer as fetch does: a gzip stream and a gzip error message', async () => {
     // a proxy may compress though no Accept-Encoding was sent
     handler = (req, _body, res) => {

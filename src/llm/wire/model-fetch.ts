@@ -23,7 +23,12 @@ export function modelFetch(dispatcher: Dispatcher = defaultDispatcher()): typeof
     const res = await request(url, {
       method: (init?.method ?? 'GET').toUpperCase() as Dispatcher.HttpMethod,
       headers: headerRecord(init?.headers),
-      body: body ?? undefined,
+      // undici keeps the body it was given for the whole exchange (its request handler and its
+      // request, for errors and redirects): a string body is kept as that string AND as the
+      // Buffer undici encodes it into. Encoded here once, only the Buffer stays, outside the JS
+      // heap, while the answer streams (the messages and tool definitions of a model request
+      // are most of what a stream waiting for model deltas holds; bench/README.md, load)
+      body: typeof body === 'string' ? Buffer.from(body, 'utf8') : (body ?? undefined),
       signal: init?.signal ?? undefined,
       dispatcher,
     });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { KnowledgeModuleInfo, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
 import type { LlmCapabilities, LlmToolSpec } from '../../../llm/llm-adapter.port';
+import { SharedTexts } from '../../../common/util/shared-texts';
 import { ModelStream, type ModelStreamResult } from '../../model-stream';
 import { emptyUsage, type ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
@@ -188,6 +189,12 @@ async function capabilitiesOf(ctx: ProtocolExecutionContext): Promise<LlmCapabil
   }
 }
 
+/**
+ * The agentic system prompts of recent turns, one copy each: every open stream's model request
+ * holds its prompt while the answer streams, and turns of one project build the same one.
+ */
+const SYSTEM_PROMPTS = new SharedTexts(64);
+
 /** Builds a step's system prompt once per distinct set of offered tools (steps often offer the same set). */
 function memoByNames(build: (tools: LlmToolSpec[]) => string): (tools: LlmToolSpec[]) => string {
   let key: string | undefined;
@@ -196,7 +203,7 @@ function memoByNames(build: (tools: LlmToolSpec[]) => string): (tools: LlmToolSp
     const k = tools.map((t) => t.name).join('\n');
     if (k !== key) {
       key = k;
-      text = build(tools);
+      text = SYSTEM_PROMPTS.share(build(tools));
     }
     return text;
   };
