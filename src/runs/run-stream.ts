@@ -65,8 +65,9 @@ export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeS
  * response is one INSERT and an idle server adds no wait; while a batch is being stored and sent,
  * the chunks that arrive meanwhile form the next batch, which goes as soon as it is done. Any
  * other event flushes at once, and CHUNK_BATCH_SIZE pending chunks flush without waiting for the
- * turn's end. Each event keeps its own seq, so a replay gives back exactly what was sent. `emit`
- * resolves when its batch reached the sinks;
+ * turn's end; an event between phases may instead wait for the run's next write (`hold`). Each
+ * event keeps its own seq, so a replay gives back exactly what was sent. `emit` resolves when its
+ * batch reached the sinks;
  * a chunk's producer waits only once CHUNK_BATCH_SIZE chunks are pending behind the batch in
  * flight, which carries a slow database's or client's backpressure back to the protocol (and
  * the model stream) without holding the model's stream to one chunk per stored batch.
