@@ -34,6 +34,8 @@ const FLOOR = !process.argv.includes('--no-floor');
 const STACK = !process.argv.includes('--no-stack');
 /** text deltas of the turn's second model answer (the first has 10 and the tool call): fixed vs per-event cost */
 const DELTAS = Number(arg('deltas', '90'));
+/** LOAD_PG_STATEMENTS=<k>: print the k statements costing PostgreSQL most per turn under each Orion row (pg_stat_statements) */
+const TOP_STATEMENTS = Number(process.env.LOAD_PG_STATEMENTS ?? 0);
 const PATHS: Record<string, string> = { unified: '/api/chat/messages', 'two-stage': '/api/chat/messages_two_stage', floor: '/' };
 const DIST = join(__dirname, '..', 'dist', 'main.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -71,6 +73,8 @@ interface Row {
   walKbPerTurn?: number;
   storageKbPerTurn?: number;
   writesPerTurn: number;
+  /** LOAD_PG_STATEMENTS: the table of the costliest statements, printed under the row */
+  topStatements?: string[];
 }
 
 /** One measured run against a started process: warm-up, idle readings, the load, the deltas. */
@@ -81,6 +85,7 @@ async function measure(system: string, route: string, n: number, p: Proc, lagP99
   const idleRss = rssBytes(p.pid);
   const st0 = await statements?.();
   await lagP99(); // resets the delay histogram (any scrape of /metrics does)
+  const topStatements = pg && statements && TOP_STATEMENTS > 0 && (await pg.resetStatements());
   const [cpu0, io0, pg0] = [cpuMs(p.pid), io(p.pid), await pg?.snapshot()];
   const peak = rssPeak(p.pid);
   const load = await runLoad({ port: p.port, path: PATHS[route], n, rampMs: RAMP_MS, timeoutMs: TIMEOUT_MS });
@@ -101,6 +106,7 @@ async function measure(system: string, route: string, n: number, p: Proc, lagP99
     row.commitsPerTurn = (pg1.commits - pg0.commits) / turns;
     row.dbKbPerTurn = (pg1.dbBytes - pg0.dbBytes) / 1024 / turns;
     row.walKbPerTurn = (await pg.walBytesSince(pg0.walLsn)) / 1024 / turns;
+    if (topStatements) row.topStatements = await pg.topStatements(turns, TOP_STATEMENTS);
   }
   return row;
 }
@@ -121,6 +127,7 @@ function print(row: Row, floor?: Row, stack?: Row): void {
   console.log(line);
   printed.push(cellsOf(line));
   for (const e of l.errorSamples) console.log(`|   error sample: ${e.replace(/\|/g, '/')} |`);
+  if (row.topStatements) console.log(`\nPostgreSQL statements of ${row.system} ${row.route} N = ${row.n}, per turn:\n${row.topStatements.join('\n')}\n`);
 }
 
 /** The floors' event-loop delay p99 since the last reading (their `GET /stats`). */

@@ -205,6 +205,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const ev = raw.type === 'checkpoint' ? raw : storageSafe(raw, this.secrets.values());
     switch (ev.type) {
       case 'checkpoint':
+        // what a resume from this checkpoint continues after is stored first (events held between phases)
+        await stream.flush();
+        if (stream.error) throw stream.error;
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
         return null;
       case 'phase':
@@ -236,7 +239,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       case 'notice':
       case 'error':
         leg.steps.apply(ev.type, { ...ev, phaseIndex: stream.envelope.phaseIndex });
-        await stream.emit(ev);
+        // between phases the next phase's start or the run's end follows at once: stored with it
+        if (stream.betweenPhases) stream.hold(ev);
+        else await stream.emit(ev);
         return null;
       default:
         return assertUnreachable(ev, 'protocol event');
@@ -294,7 +299,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>, steps: TurnStep[]): Promise<void> {
     const status: AnswerStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
     const runStatus: Exclude<RunStatus, 'running' | 'awaiting_approval' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
-    await stream.flush();
+    // held events (the turn's sources, a last error) are stored by the closing statement, with `done`
+    await stream.settle();
     if (stream.error) throw stream.error;
     const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {
       stopReason: done.stopReason,

@@ -214,4 +214,32 @@ describe('RunStream', () => {
     expect(inserted).toHaveLength(1);
     expect(sent.map((e) => e.seq)).toEqual([1, 2, 3]);
   });
+  it('stores an event held between phases with the run\'s next write, never alone and never sent before it is stored', async () => {
+    const stored: StoredRunEvent[][] = [];
+    const repo = { insertMany: async (_id: string, rows: StoredRunEvent[]) => void stored.push(rows) } as unknown as RunEventRepository;
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    await stream.emit({ type: 'phase', phase: 'action_phase', status: 'start', phaseIndex: 1, cycleIndex: 0 } as never);
+    expect(stream.betweenPhases).toBe(false);
+    await stream.emit({ type: 'phase', phase: 'action_phase', status: 'end', phaseIndex: 1, cycleIndex: 0, reason: 'tool_calls' } as never);
+    expect(stream.betweenPhases).toBe(true);
+    stream.hold({ type: 'tool_calls', calls: [] });
+    await turn();
+    // nothing written or sent for it yet: the next phase's start carries it
+    expect(stored).toHaveLength(2);
+    expect(sent.map((e) => e.type)).toEqual(['phase', 'phase']);
+    await stream.emit({ type: 'phase', phase: 'tool_phase', status: 'start', phaseIndex: 2, cycleIndex: 1 } as never);
+    expect(stream.betweenPhases).toBe(false);
+    expect(stored[2].map((e) => e.type)).toEqual(['tool_calls', 'phase']);
+    await stream.emit({ type: 'phase', phase: 'tool_phase', status: 'end', phaseIndex: 2, cycleIndex: 1, reason: 'success' } as never);
+    // the turn's last events: settle leaves them to the closing write, which stores them with `done`
+    stream.hold({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null } as never);
+    await stream.settle();
+    expect(stored).toHaveLength(4);
+    await stream.close({ type: 'done', fullContent: '', stopReason: 'final_answer', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0 } }, { status: 'completed', stopReason: 'final_answer' });
+    expect(stored).toHaveLength(5);
+    expect(stored[4].map((e) => e.type)).toEqual(['sources', 'done']);
+    expect(sent.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(sent.map((e) => e.type)).toEqual(['phase', 'phase', 'tool_calls', 'phase', 'phase', 'sources', 'done']);
+  });
 });

@@ -65,8 +65,9 @@ export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeS
  * response is one INSERT and an idle server adds no wait; while a batch is being stored and sent,
  * the chunks that arrive meanwhile form the next batch, which goes as soon as it is done. Any
  * other event flushes at once, and CHUNK_BATCH_SIZE pending chunks flush without waiting for the
- * turn's end. Each event keeps its own seq, so a replay gives back exactly what was sent. `emit`
- * resolves when its batch reached the sinks;
+ * turn's end; an event between phases may instead wait for the run's next write (`hold`). Each
+ * event keeps its own seq, so a replay gives back exactly what was sent. `emit` resolves when its
+ * batch reached the sinks;
  * a chunk's producer waits only once CHUNK_BATCH_SIZE chunks are pending behind the batch in
  * flight, which carries a slow database's or client's backpressure back to the protocol (and
  * the model stream) without holding the model's stream to one chunk per stored batch.
@@ -83,6 +84,8 @@ export class RunStream {
   private turnEnd: NodeJS.Immediate | null = null;
   /** chunks arrived while a batch was in flight: flush them once it is done */
   private due = false;
+  /** a phase ended and the next has not started: see `hold` */
+  private between = false;
   private chain: Promise<void> = Promise.resolve();
   /** batches on `chain` not yet stored and sent; 0 (and no sink failed): `chain` is settled */
   private inFlight = 0;
@@ -163,11 +166,36 @@ export class RunStream {
     else this.flushInBackground();
   };
 
+  /** True after a phase's end edge until the next phase starts (the run's end is near, or the next phase's start). */
+  get betweenPhases(): boolean {
+    return this.between;
+  }
+
+  /**
+   * Numbers and queues an event without a write of its own: it goes with the run's next write
+   * (the next event's, a chunk batch's, or the closing one), in seq order, and is sent with it.
+   * For events between phases (`tool_calls`, the turn's `sources`…), which the next phase's
+   * start or the run's end follows at once: storing each alone cost a write per tool call and
+   * per turn that nothing waited for. Never for an event after which the run may wait.
+   */
+  hold(event: Exclude<WireEvent, { type: 'chunk' }>): void {
+    this.enqueue(event);
+  }
+
+  /**
+   * Stores and sends what is queued, unless only held events are (they wait for the run's next
+   * write, the closing one included); resolves once the batches in flight are done.
+   */
+  settle(): Promise<void> {
+    return this.pending.some((e) => e.type === 'chunk') ? this.flush() : this.chain;
+  }
+
   private enqueue(event: Exclude<WireEvent, { type: 'chunk' }>): void {
     if (event.type === 'phase' && event.status === 'start') {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
       this.envelopeJson = undefined;
     }
+    if (event.type === 'phase') this.between = event.status === 'end';
     const data = runEnvelope(this.id, ++this.seq, this.state, event);
     // serialized once: the same text is stored and sent
     this.pending.push({ seq: this.seq, type: event.type, data, json: JSON.stringify(data) });

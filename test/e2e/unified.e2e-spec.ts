@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
@@ -70,6 +71,22 @@ describe('POST /api/chat/messages (unified agentic route)', () => {
     ]);
     expect(of(res.events, 'sources')).toHaveLength(1);
     expect(llm.chatRequests[0].body.tools.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('stores what comes between phases with the next write, as two-stage does: tool_calls with its tool phase, sources with done', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: { path: 'guides' }, id: 'call_list' } }]), respond.turn([{ text: 'Two guides.' }]));
+    const res = await send('Which guides are there?');
+    const { requestId } = await checkTurn(res.events, 'final_answer');
+    // one statement, one transaction: rows written together share their xmin
+    const rows: Array<{ type: string; tx: string }> = await t.app.get(DataSource).query(`SELECT type, xmin::text AS tx FROM run_events WHERE request_id = $1 ORDER BY seq`, [requestId]);
+    const txOf = (type: string, offset = 0) => rows[rows.findIndex((r) => r.type === type) + offset]?.tx;
+    expect(rows.map((r) => r.type)).toEqual(expect.arrayContaining(['tool_calls', 'sources', 'done']));
+    expect(txOf('tool_calls')).toBe(txOf('tool_calls', 1));
+    expect(rows[rows.findIndex((r) => r.type === 'tool_calls') + 1].type).toBe('phase');
+    expect(txOf('sources')).toBe(txOf('done'));
+    // and each was sent once, in order, after the action phase's end edge
+    const types = res.events.map((e) => e.event);
+    expect(types.indexOf('sources')).toBe(types.length - 2);
   });
 
   it('a rag turn: progress from the tool, one sources event with rag counts, confidence and metrics', async () => {
