@@ -63,9 +63,7 @@ async function valuesShape(ds: DataSource, appends: FencedAppend[]): Promise<unk
       const i = params.length;
       tuples.push(`($${i - 5}::uuid, $${i - 4}::text, $${i - 3}::int, $${i - 2}::int, $${i - 1}::text, $${i}::jsonb)`);
     }
-  // no trace records carried, as in the jsonb shape it is compared with
-  params.push('[]');
-  return ds.query(appendManyStatement(`v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')})`, `$${params.length}`), params);
+  return ds.query(appendManyStatement(`v(request_id, owner, seq, last_seq, type, data) AS (VALUES ${tuples.join(', ')})`), params);
 }
 
 /** The floor: the same rows inserted from one parameter, nothing checked. */
