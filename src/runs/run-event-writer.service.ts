@@ -1,5 +1,7 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { TickBatcher } from '../common/util/tick-batcher';
+import type { TraceRecord } from '../trace/trace-sink.port';
+import { TraceWriterService } from '../trace/trace-writer.service';
 import { type FencedAppend, LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
 
 interface Pending extends FencedAppend {
@@ -18,6 +20,13 @@ interface Pending extends FencedAppend {
  * lease (row locked FOR NO KEY UPDATE), and a run whose rows were not all inserted gets LeaseLostError.
  * A statement that fails is retried run by run, so one bad run cannot fail the others. A run's
  * closing write (its terminal event with its status) goes alone through appendFenced.
+ *
+ * Each statement also carries the trace records of its runs queued so far (TraceWriterService
+ * takeFor), stored whatever the fence does to the events: a record made before an event was
+ * handed over is committed no later than the event, so a killed instance leaves no stored event
+ * without its trace. Records of a statement that fails go back to the trace queue (a grouped
+ * statement's are carried again by the run-by-run retries), and a run whose statement failed
+ * with them is retried once without them, so a trace row can never fail a run's events.
  */
 @Injectable()
 export class RunEventWriter {
@@ -32,26 +41,65 @@ export class RunEventWriter {
   readonly stats = { statements: 0, rows: 0 };
   private readonly batcher = new TickBatcher<Pending>((batch) => this.write(batch), (queue) => fitting(queue, RunEventWriter.MAX_ROWS));
 
-  constructor(private readonly events: RunEventRepository) {}
+  constructor(
+    private readonly events: RunEventRepository,
+    @Optional() private readonly trace?: TraceWriterService,
+  ) {}
 
   /** Stores `rows` of a run while `owner` holds its lease; resolves once committed. */
   append(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
-    if (closing) return this.events.appendFenced(requestId, owner, rows, closing);
+    if (closing) return this.close(requestId, owner, rows, closing);
     return new Promise<void>((resolve, reject) => this.batcher.add({ requestId, owner, rows, resolve, reject }));
   }
 
+  private async close(requestId: string, owner: string, rows: StoredRunEvent[], closing: RunClosing): Promise<void> {
+    const carry = this.trace?.takeFor([requestId]) ?? null;
+    if (!carry) return this.events.appendFenced(requestId, owner, rows, closing);
+    await carry.ready;
+    try {
+      await this.events.appendFenced(requestId, owner, rows, closing, carry.records);
+      carry.stored();
+    } catch (err) {
+      // fenced: the statement committed, the trace records with it
+      if (err instanceof LeaseLostError) {
+        carry.stored();
+        throw err;
+      }
+      carry.putBack();
+      await this.events.appendFenced(requestId, owner, rows, closing);
+    }
+  }
+
   private async write(batch: Pending[]): Promise<void> {
+    const carry = this.trace?.takeFor(new Set(batch.map((p) => p.requestId))) ?? null;
+    if (carry) await carry.ready;
     let inserted: Map<string, number>;
     try {
-      inserted = await this.insert(batch);
+      inserted = await this.insert(batch, carry?.records);
+      carry?.stored();
     } catch (err) {
-      if (batch.length === 1) return batch[0].reject(err as Error);
+      // nothing of the statement was stored: its trace records go back, in front of later ones
+      carry?.putBack();
+      if (batch.length === 1) {
+        if (!carry) return batch[0].reject(err as Error);
+        // the trace records may be what failed: the events once more without them
+        try {
+          inserted = await this.insert(batch);
+        } catch (again) {
+          return batch[0].reject(again as Error);
+        }
+        return this.settle(batch, inserted);
+      }
       // one run's bad rows must not fail every run in the statement: each on its own
       this.logger.warn(`a grouped write of ${batch.length} runs failed (${(err as Error).message}); writing them one by one`);
       for (const p of batch) await this.write([p]);
       return;
     }
+    this.settle(batch, inserted);
+  }
+
+  private settle(batch: Pending[], inserted: Map<string, number>): void {
     for (const p of batch) {
       const got = inserted.get(p.requestId) ?? 0;
       inserted.set(p.requestId, got - p.rows.length);
@@ -61,8 +109,8 @@ export class RunEventWriter {
   }
 
   /** One statement for the batch (appendFencedMany); returns the rows stored per run. */
-  private async insert(batch: Pending[]): Promise<Map<string, number>> {
-    const stored = await this.events.appendFencedMany(batch);
+  private async insert(batch: Pending[], trace?: readonly TraceRecord[]): Promise<Map<string, number>> {
+    const stored = await this.events.appendFencedMany(batch, trace);
     this.stats.statements++;
     for (const n of stored.values()) this.stats.rows += n;
     return stored;

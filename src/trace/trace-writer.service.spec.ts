@@ -84,4 +84,75 @@ describe('TraceWriterService', () => {
     expect(w.queued).toBe(0);
     expect(r.stored).toHaveLength(3);
   });
+
+  describe('records taken by the writer of run events (takeFor)', () => {
+    const tick = () => new Promise((res) => setImmediate(res));
+    const rec = (w: TraceWriterService, requestId: string | null, n: number) => w.record({ requestId, type: 'tool_result', details: { n } });
+
+    it("takes only these runs' records, in the order they were made; a failed statement puts them back in front", async () => {
+      const r = repo();
+      const w = new TraceWriterService(r.repo, config);
+      expect(w.takeFor(['a'])).toBeNull();
+      rec(w, 'a', 1);
+      rec(w, 'b', 2);
+      rec(w, null, 3);
+      rec(w, 'a', 4);
+      const carry = w.takeFor(['a'])!;
+      expect(carry.records.map((x) => x.details?.n)).toEqual([1, 4]);
+      expect(w.queued).toBe(2);
+      rec(w, 'a', 5);
+      carry.putBack();
+      carry.stored(); // settles once: the second call changes nothing
+      await w.flush();
+      expect(r.stored.map((x) => x.details?.n)).toEqual([1, 4, 2, 3, 5]);
+      expect(w.droppedEvents).toBe(0);
+    });
+
+    it('flush() waits for a statement that carries records, and stores what it put back', async () => {
+      const r = repo();
+      const w = new TraceWriterService(r.repo, config);
+      rec(w, 'a', 1);
+      const carry = w.takeFor(['a'])!;
+      let flushed = false;
+      const flushing = w.flush().then(() => (flushed = true));
+      await tick();
+      expect(flushed).toBe(false);
+      carry.putBack();
+      await flushing;
+      expect(r.stored.map((x) => x.details?.n)).toEqual([1]);
+    });
+
+    it("keeps a run's records in the order made across writers: a later write of the same run starts after the earlier one is done", async () => {
+      const r = repo();
+      const w = new TraceWriterService(r.repo, config);
+      rec(w, 'a', 1);
+      const first = w.takeFor(['a'])!;
+      rec(w, 'a', 2);
+      rec(w, 'b', 3);
+      // the writer's own flush holds a's record 2: it waits for the statement carrying record 1
+      const flushing = w.flush();
+      await tick();
+      await tick();
+      expect(r.stored).toEqual([]);
+      first.stored();
+      await flushing;
+      expect(r.stored.map((x) => x.details?.n)).toEqual([2, 3]);
+      // and a statement of a run whose records the own flush holds waits for that flush
+      let release!: () => void;
+      const slow = new TraceWriterService({ insertMany: () => new Promise<void>((res) => (release = res)) } as unknown as TraceEventRepository, config);
+      rec(slow, 'c', 4);
+      const own = slow.flush();
+      await tick();
+      const carry = slow.takeFor(['c'])!;
+      expect(carry.records).toEqual([]);
+      let ready = false;
+      void carry.ready.then(() => (ready = true));
+      await tick();
+      expect(ready).toBe(false);
+      release();
+      await own;
+      await carry.ready;
+      carry.stored();
+    });
+  });
 });

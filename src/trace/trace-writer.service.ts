@@ -4,9 +4,25 @@ import { SecretRegistry } from '../common/secrets/secret-registry';
 import { redactSecrets } from '../common/util/redact.util';
 import { TraceEventRepository } from './repositories/trace-event.repository';
 import type { TraceRecord, TraceSink } from './trace-sink.port';
+import { WriteOrder } from './write-order';
 
 /** Sees every record as it is made (already redacted), with the time it was made (epoch ms). */
 export type TraceObserver = (record: TraceRecord, atMs: number) => void;
+
+/**
+ * Queued records of some runs, taken by the writer of those runs' events to be stored in the
+ * same statement as the events (takeFor). Exactly one of stored() / putBack() is called.
+ */
+export interface TraceCarry {
+  /** in the order they were recorded */
+  readonly records: readonly TraceRecord[];
+  /** the statement may start once this resolves: earlier writes of the same runs' records are done (ids keep the order records were made in) */
+  readonly ready: Promise<void>;
+  /** the statement that carried the records committed */
+  stored(): void;
+  /** it failed: the records go back to the front of the queue, for the next carrier or the writer's own flush (which counts them dropped if it cannot store them) */
+  putBack(): void;
+}
 
 /**
  * Batched asynchronous trace writer. `record()` never blocks a turn: events queue in memory
@@ -17,6 +33,12 @@ export type TraceObserver = (record: TraceRecord, atMs: number) => void;
  * orion_trace_dropped_events_total. A turn awaits flush() before its terminal event, so turns
  * are held back while the writer is behind (backpressure) and the trace of a turn is stored
  * when its `done` is sent. Everything queued is flushed on shutdown.
+ *
+ * A run's records do not wait for the timer while the run writes events: the run-event writer
+ * takes them (takeFor) into the statement that stores the events, so a record made before an
+ * event was handed to storage is committed no later than that event (a killed instance leaves
+ * no stored event without its trace). Records of runs that do not write, or of no run, go by
+ * the writer's own flush as before.
  */
 @Injectable()
 export class TraceWriterService implements TraceSink, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -34,6 +56,10 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
   private dropped = 0;
   private readonly secrets: SecretRegistry;
   private readonly observers = new Set<TraceObserver>();
+  /** the order of writes holding the same run's records (own flushes and carried statements) */
+  private readonly order = new WriteOrder();
+  /** carried statements not done yet: flush() waits for them too */
+  private readonly carried = new Set<Promise<void>>();
 
   constructor(
     private readonly repo: TraceEventRepository,
@@ -65,6 +91,38 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
     return () => this.observers.delete(observer);
   }
 
+  /**
+   * Takes the queued records of these runs (in the order they were recorded) for a statement
+   * of the caller's, which stores them with its own rows. Its `ready` also waits for a write of
+   * the writer's own already holding records of these runs, so the caller's rows are never
+   * committed before them. Null when there is nothing to take or to wait for.
+   */
+  takeFor(requestIds: Iterable<string>): TraceCarry | null {
+    const ids = requestIds instanceof Set ? (requestIds as Set<string>) : new Set(requestIds);
+    if (ids.size === 0 || (!this.order.busy(ids) && !this.queue.some((r) => r.requestId && ids.has(r.requestId)))) return null;
+    const taken: TraceRecord[] = [];
+    const rest: TraceRecord[] = [];
+    for (const r of this.queue) (r.requestId && ids.has(r.requestId) ? taken : rest).push(r);
+    this.queue = rest;
+    const { ready, done } = this.order.register(ids);
+    let settled = false;
+    let finish!: () => void;
+    const carried = new Promise<void>((resolve) => (finish = resolve));
+    this.carried.add(carried);
+    const settle = (back: boolean) => {
+      if (settled) return;
+      settled = true;
+      if (back) {
+        this.queue.unshift(...taken);
+        if (!this.timer) this.timer = setTimeout(() => void this.flush(), TraceWriterService.FLUSH_INTERVAL_MS);
+      }
+      done();
+      this.carried.delete(carried);
+      finish();
+    };
+    return { records: taken, ready, stored: () => settle(false), putBack: () => settle(true) };
+  }
+
   /** events waiting to be stored */
   get queued(): number {
     return this.queue.length;
@@ -93,7 +151,17 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
     }
   }
 
-  flush(): Promise<void> {
+  /** Resolves when everything recorded so far is stored (or counted dropped), carried records included. */
+  async flush(): Promise<void> {
+    const carried = [...this.carried];
+    await this.flushQueue();
+    if (carried.length === 0) return;
+    // a carried statement that failed put its records back: they are stored here
+    await Promise.all(carried);
+    if (this.queue.length > 0) await this.flushQueue();
+  }
+
+  private flushQueue(): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -102,6 +170,10 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
     this.writing = this.writing.then(async () => {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, TraceWriterService.BATCH_SIZE);
+        const runs = new Set<string>();
+        for (const r of batch) if (r.requestId) runs.add(r.requestId);
+        const { ready, done } = this.order.register(runs);
+        await ready;
         try {
           await this.repo.insertMany(batch);
         } catch (err) {
@@ -112,6 +184,8 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
             this.dropped += lost;
             this.logger.error(`could not store ${lost} of ${batch.length} trace events (${this.dropped} lost since start): ${(err as Error).message}`);
           }
+        } finally {
+          done();
         }
       }
     });

@@ -9,6 +9,10 @@
  * tool runs, mid-answer); its client reads it to the end and must get exactly one `done`, its
  * `error` and `done` byte-equal to the rows B stored. `kill-while-awaiting`: A killed while a two-stage
  * run waits for a person, the approval given on B, which takes the run over; the tool must run once.
+ * After every run, the trace: each stored `phase` event must have the `orchestration_phase_<status>`
+ * record of the same phase, phaseIndex and cycleIndex, and each stored `tool_progress` completed/failed
+ * of a call that ran the `tool_result` record of the same callId (traceGaps): a run's trace records
+ * ride the statement that stores its events, so a kill never leaves an event without them.
  * `--cases frozen,mid-stream` runs only those cases.
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
@@ -513,6 +517,7 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
     const tc = Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM trace_events WHERE request_id = $1 AND type IN ('tool_call', 'duplicate_tool_call', 'tool_call_invalid', 'tool_call_refused')`, [requestId])).rows[0].n);
     if (tc < madeCalls) v.push(`trace has ${tc} of ${madeCalls} tool calls`);
   }
+  v.push(...(await traceGaps(pg, requestId, stored)));
   if ((point === 'surrogate' || point === 'deep-args') && run?.status !== 'completed') v.push(`hostile output ended the run ${run?.status}`);
   if (point === 'surrogate') {
     // the text around the lone surrogates arrives and is stored (the halves are replaced, not fatal)
@@ -532,6 +537,35 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
     if (pages !== shown) v.push(`fetch_page's page was served ${pages} times for ${shown} recorded executions`);
   }
   return v;
+}
+
+/** tool_progress outcomes that no tool run produced (a person's decision), so no tool_result is traced for them */
+const UNRUN = ['denied', 'expired'];
+
+/**
+ * After a kill, every stored run event has its trace records: trace records ride the statement
+ * that stores the run events they belong to, so a record made before an event was handed to
+ * storage is committed no later than the event. Checked per run, by request id:
+ * - each stored `phase` event has the `orchestration_phase_<status>` record of the same phase,
+ *   phaseIndex and cycleIndex (recorded just before the event is yielded);
+ * - each stored `tool_progress` `completed` / `failed` of a call that ran has the `tool_result`
+ *   record of the same callId (recorded by the tool runner as it shapes the result the event shows).
+ * One violation per kind of gap in a run.
+ */
+async function traceGaps(pg: Client, requestId: string, stored: Array<{ type: string; data: Record<string, unknown> }>): Promise<string[]> {
+  const trace = (await pg.query<{ type: string; details: Record<string, unknown> }>('SELECT type, details FROM trace_events WHERE request_id = $1', [requestId])).rows;
+  const has = (type: string, match: (d: Record<string, unknown>) => boolean) => trace.some((t) => t.type === type && match(t.details));
+  const gaps = new Set<string>();
+  for (const e of stored) {
+    const d = e.data;
+    if (e.type === 'phase' && !has(`orchestration_phase_${String(d.status)}`, (t) => t.phase === d.phase && t.phaseIndex === d.phaseIndex && t.cycleIndex === d.cycleIndex)) {
+      gaps.add('trace gap: a stored phase event without its orchestration_phase record');
+    }
+    if (e.type === 'tool_progress' && (d.action === 'completed' || d.action === 'failed') && !UNRUN.includes(String(d.outcome)) && !has('tool_result', (t) => t.callId === d.callId)) {
+      gaps.add('trace gap: a stored tool_progress completed/failed without its tool_result record');
+    }
+  }
+  return [...gaps];
 }
 
 void main().catch((err) => {

@@ -6,6 +6,8 @@ import { preparedQuery } from '../../database/prepared-query';
 import { queryResult } from '../../database/query-result';
 import { RunEventEntity } from '../entities/run-event.entity';
 import { announceCte } from '../../webhooks/repositories/webhook-outbox.repository';
+import { traceInsert, traceRowsParam } from '../../trace/repositories/trace-event.repository';
+import type { TraceRecord } from '../../trace/trace-sink.port';
 import { endEventType } from '../../webhooks/webhook-event';
 
 /** How a run ends together with its terminal event (`done` or `paused`). */
@@ -120,13 +122,25 @@ function unpack(row: StoredRow): StoredRunEvent[] {
 export const EVENTS_IN_ROW = 'COALESCE(last_seq, seq) - seq + 1';
 
 /**
+ * The trace records a statement of run events carries (the jsonb parameter `param`): inserted
+ * whether or not the runs' leases let their events in, so a fenced run never takes another
+ * run's trace with it; committed with the events, so a record made before an event was handed
+ * to storage is never lost while the event is kept.
+ */
+function tracedCte(param: string): string {
+  return `traced AS (${traceInsert(param)})`;
+}
+
+/**
  * The grouped, fenced append (appendFencedMany) around `source`, a CTE `v` of the rows to store
  * (request_id, owner, seq, last_seq, type, data): each run's rows are inserted only while its
- * owner holds its lease, and its progress is updated from its phase rows. One text for every
+ * owner holds its lease, and its progress is updated from its phase rows; with `traceParam`,
+ * the trace records in that parameter are inserted too (without, the statement does not touch
+ * trace_events, so a statement retried without its trace cannot fail on it). One text for every
  * source, so bench:statements measures the same statement around the shapes it compares.
  */
-export function appendManyStatement(source: string): string {
-  return `WITH ${source},
+export function appendManyStatement(source: string, traceParam?: string): string {
+  return `WITH ${source},${traceParam ? `\n       ${tracedCte(traceParam)},` : ''}
        lease AS (SELECT r.request_id, r.lease_owner FROM runs r
                   WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status IN ('running', 'awaiting_approval')
                   ORDER BY r.request_id FOR NO KEY UPDATE OF r),
@@ -136,11 +150,12 @@ export function appendManyStatement(source: string): string {
        RETURNING request_id, ${EVENTS_IN_ROW} AS events`;
 }
 
-/** appendFencedMany's statement: a fixed text (prepared), the rows in one jsonRows parameter. */
-const APPEND_MANY = appendManyStatement(
-  `v AS (SELECT (e->>0)::uuid AS request_id, e->>1 AS owner, (e->>2)::int AS seq, (e->>3)::int AS last_seq, e->>4 AS type, e->5 AS data
-           FROM jsonb_array_elements($1::jsonb) AS e)`,
-);
+/** appendFencedMany's rows, from one jsonRows parameter */
+const MANY_SOURCE = `v AS (SELECT (e->>0)::uuid AS request_id, e->>1 AS owner, (e->>2)::int AS seq, (e->>3)::int AS last_seq, e->>4 AS type, e->5 AS data
+           FROM jsonb_array_elements($1::jsonb) AS e)`;
+/** appendFencedMany's statements: fixed texts (prepared), without and with trace records ($2) */
+const APPEND_MANY = appendManyStatement(MANY_SOURCE);
+const APPEND_MANY_TRACED = appendManyStatement(MANY_SOURCE, '$2');
 
 /** The events of each run's stream, for replay on reconnect. */
 @Injectable()
@@ -163,10 +178,11 @@ export class RunEventRepository {
    * FOR NO KEY UPDATE, the one the progress update needs, taken at once: a FOR SHARE lock upgraded
    * by that update deadlocks against another statement holding the same row FOR SHARE.
    * With `closing`, the run's terminal status is stored in the same statement as its terminal
-   * event, so no client is ever sent an end the database does not hold. Throws LeaseLostError
-   * when fenced.
+   * event, so no client is ever sent an end the database does not hold. `trace`: records stored
+   * by the same statement, fenced or not. Throws LeaseLostError when fenced (the statement, and
+   * with it the trace records, committed).
    */
-  async appendFenced(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
+  async appendFenced(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing, trace: readonly TraceRecord[] = []): Promise<void> {
     if (rows.length === 0) return;
     const packed = packRows(rows);
     const params: unknown[] = [requestId, owner, jsonRows(packed.map(cellsOf))];
@@ -195,7 +211,11 @@ export class RunEventRepository {
         UPDATE runs SET ${indicesOf(lastPhase, params)} last_seq = GREATEST(runs.last_seq, $${n}::int), updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id)`;
     }
-    // prepared: one of eight texts (not closing, closing paused or ended with or without its webhook; with a phase row or not)
+    if (trace.length > 0) {
+      params.push(traceRowsParam(trace));
+      update += `, ${tracedCte(`$${params.length}`)}`;
+    }
+    // prepared: one of sixteen texts (not closing, closing paused or ended with or without its webhook; with a phase row or not; with trace records or not)
     const res = await preparedQuery(
       this.events.manager.connection,
       `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
@@ -212,16 +232,21 @@ export class RunEventRepository {
    * only while its `owner` holds its lease (rows locked in key order, so concurrent flushes cannot
    * deadlock on each other, and FOR NO KEY UPDATE, the lock the progress update takes: a FOR SHARE
    * lock it upgraded would deadlock two flushes sharing a run). Returns how many rows were stored
-   * per run; a fenced run stores none.
+   * per run; a fenced run stores none. `trace`: records stored by the same statement, every one
+   * whatever the fence does to the runs' events.
    */
-  async appendFencedMany(appends: FencedAppend[]): Promise<Map<string, number>> {
+  async appendFencedMany(appends: FencedAppend[], trace: readonly TraceRecord[] = []): Promise<Map<string, number>> {
     const rows: JsonCell[][] = [];
     for (const a of appends) {
       for (const r of packRows(a.rows)) rows.push([a.requestId, a.owner, r.seq, r.lastSeq, r.type, new RawJson(r.json)]);
     }
     const stored = new Map<string, number>();
     if (rows.length === 0) return stored;
-    const res = await preparedQuery(this.events.manager.connection, APPEND_MANY, [jsonRows(rows)]);
+    const res = await preparedQuery(
+      this.events.manager.connection,
+      trace.length > 0 ? APPEND_MANY_TRACED : APPEND_MANY,
+      trace.length > 0 ? [jsonRows(rows), traceRowsParam(trace)] : [jsonRows(rows)],
+    );
     for (const row of res.rows) {
       const r = row as { request_id: unknown; events: unknown };
       const id = String(r.request_id);

@@ -15,9 +15,22 @@ export interface TraceQuery {
   afterId?: number;
 }
 
-/** in the order given (ids, which the trace is read by, follow it) */
-const INSERT_MANY = `INSERT INTO trace_events (request_id, project_id, type, details)
-  SELECT e->>0, e->>1, e->>2, e->3 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`;
+/**
+ * The INSERT of trace records passed as the jsonb parameter `param` (traceRowsParam), in the
+ * order given (ids, which the trace is read by, follow it). Also a CTE of the statement that
+ * stores run events (RunEventRepository), so a run's trace is committed with its events.
+ */
+export function traceInsert(param: string): string {
+  return `INSERT INTO trace_events (request_id, project_id, type, details)
+  SELECT e->>0, e->>1, e->>2, e->3 FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`;
+}
+
+/** The records as traceInsert's one jsonb parameter. */
+export function traceRowsParam(rows: readonly TraceRecord[]): string {
+  return jsonRows(rows.map((r) => [r.requestId ?? null, r.projectId ?? null, r.type, new RawJson(JSON.stringify(r.details ?? {}))]));
+}
+
+const INSERT_MANY = traceInsert('$1');
 
 @Injectable()
 export class TraceEventRepository {
@@ -25,8 +38,7 @@ export class TraceEventRepository {
 
   async insertMany(rows: TraceRecord[]): Promise<void> {
     if (rows.length === 0) return;
-    const param = jsonRows(rows.map((r) => [r.requestId ?? null, r.projectId ?? null, r.type, new RawJson(JSON.stringify(r.details ?? {}))]));
-    await preparedQuery(this.repo.manager.connection, INSERT_MANY, [param]);
+    await preparedQuery(this.repo.manager.connection, INSERT_MANY, [traceRowsParam(rows)]);
   }
 
   /** Oldest first (insertion order). */
