@@ -1,8 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { TickBatcher } from '../common/util/tick-batcher';
-import { type FencedAppend, LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
+import { LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
+import type { RunBatch } from './run-stream';
 
-interface Pending extends FencedAppend {
+interface Pending {
+  batch: RunBatch;
+  owner: string;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -13,6 +16,13 @@ interface Pending extends FencedAppend {
  * next one: one multi-row INSERT, one commit, whatever the number of streaming runs. With one
  * run it behaves like a write per batch; under load a commit carries many runs' events, so the
  * commits per turn fall as the load grows instead of queueing behind each other.
+ *
+ * The queue is served in arrival order: a run hands over its batch when its first event comes
+ * (RunStream) and the batch keeps that place while the run adds to it, so each statement takes
+ * the oldest waiting events of every run, up to MAX_ROWS, and no run gets a second statement
+ * while an older event of another run waits. A run's batches are committed in the order handed
+ * over (one statement in flight, taken in queue order), so its seq order holds; once one of its
+ * batches failed or was fenced, its later ones are rejected without being stored (no seq gap).
  *
  * The lease fence is kept per run: a run's rows are inserted only while this instance holds its
  * lease (row locked FOR NO KEY UPDATE), and a run whose rows were not all inserted gets LeaseLostError.
@@ -38,41 +48,62 @@ export class RunEventWriter {
   append(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
     if (closing) return this.events.appendFenced(requestId, owner, rows, closing);
-    return new Promise<void>((resolve, reject) => this.batcher.add({ requestId, owner, rows, resolve, reject }));
+    return this.enqueue({ requestId, rows, closed: true, run: { failed: null } }, owner);
   }
 
-  private async write(batch: Pending[]): Promise<void> {
+  /** Queues a run's batch (the run may add to it until a statement takes it) to be stored while `owner` holds its lease; resolves once committed. */
+  enqueue(batch: RunBatch, owner: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.batcher.add({ batch, owner, resolve, reject }));
+  }
+
+  private async write(taken: Pending[]): Promise<void> {
+    const batch: Pending[] = [];
+    for (const p of taken) {
+      // what the run adds from now on goes in its next batch, behind the events queued meanwhile
+      p.batch.closed = true;
+      if (p.batch.run.failed) p.reject(p.batch.run.failed);
+      else if (p.batch.rows.length === 0) p.resolve(); // taken back by the run's closing write
+      else batch.push(p);
+    }
+    if (batch.length === 0) return;
     let inserted: Map<string, number>;
     try {
       inserted = await this.insert(batch);
     } catch (err) {
-      if (batch.length === 1) return batch[0].reject(err as Error);
+      if (batch.length === 1) return fail(batch[0], err as Error);
       // one run's bad rows must not fail every run in the statement: each on its own
       this.logger.warn(`a grouped write of ${batch.length} runs failed (${(err as Error).message}); writing them one by one`);
       for (const p of batch) await this.write([p]);
       return;
     }
     for (const p of batch) {
-      const got = inserted.get(p.requestId) ?? 0;
-      inserted.set(p.requestId, got - p.rows.length);
-      if (got >= p.rows.length) p.resolve();
-      else p.reject(new LeaseLostError(p.requestId));
+      const { requestId, rows } = p.batch;
+      const got = inserted.get(requestId) ?? 0;
+      inserted.set(requestId, got - rows.length);
+      if (got >= rows.length) p.resolve();
+      else fail(p, new LeaseLostError(requestId));
     }
   }
 
   /** One statement for the batch (appendFencedMany); returns the rows stored per run. */
   private async insert(batch: Pending[]): Promise<Map<string, number>> {
-    const stored = await this.events.appendFencedMany(batch);
+    const stored = await this.events.appendFencedMany(batch.map((p) => ({ requestId: p.batch.requestId, owner: p.owner, rows: p.batch.rows })));
     this.stats.statements++;
     for (const n of stored.values()) this.stats.rows += n;
     return stored;
   }
 }
 
+/** The run stores nothing more: its later batches are rejected unstored. */
+function fail(p: Pending, err: Error): void {
+  p.batch.run.failed ??= err;
+  p.reject(err);
+}
+
 /** How many queued appends, from the first, fit in one statement of at most `maxRows` rows (at least one). */
 function fitting(queue: readonly Pending[], maxRows: number): number {
   let rows = 0;
   let n = 0;
-  while (n < queue.length && (n === 0 || rows + queue[n].rows.length <= maxRows)) rows += queue[n++].rows.length;
+  while (n < queue.length && (n === 0 || rows + queue[n].batch.rows.length <= maxRows)) rows += queue[n++].batch.rows.length;
   return n;
 }
