@@ -362,4 +362,23 @@ describe('RunStream with the writer shared by the runs (fair service)', () => {
     expect(closings).toEqual([['A:a2', 'A:paused']]);
     expect(sent).toEqual(['A:a1', 'A:a2', 'A:paused']);
   });
+
+  it('after a sink failed, stores nothing more of the run and tells its producer at its next wait', async () => {
+    const writer = new RunEventWriter({
+      appendFencedMany: async (appends: FencedAppend[]) => new Map(appends.map((a) => [a.requestId, a.rows.length])),
+    } as unknown as RunEventRepository);
+    const stored: number[] = [];
+    const store: RunEventStore = {
+      enqueue: (b) => writer.enqueue(b, 'me').then(() => void stored.push(...b.rows.map((r) => r.seq))),
+      insertMany: async () => undefined,
+    };
+    const a = new RunStream(id, store, [() => Promise.reject(new Error('client gone'))], { lastSeq: 0 });
+    expect(a.chunk('a1')).toBeNull(); // nobody waits on a1's delivery
+    for (let i = 0; i < 4; i++) await turn();
+    // the sink failed on a1: the producer hears of it at its next chunk, and nothing after a1 is stored
+    await expect(a.chunk('a2')).rejects.toThrow('client gone');
+    for (let i = 0; i < 4; i++) await turn();
+    expect(stored).toEqual([1]);
+    expect(a.lastSentSeq).toBe(0);
+  });
 });

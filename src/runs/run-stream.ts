@@ -185,6 +185,8 @@ export class RunStream {
       const stored = this.repo.enqueue(batch).then(noError, asError);
       const rows = batch.rows;
       this.chain = this.chain.then(() => this.deliver(rows, stored));
+      // a failed sink is heard by the next producer that waits, not as an unhandled rejection meanwhile
+      this.chain.catch(() => undefined);
     }
     batch.rows.push(event);
     return batch;
@@ -248,6 +250,7 @@ export class RunStream {
     if (open) open.closed = true;
     rows.push(this.numbered(event));
     this.chain = this.chain.then(() => (this.failure ? undefined : this.deliver(rows, this.repo.insertMany(this.id.requestId, rows, closing).then(noError, asError))));
+    this.chain.catch(() => undefined);
     return this.chain;
   }
 
