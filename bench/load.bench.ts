@@ -45,8 +45,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * PGSTAT_IDLE_INTERVAL). Read sooner, rows/turn and commits/turn miss the end of the load.
  */
 const PG_STATS_WAIT_MS = 11_000;
+/** the p99 added latency per chunk a user should not feel (issue 35): where each system crosses it is printed at the end */
+const P99_LIMIT_MS = 100;
 const HEADER =
-  '| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU × floor | p99 × floor | CPU × stack floor |';
+  '| system | route | N | done | errors | +lat/chunk p50 ms | p99 ms | open p50 / p99 ms | turn p50 / p99 s | loop p99 ms | RSS idle MB | KB per open stream | CPU ms/turn | PG CPU ms/turn | rows/turn | commits/turn | statements/turn | KB/turn WAL / DB size / PGlite files | write syscalls/turn | client reads/turn | SSE KB/turn | turns/s | CPU / p50 / p99 / KB × relay | CPU / p50 / p99 / KB × stack floor |';
 /** the printed table's cells, for the result file */
 const printed: string[][] = [];
 const cellsOf = (line: string) => line.split('|').slice(1, -1).map((c) => c.trim());
@@ -115,13 +117,29 @@ const f = (x: number | undefined, d = 1) => (x === undefined || Number.isNaN(x) 
 
 const cpuAll = (row: Row) => row.cpuPerTurn + (row.pgCpuPerTurn ?? 0);
 
+/** One ratio cell: `x` of the row / the same of a floor row ("–" when the floor's is 0 or unknown). */
+const times = (x: number, floorX: number) => (floorX > 0 && Number.isFinite(x / floorX) ? `${f(x / floorX)}×` : '–');
+
+/**
+ * The row against a floor measured in the same run: CPU per turn (with the database's), p50 and
+ * p99 added latency per chunk, KB per open stream, each as row / floor.
+ */
+function against(row: Row, floor: Row | undefined): string {
+  if (!floor || floor === row) return '';
+  const [l, fl] = [row.load.latenciesMs, floor.load.latenciesMs];
+  return [times(cpuAll(row), cpuAll(floor)), times(pct(l, 0.5), pct(fl, 0.5)), times(pct(l, 0.99), pct(fl, 0.99)), times(row.perStreamKb, floor.perStreamKb)].join(' / ');
+}
+
+/** p99 added latency per chunk by system and route, in ascending N: where it crosses 100 ms (crossings) */
+const p99s = new Map<string, Array<{ n: number; p99: number }>>();
+
 /** `floor`: the relay's row at the same N; `stack`: the stack floor's on the same database */
 function print(row: Row, floor?: Row, stack?: Row): void {
   const l = row.load;
   const turns = Math.max(1, l.completed + l.errors);
-  const ratio =
-    (floor && row !== floor ? ` | ${f(cpuAll(row) / floor.cpuPerTurn)}× | ${f(pct(l.latenciesMs, 0.99) / pct(floor.load.latenciesMs, 0.99))}×` : ' | | ') +
-    (stack ? ` | ${f(cpuAll(row) / cpuAll(stack))}×` : ' | ');
+  const ratio = ` | ${against(row, floor)} | ${against(row, stack)}`;
+  const key = row.route === 'floor' ? row.system : `${row.system} ${row.route}`;
+  p99s.set(key, [...(p99s.get(key) ?? []), { n: row.n, p99: pct(l.latenciesMs, 0.99) }]);
   const line =
     `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(pct(l.openMs, 0.5), 0)} / ${f(pct(l.openMs, 0.99), 0)} | ${f(pct(l.turnMs, 0.5) / 1000, 2)} / ${f(pct(l.turnMs, 0.99) / 1000, 2)} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`;
   console.log(line);
@@ -161,7 +179,7 @@ async function main() {
   const floorEnv = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
   console.log(`load: N = ${NS.join(', ')}; ${dbs.join(', ')}; ${ROUTES.join(', ')}; turns started over ${RAMP_MS} ms; ${10 + DELTAS} text deltas per turn; run timeout ${TIMEOUT_MS / 1000} s`);
   console.log(HEADER);
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
   try {
     for (const n of NS) {
       let floor: Row | undefined;
@@ -210,6 +228,8 @@ async function main() {
     await model.stop();
     rmSync(workspace, { recursive: true, force: true });
   }
+  const crossingRows = crossings(P99_LIMIT_MS);
+  for (const [system, text] of crossingRows) console.log(`${system}: ${text}`);
   new BenchReport(
     'load',
     'N concurrent turns per chat route on the built service (one process) with a fake OpenAI-compatible model in its own process ' +
@@ -218,7 +238,29 @@ async function main() {
     { n: NS, databases: dbs, routes: ROUTES, rampMs: RAMP_MS, timeoutSeconds: TIMEOUT_MS / 1000, textDeltasPerTurn: 10 + DELTAS, floor: FLOOR, stackFloor: STACK },
   )
     .table('load', 'Per system, route and N', cellsOf(HEADER), printed, 3)
+    .table('p99-crossing', 'Where p99 added latency per chunk crosses 100 ms', ['system', 'crossing'], crossingRows, 1)
     .write();
+}
+
+/**
+ * Per system and route, the N between which p99 added latency per chunk goes over `limitMs`
+ * ("p99 crosses 100 ms between N=300 and N=400"): what MAX_CONCURRENT_TURNS is chosen from
+ * (bench/README.md). Needs several N in one run (--n 100,200,300,400,600).
+ */
+function crossings(limitMs: number): string[][] {
+  const out: string[][] = [];
+  for (const [system, points] of p99s) {
+    const sorted = [...points].sort((a, b) => a.n - b.n);
+    const over = sorted.findIndex((p) => p.p99 > limitMs);
+    const text =
+      over < 0
+        ? `p99 stays under ${limitMs} ms up to N=${sorted.at(-1)!.n}`
+        : over === 0
+          ? `p99 is over ${limitMs} ms already at N=${sorted[0].n}`
+          : `p99 crosses ${limitMs} ms between N=${sorted[over - 1].n} and N=${sorted[over].n}`;
+    out.push([system, text]);
+  }
+  return out;
 }
 
 main().catch((err) => {

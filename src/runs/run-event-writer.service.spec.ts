@@ -91,4 +91,43 @@ describe('RunEventWriter', () => {
     expect(repo.appendFenced).toHaveBeenCalledWith('a', 'me', rows(9), { status: 'completed', stopReason: 'end_turn' });
     expect(statements).toHaveLength(0);
   });
+
+  it('serves queued batches in the order they were handed over; a batch takes events until a statement takes it', async () => {
+    const { repo, statements, release } = fakeRepo();
+    const writer = new RunEventWriter(repo);
+    const run = { failed: null };
+    const a1 = { requestId: 'a', rows: rows(1), closed: false, run };
+    const first = settled(writer.enqueue(a1, 'me'));
+    a1.rows.push(...rows(2)); // the run adds to its batch before the statement starts
+    await tick();
+    expect(statements[0].map((s) => [s.requestId, s.rows.length])).toEqual([['a', 2]]);
+    expect(a1.closed).toBe(true); // taken: the run's next events go in a new batch
+    const a2 = { requestId: 'a', rows: rows(3), closed: false, run };
+    const b1 = { requestId: 'b', rows: rows(1), closed: false, run: { failed: null } };
+    const later = [settled(writer.enqueue(a2, 'me')), settled(writer.enqueue(b1, 'me'))];
+    a2.rows.push(...rows(4)); // still waiting: joins its batch, which keeps its place ahead of b's
+    release[0]();
+    expect(await first).toBe('stored');
+    await tick();
+    expect(statements[1].map((s) => [s.requestId, s.rows.map((r) => r.seq)])).toEqual([['a', [3, 4]], ['b', [1]]]);
+    release[1]();
+    expect(await Promise.all(later)).toEqual(['stored', 'stored']);
+  });
+
+  it('stores none of a run\'s queued batches once one of its batches was fenced', async () => {
+    const { repo, statements, release } = fakeRepo(new Set(['a']));
+    const writer = new RunEventWriter(repo);
+    const run = { failed: null };
+    const first = writer.enqueue({ requestId: 'a', rows: rows(1), closed: false, run }, 'me').catch((e: Error) => e);
+    await tick();
+    const next = writer.enqueue({ requestId: 'a', rows: rows(2), closed: false, run }, 'me').catch((e: Error) => e);
+    const other = settled(writer.enqueue({ requestId: 'b', rows: rows(1), closed: false, run: { failed: null } }, 'me'));
+    release[0]();
+    expect(await first).toBeInstanceOf(LeaseLostError);
+    expect(await next).toBeInstanceOf(LeaseLostError);
+    await tick();
+    expect(statements[1].map((s) => s.requestId)).toEqual(['b']);
+    release[1]();
+    expect(await other).toBe('stored');
+  });
 });

@@ -2,9 +2,12 @@ import { Injectable, Logger, Optional } from '@nestjs/common';
 import { TickBatcher } from '../common/util/tick-batcher';
 import type { TraceRecord } from '../trace/trace-sink.port';
 import { TraceWriterService } from '../trace/trace-writer.service';
-import { type FencedAppend, LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
+import { LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
+import type { RunBatch } from './run-stream';
 
-interface Pending extends FencedAppend {
+interface Pending {
+  batch: RunBatch;
+  owner: string;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -50,7 +53,12 @@ export class RunEventWriter {
   append(requestId: string, owner: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void> {
     if (rows.length === 0) return Promise.resolve();
     if (closing) return this.close(requestId, owner, rows, closing);
-    return new Promise<void>((resolve, reject) => this.batcher.add({ requestId, owner, rows, resolve, reject }));
+    return this.enqueue({ requestId, rows, closed: true, run: { failed: null } }, owner);
+  }
+
+  /** Queues a run's batch (the run may add to it until a statement takes it) to be stored while `owner` holds its lease; resolves once committed. */
+  enqueue(batch: RunBatch, owner: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.batcher.add({ batch, owner, resolve, reject }));
   }
 
   private async close(requestId: string, owner: string, rows: StoredRunEvent[], closing: RunClosing): Promise<void> {
@@ -71,8 +79,17 @@ export class RunEventWriter {
     }
   }
 
-  private async write(batch: Pending[]): Promise<void> {
-    const carry = this.trace?.takeFor(new Set(batch.map((p) => p.requestId))) ?? null;
+  private async write(taken: Pending[]): Promise<void> {
+    const batch: Pending[] = [];
+    for (const p of taken) {
+      // what the run adds from now on goes in its next batch, behind the events queued meanwhile
+      p.batch.closed = true;
+      if (p.batch.run.failed) p.reject(p.batch.run.failed);
+      else if (p.batch.rows.length === 0) p.resolve(); // taken back by the run's closing write
+      else batch.push(p);
+    }
+    if (batch.length === 0) return;
+    const carry = this.trace?.takeFor(new Set(batch.map((p) => p.batch.requestId))) ?? null;
     if (carry) await carry.ready;
     let inserted: Map<string, number>;
     try {
@@ -82,12 +99,12 @@ export class RunEventWriter {
       // nothing of the statement was stored: its trace records go back, in front of later ones
       carry?.putBack();
       if (batch.length === 1) {
-        if (!carry) return batch[0].reject(err as Error);
+        if (!carry) return fail(batch[0], err as Error);
         // the trace records may be what failed: the events once more without them
         try {
           inserted = await this.insert(batch);
         } catch (again) {
-          return batch[0].reject(again as Error);
+          return fail(batch[0], again as Error);
         }
         return this.settle(batch, inserted);
       }
@@ -101,26 +118,33 @@ export class RunEventWriter {
 
   private settle(batch: Pending[], inserted: Map<string, number>): void {
     for (const p of batch) {
-      const got = inserted.get(p.requestId) ?? 0;
-      inserted.set(p.requestId, got - p.rows.length);
-      if (got >= p.rows.length) p.resolve();
-      else p.reject(new LeaseLostError(p.requestId));
+      const { requestId, rows } = p.batch;
+      const got = inserted.get(requestId) ?? 0;
+      inserted.set(requestId, got - rows.length);
+      if (got >= rows.length) p.resolve();
+      else fail(p, new LeaseLostError(requestId));
     }
   }
 
   /** One statement for the batch (appendFencedMany); returns the rows stored per run. */
   private async insert(batch: Pending[], trace?: readonly TraceRecord[]): Promise<Map<string, number>> {
-    const stored = await this.events.appendFencedMany(batch, trace);
+    const stored = await this.events.appendFencedMany(batch.map((p) => ({ requestId: p.batch.requestId, owner: p.owner, rows: p.batch.rows })), trace);
     this.stats.statements++;
     for (const n of stored.values()) this.stats.rows += n;
     return stored;
   }
 }
 
+/** The run stores nothing more: its later batches are rejected unstored. */
+function fail(p: Pending, err: Error): void {
+  p.batch.run.failed ??= err;
+  p.reject(err);
+}
+
 /** How many queued appends, from the first, fit in one statement of at most `maxRows` rows (at least one). */
 function fitting(queue: readonly Pending[], maxRows: number): number {
   let rows = 0;
   let n = 0;
-  while (n < queue.length && (n === 0 || rows + queue[n].rows.length <= maxRows)) rows += queue[n++].rows.length;
+  while (n < queue.length && (n === 0 || rows + queue[n].batch.rows.length <= maxRows)) rows += queue[n++].batch.rows.length;
   return n;
 }

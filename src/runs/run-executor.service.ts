@@ -7,13 +7,13 @@ import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { AppConfigService } from '../config/app-config.service';
 import { ANSWER_STORE, type AnswerStatus, type AnswerStore } from './answer-store.port';
 import type { RunStatus } from './entities/run.entity';
-import { LeaseLostError, type RunClosing } from './repositories/run-event.repository';
+import { LeaseLostError } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
 import { RunEventsService } from './run-events.service';
-import { RunStream, type EndEvent } from './run-stream';
+import { RunStream, type EndEvent, type RunEventStore } from './run-stream';
 import type { ExecuteRunParams } from './run-params';
 import { storageSafe, stripNul } from '../common/util/text-safety.util';
 import { redactString } from '../common/util/redact.util';
@@ -121,7 +121,10 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       });
     }
     // stored under this instance's lease, grouped with the other runs' events of the moment
-    const fenced = { insertMany: (id: string, rows: SentEvent[], closing?: RunClosing) => this.writer.append(id, INSTANCE_ID, rows, closing) };
+    const fenced: RunEventStore = {
+      enqueue: (batch) => this.writer.enqueue(batch, INSTANCE_ID),
+      insertMany: (id, rows, closing) => this.writer.append(id, INSTANCE_ID, rows, closing),
+    };
     return new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
   }
 

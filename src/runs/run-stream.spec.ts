@@ -1,8 +1,28 @@
-import type { RunEventRepository, StoredRunEvent } from './repositories/run-event.repository';
+import type { FencedAppend, RunClosing, RunEventRepository, StoredRunEvent } from './repositories/run-event.repository';
 import type { SentEvent } from './run-event-bus.service';
 import fc from 'fast-check';
-import { RunStream } from './run-stream';
+import { RunEventWriter } from './run-event-writer.service';
+import { RunStream, type RunEventStore } from './run-stream';
 import { scriptedDelay } from '../../test/support/scripted-delay';
+
+type InsertMany = (id: string, rows: StoredRunEvent[], closing?: RunClosing) => Promise<void>;
+
+/**
+ * A run's store as the executor builds it (the writer's queue, shared by the runs), over a
+ * repository whose `insertMany` stores one statement's rows of one run (these streams are one run each).
+ */
+function writerOver(repo: RunEventRepository | { insertMany: InsertMany }): RunEventStore {
+  const { insertMany } = repo as unknown as { insertMany: InsertMany };
+  const writer = new RunEventWriter({
+    appendFencedMany: async (appends: FencedAppend[]) => {
+      const rows = appends.flatMap((a) => a.rows);
+      await insertMany(appends[0].requestId, rows);
+      return new Map([[appends[0].requestId, rows.length]]);
+    },
+    appendFenced: (requestId: string, _owner: string, rows: StoredRunEvent[], closing: RunClosing) => insertMany(requestId, rows, closing),
+  } as unknown as RunEventRepository);
+  return { enqueue: (batch) => writer.enqueue(batch, 'me'), insertMany: (requestId, rows, closing) => writer.append(requestId, 'me', rows, closing) };
+}
 
 /** A repository that stores slowly, to see whether anything is sent before it is stored. */
 function slowRepo(delayMs: number) {
@@ -31,7 +51,7 @@ describe('RunStream', () => {
         sent.push(e);
       }
     };
-    const stream = new RunStream(id, repo, [sink], { lastSeq: 0 });
+    const stream = new RunStream(id, writerOver(repo), [sink], { lastSeq: 0 });
     await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
     for (let i = 0; i < 50; i++) void stream.emit({ type: 'chunk', content: `c${i} ` });
     await stream.emit({ type: 'done', fullContent: '', stopReason: 'final_answer', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0 } });
@@ -46,7 +66,7 @@ describe('RunStream', () => {
   it('stops sending once storing fails, and reports the failure', async () => {
     const repo = { insertMany: async () => Promise.reject(new Error('db down')) } as unknown as RunEventRepository;
     const sent: SentEvent[] = [];
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
     await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
     expect(sent).toEqual([]);
     expect(stream.error?.message).toBe('db down');
@@ -56,7 +76,7 @@ describe('RunStream', () => {
     let calls = 0;
     const repo = { insertMany: async () => (++calls === 1 ? undefined : Promise.reject(new Error('db down'))) } as unknown as RunEventRepository;
     const sent: SentEvent[] = [];
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 4 });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 4 });
     await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
     for (const c of ['a', 'b', 'c']) stream.chunk(c);
     await stream.flush();
@@ -69,7 +89,7 @@ describe('RunStream', () => {
   it('after a storage failure, the error and done its client is told directly are enveloped as any other event, numbered on from the last one sent', async () => {
     let calls = 0;
     const repo = { insertMany: async () => (++calls === 1 ? undefined : Promise.reject(new Error('db down'))) } as unknown as RunEventRepository;
-    const stream = new RunStream(id, repo, [() => undefined], { lastSeq: 4, state: { phase: 'tool_phase', phaseIndex: 3, cycleIndex: 1 } });
+    const stream = new RunStream(id, writerOver(repo), [() => undefined], { lastSeq: 4, state: { phase: 'tool_phase', phaseIndex: 3, cycleIndex: 1 } });
     await stream.emit({ type: 'start', protocol: 'two-stage', userMessageId: null });
     for (const c of ['a', 'b']) stream.chunk(c);
     await stream.flush();
@@ -89,7 +109,7 @@ describe('RunStream', () => {
   it('continues numbering after the last stored seq (resume) and carries the envelope', async () => {
     const { repo } = slowRepo(0);
     const sent: SentEvent[] = [];
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 41, state: { phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2 } });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 41, state: { phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2 } });
     await stream.emit({ type: 'notice', code: 'cycle_budget_reached', message: 'x' });
     expect(sent[0]).toMatchObject({ seq: 42, type: 'notice', data: { seq: 42, phase: 'tool_phase', phaseIndex: 4, cycleIndex: 2, requestId: 'r', projectId: 'p', conversationId: 'c' } });
   });
@@ -98,7 +118,7 @@ describe('RunStream', () => {
     await fc.assert(
       fc.asyncProperty(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.array(fc.string({ unit: 'binary' }), { minLength: 1, maxLength: 4 }), async (requestId, projectId, contents) => {
         const sent: SentEvent[] = [];
-        const stream = new RunStream({ requestId, projectId, conversationId: 'c"\\' }, slowRepo(0).repo, [(e) => void sent.push(...e)], { lastSeq: 7 });
+        const stream = new RunStream({ requestId, projectId, conversationId: 'c"\\' }, writerOver(slowRepo(0).repo), [(e) => void sent.push(...e)], { lastSeq: 7 });
         await stream.emit({ type: 'phase', phase: 'tool_phase', status: 'start', phaseIndex: 3, cycleIndex: 2 } as never);
         for (const content of contents) void stream.emit({ type: 'chunk', content });
         await stream.flush();
@@ -116,7 +136,7 @@ describe('RunStream', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { maxLength: 12 }), async (steps) => {
         const sent: SentEvent[] = [];
-        const stream = new RunStream(id, slowRepo(0).repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+        const stream = new RunStream(id, writerOver(slowRepo(0).repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
         for (const s of steps) void stream.emit(s as never);
         await stream.flush();
         expect(sent.map((e) => e.seq)).toEqual(steps.map((_, i) => i + 1));
@@ -145,7 +165,7 @@ describe('RunStream', () => {
     const sent: SentEvent[] = [];
     // timers on a fake clock that never moves: a chunk held by a batch timer would never be stored
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
     for (const c of ['a', 'b', 'c']) expect(stream.chunk(c)).toBeNull();
     expect(inserted).toEqual([]); // not before the turn ends: the rest of the burst joins
     await turn();
@@ -166,7 +186,7 @@ describe('RunStream', () => {
     const { repo, inserted, releases } = heldRepo();
     const sent: SentEvent[] = [];
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
     stream.chunk('a');
     await turn(); // [a] is being stored
     // the model's stream goes on while [a] is stored, over several turns: no chunk below a full batch makes it wait
@@ -201,7 +221,7 @@ describe('RunStream', () => {
   it('flushes the chunks of the turn with a run\'s other events at once, in seq order, and schedules nothing after', async () => {
     const { repo, inserted, releases } = heldRepo();
     const sent: SentEvent[] = [];
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
     stream.chunk('a');
     stream.chunk('b');
     const phase = stream.emit({ type: 'phase', phase: 'tool_phase', status: 'start', phaseIndex: 1, cycleIndex: 0 } as never);
@@ -218,7 +238,7 @@ describe('RunStream', () => {
     const stored: StoredRunEvent[][] = [];
     const repo = { insertMany: async (_id: string, rows: StoredRunEvent[]) => void stored.push(rows) } as unknown as RunEventRepository;
     const sent: SentEvent[] = [];
-    const stream = new RunStream(id, repo, [(e) => void sent.push(...e)], { lastSeq: 0 });
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
     await stream.emit({ type: 'phase', phase: 'action_phase', status: 'start', phaseIndex: 1, cycleIndex: 0 } as never);
     expect(stream.betweenPhases).toBe(false);
     await stream.emit({ type: 'phase', phase: 'action_phase', status: 'end', phaseIndex: 1, cycleIndex: 0, reason: 'tool_calls' } as never);
@@ -241,5 +261,152 @@ describe('RunStream', () => {
     expect(stored[4].map((e) => e.type)).toEqual(['sources', 'done']);
     expect(sent.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(sent.map((e) => e.type)).toEqual(['phase', 'phase', 'tool_calls', 'phase', 'phase', 'sources', 'done']);
+  });
+});
+
+describe('RunStream with the writer shared by the runs (fair service)', () => {
+  /** Runs' streams over one writer whose statements wait until the test releases them, recording what each carried (run: contents). */
+  function sharedWriter() {
+    const statements: string[][] = [];
+    const closings: string[][] = [];
+    const releases: Array<(err?: Error) => void> = [];
+    const writer = new RunEventWriter({
+      appendFencedMany: (appends: FencedAppend[]) => {
+        statements.push(appends.flatMap((a) => a.rows.map((r) => `${a.requestId}:${(r.data as { content: string }).content}`)));
+        return new Promise<Map<string, number>>((resolve, reject) =>
+          releases.push((err) => {
+            if (err) return reject(err);
+            const stored = new Map<string, number>();
+            for (const a of appends) stored.set(a.requestId, (stored.get(a.requestId) ?? 0) + a.rows.length);
+            resolve(stored);
+          }),
+        );
+      },
+      appendFenced: async (requestId: string, _owner: string, rows: StoredRunEvent[]) => void closings.push(rows.map((r) => `${requestId}:${(r.data as { content?: string }).content ?? r.type}`)),
+    } as unknown as RunEventRepository);
+    const store: RunEventStore = { enqueue: (b) => writer.enqueue(b, 'me'), insertMany: (requestId, rows, closing) => writer.append(requestId, 'me', rows, closing) };
+    const stream = (requestId: string, sent: string[]) => new RunStream({ ...id, requestId }, store, [(e) => void sent.push(...e.map((x) => `${requestId}:${(x.data.content as string | undefined) ?? x.type}`))], { lastSeq: 0 });
+    return { statements, closings, releases, stream };
+  }
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('serves the oldest waiting chunk first: a run whose batch is being stored does not fall behind chunks that arrived after its own', async () => {
+    const { statements, releases, stream } = sharedWriter();
+    const sent: string[] = [];
+    const a = stream('A', sent);
+    const b = stream('B', sent);
+    a.chunk('a1');
+    await turn();
+    expect(statements).toEqual([['A:a1']]); // held
+    // while A's first batch is stored: A's chunk, then B's, then A's again
+    a.chunk('a2');
+    await turn();
+    b.chunk('b1');
+    await turn();
+    a.chunk('a3');
+    await turn();
+    releases[0]();
+    await turn();
+    // the next statement takes every waiting chunk, A's (the oldest) first: B does not get a statement while A's older chunk waits
+    expect(statements).toEqual([['A:a1'], ['A:a2', 'A:a3', 'B:b1']]);
+    releases[1]();
+    await Promise.all([a.flush(), b.flush()]);
+    expect(sent).toEqual(['A:a1', 'A:a2', 'A:a3', 'B:b1']);
+  });
+
+  it('under load, no run gets a second statement while another run\'s older chunk waits', async () => {
+    const { statements, releases, stream } = sharedWriter();
+    const sent: string[] = [];
+    const runs = ['A', 'B', 'C'].map((r) => stream(r, sent));
+    // each run streams a chunk every turn (A, B, C in turn); each statement is held for three turns
+    const arrived: string[] = [];
+    let released = 0;
+    for (let t = 0; t < 12; t++) {
+      for (const [i, run] of runs.entries()) {
+        arrived.push(`${'ABC'[i]}:${t}`);
+        run.chunk(String(t));
+      }
+      await turn();
+      if (t % 3 === 2) releases[released++]();
+    }
+    await turn();
+    while (released < releases.length) {
+      releases[released++]();
+      await turn();
+    }
+    await Promise.all(runs.map((r) => r.flush()));
+    expect(statements.flat().sort()).toEqual(arrived.slice().sort());
+    // each statement took every chunk waiting when it started: all of them arrived before any chunk of the next one
+    const at = (c: string) => arrived.indexOf(c);
+    for (let s = 1; s < statements.length; s++) expect(Math.max(...statements[s - 1].map(at))).toBeLessThan(Math.min(...statements[s].map(at)));
+    expect(statements.length).toBeGreaterThan(2);
+    for (const r of ['A', 'B', 'C']) expect(sent.filter((x) => x.startsWith(`${r}:`))).toEqual(arrived.filter((x) => x.startsWith(`${r}:`)));
+  });
+
+  it('stores a chunk on an idle server at the end of the turn it came in (one hop of the event loop)', async () => {
+    const { statements, stream } = sharedWriter();
+    const a = stream('A', []);
+    expect(a.chunk('x')).toBeNull();
+    expect(statements).toEqual([]);
+    await turn();
+    expect(statements).toEqual([['A:x']]);
+  });
+
+  it('stores and sends nothing more of a run once one of its batches failed, while its next batch was already queued; the other runs go on', async () => {
+    const { statements, releases, stream } = sharedWriter();
+    const sent: string[] = [];
+    const a = stream('A', sent);
+    const b = stream('B', sent);
+    a.chunk('a1');
+    await turn();
+    a.chunk('a2'); // queued behind the failing statement
+    b.chunk('b1');
+    releases[0](new Error('db down'));
+    await turn();
+    await turn();
+    // a2 was not stored: A's stored events end where its client's end
+    expect(statements.flat()).not.toContain('A:a2');
+    releases.at(-1)!();
+    await b.flush();
+    await a.flush().catch(() => undefined);
+    expect(a.error?.message).toBe('db down');
+    expect(a.lastSentSeq).toBe(0);
+    expect(sent).toEqual(['B:b1']);
+  });
+
+  it('closes a run with the chunks no statement took yet in the statement that stores its end, after its earlier batches', async () => {
+    const { statements, closings, releases, stream } = sharedWriter();
+    const sent: string[] = [];
+    const a = stream('A', sent);
+    a.chunk('a1');
+    await turn();
+    a.chunk('a2');
+    const closed = a.close({ type: 'paused', resumeFromPhaseIndex: 0 } as never, { status: 'paused', stopReason: null });
+    await turn();
+    expect(closings).toEqual([]); // a1 is still being stored
+    releases[0]();
+    await closed;
+    expect(statements).toEqual([['A:a1']]);
+    expect(closings).toEqual([['A:a2', 'A:paused']]);
+    expect(sent).toEqual(['A:a1', 'A:a2', 'A:paused']);
+  });
+
+  it('after a sink failed, stores nothing more of the run and tells its producer at its next wait', async () => {
+    const writer = new RunEventWriter({
+      appendFencedMany: async (appends: FencedAppend[]) => new Map(appends.map((a) => [a.requestId, a.rows.length])),
+    } as unknown as RunEventRepository);
+    const stored: number[] = [];
+    const store: RunEventStore = {
+      enqueue: (b) => writer.enqueue(b, 'me').then(() => void stored.push(...b.rows.map((r) => r.seq))),
+      insertMany: async () => undefined,
+    };
+    const a = new RunStream(id, store, [() => Promise.reject(new Error('client gone'))], { lastSeq: 0 });
+    expect(a.chunk('a1')).toBeNull(); // nobody waits on a1's delivery
+    for (let i = 0; i < 4; i++) await turn();
+    // the sink failed on a1: the producer hears of it at its next chunk, and nothing after a1 is stored
+    await expect(a.chunk('a2')).rejects.toThrow('client gone');
+    for (let i = 0; i < 4; i++) await turn();
+    expect(stored).toEqual([1]);
+    expect(a.lastSentSeq).toBe(0);
   });
 });

@@ -14,8 +14,29 @@ export type EnvelopedEvent = WireEvent | DoneEvent;
 /** The event that ends a run's stream (RunStream.close). */
 export type EndEvent = Extract<WireEvent, { type: 'done' | 'paused' }>;
 
-/** Where a run's events are stored; `closing` stores the run's end with the batch. */
+/**
+ * A run's events handed to the store while the run may still add to them: a batch keeps its
+ * place in the store's queue (the arrival of its first event) and takes the events that come
+ * until it is closed, so the store serves the runs in the arrival order of their oldest events.
+ */
+export interface RunBatch {
+  readonly requestId: string;
+  /** in seq order */
+  readonly rows: SentEvent[];
+  /** no more events join it: set by the store when a statement takes it, by the run when it is full */
+  closed: boolean;
+  /** shared by a run's batches: set by the store when one failed, so that none after it is stored (no seq gap) */
+  readonly run: { failed: Error | null };
+}
+
+/** Where a run's events are stored. */
 export interface RunEventStore {
+  /**
+   * Resolves once the batch is committed. A run's batches are committed in the order they are
+   * handed over; once one failed, the later ones reject unstored.
+   */
+  enqueue(batch: RunBatch): Promise<void>;
+  /** Stores the run's last events with its end (`closing`); called once its earlier batches are committed. */
   insertMany(requestId: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void>;
 }
 
@@ -60,17 +81,19 @@ export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeS
  * envelope, stores them in run_events BEFORE anyone sees them, then hands them to the sinks
  * (the SSE writer, the in-process bus).
  *
- * Chunks are batched by load, not by clock: with no batch in flight, the chunks of the current
- * turn of the event loop go together at its end (setImmediate), so a burst read from one model
- * response is one INSERT and an idle server adds no wait; while a batch is being stored and sent,
- * the chunks that arrive meanwhile form the next batch, which goes as soon as it is done. Any
- * other event flushes at once, and CHUNK_BATCH_SIZE pending chunks flush without waiting for the
- * turn's end; an event between phases may instead wait for the run's next write (`hold`). Each
- * event keeps its own seq, so a replay gives back exactly what was sent. `emit` resolves when its
- * batch reached the sinks;
- * a chunk's producer waits only once CHUNK_BATCH_SIZE chunks are pending behind the batch in
- * flight, which carries a slow database's or client's backpressure back to the protocol (and
- * the model stream) without holding the model's stream to one chunk per stored batch.
+ * Events are batched by load, not by clock, and served in the order they arrived: a run's first
+ * event since its last batch was taken opens a new batch, handed to the store at once (see
+ * RunBatch), and the events that follow join it until the store's next statement takes it. So an
+ * idle server stores a chunk at the end of the current turn of the event loop (the store's one
+ * hop), and under load a run's chunks wait for the statement in flight only, in the queue's order
+ * of their oldest chunk, not behind the run's own previous batch. Any event other than a chunk
+ * closes its batch, and so does a batch of CHUNK_BATCH_SIZE chunks; an event between phases may
+ * instead wait for the run's next write (`hold`). Each event keeps its own seq,
+ * so a replay gives back exactly what was sent. A batch's events reach the sinks once it is
+ * committed, batch after batch in seq order. `emit` resolves when its batch reached the sinks;
+ * a chunk's producer waits only once its batch is full, which carries a slow database's or
+ * client's backpressure back to the protocol (and the model stream) without holding the model's
+ * stream to one chunk per stored batch.
  */
 export class RunStream {
   static readonly CHUNK_BATCH_SIZE = 32;
@@ -79,16 +102,16 @@ export class RunStream {
   /** the seq of the last event handed to the sinks (stored before) */
   private sentSeq: number;
   private state: EnvelopeState;
-  private pending: SentEvent[] = [];
-  /** a flush at the end of this turn of the event loop, so every chunk of the turn joins it */
-  private turnEnd: NodeJS.Immediate | null = null;
-  /** chunks arrived while a batch was in flight: flush them once it is done */
-  private due = false;
+  /** the batch events join, until it is closed */
+  private open: RunBatch | null = null;
+  /** events held for the run's next write (`hold`), while no batch is open */
+  private held: SentEvent[] = [];
   /** a phase ended and the next has not started: see `hold` */
   private between = false;
+  /** shared with the store by every batch of this run */
+  private readonly run: RunBatch['run'] = { failed: null };
+  /** the batches' deliveries, in order; settled once every batch handed over reached the sinks */
   private chain: Promise<void> = Promise.resolve();
-  /** batches on `chain` not yet stored and sent; 0 (and no sink failed): `chain` is settled */
-  private inFlight = 0;
   private sinkFailed = false;
   private failure: Error | null = null;
   /** `{"requestId":…,"projectId":…,"conversationId":…,"seq":` for chunkJson */
@@ -142,29 +165,39 @@ export class RunStream {
   /**
    * Numbers and queues one chunk of answer text (already made safe). Returns what the producer
    * must wait for, or null when it need not wait (then awaiting would only cost a promise and a
-   * turn of the microtask queue, on the event nearly every event of a turn is): the batches in
-   * flight once CHUNK_BATCH_SIZE chunks are pending (the full batch then queues behind them), or
-   * the failed chain after a sink failed. Below that size the producer goes on while a batch is
-   * stored: waiting for each stored batch would let the model's stream advance by one chunk per
-   * statement, and under a slow database every stream would fall behind its model.
+   * turn of the microtask queue, on the event nearly every event of a turn is): the batches
+   * handed over up to its own once that one holds CHUNK_BATCH_SIZE chunks (the next chunk opens
+   * a new batch), or the failed chain after a sink failed. Below that size the producer goes on
+   * while its batch waits and is stored: waiting for each stored batch would let the model's
+   * stream advance by one chunk per statement, and under a slow database every stream would fall
+   * behind its model.
    */
   chunk(content: string): Promise<void> | null {
     const seq = ++this.seq;
     const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
-    this.pending.push({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
-    if (this.pending.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
-    // under load the next write carries them; idle, the end of this turn does
-    if (this.inFlight > 0) this.due = true;
-    else if (!this.turnEnd) this.turnEnd = setImmediate(this.onTurnEnd);
+    const batch = this.add({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
+    if (batch.rows.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
     return this.sinkFailed ? this.chain : null;
   }
 
-  /** The end of the turn of the event loop a batch's first chunk came in: flush it, or once the batch in flight is done. */
-  private readonly onTurnEnd = (): void => {
-    this.turnEnd = null;
-    if (this.inFlight > 0) this.due = true;
-    else this.flushInBackground();
-  };
+  /** Adds an event to the open batch, or to a new one handed to the store now (its events are sent once it is stored). */
+  private add(event: SentEvent): RunBatch {
+    let batch = this.open;
+    if (batch === null || batch.closed) {
+      // the held events go with this write, before it in seq order
+      batch = { requestId: this.id.requestId, rows: this.held, closed: false, run: this.run };
+      this.held = [];
+      this.open = batch;
+      // never rejects: a failure is kept for `deliver`, which meets it in order (an early rejection would go unhandled)
+      const stored = this.repo.enqueue(batch).then(noError, asError);
+      const rows = batch.rows;
+      this.chain = this.chain.then(() => this.deliver(rows, stored));
+      // a failed sink is heard by the next producer that waits, not as an unhandled rejection meanwhile
+      this.chain.catch(() => undefined);
+    }
+    batch.rows.push(event);
+    return batch;
+  }
 
   /** True after a phase's end edge until the next phase starts (the run's end is near, or the next phase's start). */
   get betweenPhases(): boolean {
@@ -173,21 +206,24 @@ export class RunStream {
 
   /**
    * Numbers and queues an event without a write of its own: it goes with the run's next write
-   * (the next event's, a chunk batch's, or the closing one), in seq order, and is sent with it.
-   * For events between phases (`tool_calls`, the turn's `sources`…), which the next phase's
-   * start or the run's end follows at once: storing each alone cost a write per tool call and
-   * per turn that nothing waited for. Never for an event after which the run may wait.
+   * (the open batch, else the next event's, a chunk batch's, or the closing one), in seq order,
+   * and is sent with it. For events between phases (`tool_calls`, the turn's `sources`…), which
+   * the next phase's start or the run's end follows at once: storing each alone cost a write per
+   * tool call and per turn that nothing waited for. Never for an event after which the run may wait.
    */
   hold(event: Exclude<WireEvent, { type: 'chunk' }>): void {
-    this.enqueue(event);
+    const open = this.open;
+    if (open !== null && !open.closed) open.rows.push(this.numbered(event));
+    else this.held.push(this.numbered(event));
   }
 
   /**
    * Stores and sends what is queued, unless only held events are (they wait for the run's next
-   * write, the closing one included); resolves once the batches in flight are done.
+   * write, the closing one included); resolves once the batches handed over are done.
    */
   settle(): Promise<void> {
-    return this.pending.some((e) => e.type === 'chunk') ? this.flush() : this.chain;
+    const open = this.open;
+    return open !== null && !open.closed && open.rows.some((e) => e.type === 'chunk') ? this.flush() : this.chain;
   }
 
   private enqueue(event: Exclude<WireEvent, { type: 'chunk' }>): void {
@@ -195,10 +231,14 @@ export class RunStream {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
       this.envelopeJson = undefined;
     }
+    this.add(this.numbered(event));
+  }
+
+  /** The next seq's event, serialized once: the same text is stored and sent. */
+  private numbered(event: Exclude<WireEvent, { type: 'chunk' }>): SentEvent {
     if (event.type === 'phase') this.between = event.status === 'end';
     const data = runEnvelope(this.id, ++this.seq, this.state, event);
-    // serialized once: the same text is stored and sent
-    this.pending.push({ seq: this.seq, type: event.type, data, json: JSON.stringify(data) });
+    return { seq: this.seq, type: event.type, data, json: JSON.stringify(data) };
   }
 
   /**
@@ -234,58 +274,47 @@ export class RunStream {
 
   /**
    * The run's last event (`done`, `paused`): stored in one statement with the run's terminal
-   * status, then sent. Resolves once sent; a failed store leaves `error` set and sends nothing.
+   * status (with the chunks of the open batch, taken back from the store's queue if no statement
+   * took them yet), once the run's earlier batches are; then sent. Resolves once sent; a failed
+   * store leaves `error` set and sends nothing.
    */
   close(event: EndEvent, closing: RunClosing): Promise<void> {
-    this.enqueue(event);
-    return this.flush(closing);
-  }
-
-  /** Stores and sends everything queued. */
-  flush(closing?: RunClosing): Promise<void> {
-    if (this.turnEnd) {
-      clearImmediate(this.turnEnd);
-      this.turnEnd = null;
-    }
-    this.due = false;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 0) return this.chain;
-    this.inFlight++;
-    this.chain = this.chain.then(() => this.deliver(batch, closing));
+    const open = this.open;
+    // the emptied batch is skipped by the store and sends nothing
+    const rows = open !== null && !open.closed ? open.rows.splice(0) : [];
+    if (open) open.closed = true;
+    rows.push(...this.held.splice(0), this.numbered(event));
+    this.chain = this.chain.then(() => (this.failure ? undefined : this.deliver(rows, this.repo.insertMany(this.id.requestId, rows, closing).then(noError, asError))));
+    this.chain.catch(() => undefined);
     return this.chain;
   }
 
-  /**
-   * A flush nobody awaits (the end of a turn, the batch that waited for the one in flight). Its
-   * failure is not lost: the chain stays rejected, and the producer hears of it at its next wait.
-   * After a failed sink nothing could be delivered, so nothing is flushed.
-   */
-  private flushInBackground(): void {
-    if (!this.sinkFailed) this.flush().catch(() => undefined);
+  /** Closes the open batch (the held events join it); resolves once every event queued is stored and sent. */
+  flush(): Promise<void> {
+    if (this.held.length > 0) this.add(this.held.pop()!);
+    if (this.open) this.open.closed = true;
+    return this.chain;
   }
 
-  private async deliver(batch: SentEvent[], closing: RunClosing | undefined): Promise<void> {
+  private async deliver(rows: SentEvent[], stored: Promise<Error | null>): Promise<void> {
+    if (this.failure) return;
+    const err = await stored;
+    if (err) {
+      this.failure = err;
+      return;
+    }
+    if (rows.length === 0) return;
     try {
-      if (this.failure) return;
-      try {
-        await this.repo.insertMany(this.id.requestId, batch, closing);
-      } catch (err) {
-        this.failure = err as Error;
-        return;
-      }
-      try {
-        for (const sink of this.sinks) await sink(batch);
-        this.sentSeq = batch[batch.length - 1].seq;
-      } catch (err) {
-        // the chain stays rejected: every later producer that waits on it hears of it
-        this.sinkFailed = true;
-        throw err;
-      }
-    } finally {
-      this.inFlight--;
-      // the chunks that waited for this batch go now: the chain settles before they are stored
-      if (this.inFlight === 0 && this.due) this.flushInBackground();
+      for (const sink of this.sinks) await sink(rows);
+      this.sentSeq = rows[rows.length - 1].seq;
+    } catch (e) {
+      // the chain stays rejected: every later producer that waits on it hears of it, and nothing more is stored
+      this.sinkFailed = true;
+      this.run.failed ??= e as Error;
+      throw e;
     }
   }
 }
+
+const noError = (): null => null;
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));

@@ -165,6 +165,25 @@ describe('benchmark figures in the docs', () => {
     expect(found.map((v) => v.figure)).toEqual(['12 s', '9.5 MB', '40 rows/turn', '31×']);
   });
 
+  it("reads bench:load's ratio columns (four ratios a cell, against the relay and the stack floor) as × figures", () => {
+    const withRatios: BenchResult = {
+      ...sample,
+      figures: [],
+      tables: [
+        {
+          id: 'load',
+          title: 'Load',
+          header: ['system', 'route', 'N', 'CPU / p50 / p99 / KB × relay', 'CPU / p50 / p99 / KB × stack floor'],
+          rows: [['Orion postgres', 'unified', '300', '3.8× / 107.5× / 5.1× / 6.5×', '1.9× / 2.2× / 1.4× / 1.8×']],
+        },
+      ],
+    };
+    const ok = 'CPU 3.8× the relay, p99 5.1× the relay and 1.4× the stack floor, 6.5× its memory per stream.';
+    expect(citationViolations([{ file: 'README.md', text: ok }], [withRatios], config)).toEqual([]);
+    const wrong = 'p99 at 5.2× the relay.';
+    expect(citationViolations([{ file: 'README.md', text: wrong }], [withRatios], config).map((v) => v.figure)).toEqual(['5.2×']);
+  });
+
   it("checks a figure beside a section's link against that benchmark's results only", () => {
     const decoders: BenchResult = { ...sample, bench: 'decoders', figures: [{ key: 'x', label: 'x', value: 7.5, unit: 'ms' }], tables: [] };
     const readme = ['Decoding costs 7.5 ms ([decoders](docs/BENCHMARKS.md#decoders)).', 'Decoding does 44.3 turns/s in 16.6 ms ([decoders](docs/BENCHMARKS.md#decoders)).'].join('\n');
