@@ -45,6 +45,7 @@ export const ALLOWED: Array<{ text: string; reason: string }> = [
   { text: 'every 300 ms, so that every stream is open', reason: 'bench/heap-per-stream.bench.ts input (the fake model slowed so every stream waits)' },
   { text: 'every 5 s, and polls', reason: 'RunEventBus.WATCH_TTL_MS / 2, how often a follower renews its watch' },
   // bench/README.md describes how each benchmark runs: its inputs are stated there, its results are not
+  { text: 'quadratic (16× the input costs 256× the time), a linear one costs about 16×', reason: 'bench:decoders: what quadratic and linear growth mean for its 16 times larger input (8 MB vs 512 KB)' },
   { text: '20,000 deltas of 1 KB', reason: 'bench:slow-clients input (BENCH_DELTAS, PIECE in bench/sse-slow-clients.bench.ts)' },
   { text: '(2 s timeout, then', reason: "the query embedding's time limit in ToolIndexService.retrieve, a code constant" },
   { text: ', 180 s)', reason: "bench:load's default run timeout flag" },
