@@ -1,5 +1,5 @@
 /**
- * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor --no-stack]
+ * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor --no-stack --report load]
  *
  * Orion under load on one process (issue 17): the built service (`node dist/main.js`), a fake
  * OpenAI-compatible model in its own process (bench/load/fake-model.ts: ~100 deltas 20 ms apart,
@@ -32,6 +32,8 @@ const TIMEOUT_MS = Number(arg('timeout', '180')) * 1000;
 const RAMP_MS = Number(arg('ramp', '1000'));
 const FLOOR = !process.argv.includes('--no-floor');
 const STACK = !process.argv.includes('--no-stack');
+/** the result file's name (bench/results/<name>.json): a sweep for MAX_CONCURRENT_TURNS keeps its own beside the full run's */
+const REPORT = arg('report', 'load');
 /** text deltas of the turn's second model answer (the first has 10 and the tool call): fixed vs per-event cost */
 const DELTAS = Number(arg('deltas', '90'));
 /** LOAD_PG_STATEMENTS=<k>: print the k statements costing PostgreSQL most per turn under each Orion row (pg_stat_statements) */
@@ -53,8 +55,8 @@ const HEADER =
 const printed: string[][] = [];
 const cellsOf = (line: string) => line.split('|').slice(1, -1).map((c) => c.trim());
 
-if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r])) {
-  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack]');
+if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r]) || !/^load(-[a-z0-9-]+)?$/.test(REPORT)) {
+  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack] [--report load-<name>]');
   process.exit(2);
 }
 
@@ -173,7 +175,7 @@ async function main() {
   if (dbs.length < DBS.length) console.log('DATABASE_URL is not set: the PostgreSQL runs are skipped.');
   const model = await forkHelper(join(__dirname, 'load', 'fake-model.ts'), { FAKE_MODEL_FINAL_DELTAS: String(DELTAS) });
   const workspace = makeWorkspace();
-  // no per-instance turn cap (MAX_CONCURRENT_TURNS, 200 by default): the bench measures capacity
+  // no per-instance turn cap (MAX_CONCURRENT_TURNS, 50 by default): the bench measures capacity
   const orionEnv = { LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fake', LLM_API_KEY: 'bench-key', TWO_STAGE_ENABLED: 'true', WORKSPACE_ROOT: workspace, MAX_CONCURRENT_TURNS: '100000' };
   // the relay's and the stack floor's model and workspace
   const floorEnv = { FLOOR_MODEL_URL: `http://127.0.0.1:${model.port}/v1`, FLOOR_WORKSPACE: join(workspace, 'default') };
@@ -231,7 +233,7 @@ async function main() {
   const crossingRows = crossings(P99_LIMIT_MS);
   for (const [system, text] of crossingRows) console.log(`${system}: ${text}`);
   new BenchReport(
-    'load',
+    REPORT,
     'N concurrent turns per chat route on the built service (one process) with a fake OpenAI-compatible model in its own process ' +
       '(deltas 20 ms apart, one tool call per turn), on embedded PGlite and PostgreSQL. Floors in the same run: a minimal relay of the ' +
       'same turn, and the stack floor (NestJS + the openai SDK, no database, or storing its events in each database). Columns: bench/README.md.',

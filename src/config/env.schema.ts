@@ -331,9 +331,13 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(0) @Max(100_000)
   MAX_CONCURRENT_TURNS_PER_PROJECT = 0;
 
-  /** Extension: concurrent running turns in one instance. */
+  /**
+   * Extension: concurrent running turns in one instance. 50: where p99 added latency per chunk
+   * reaches 100 ms on the load benchmark's 2-core machine (bench/README.md, "Choosing
+   * MAX_CONCURRENT_TURNS"); a turn past it is a 429 with Retry-After, not a slower stream for all.
+   */
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
-  MAX_CONCURRENT_TURNS = 200;
+  MAX_CONCURRENT_TURNS = 50;
 
   /**
    * Extension: chat turns (unified, two-stage) offer the model every tool while the project's
