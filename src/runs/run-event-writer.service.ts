@@ -74,8 +74,14 @@ export class RunEventWriter {
         carry.stored();
         throw err;
       }
-      carry.putBack();
-      await this.events.appendFenced(requestId, owner, rows, closing);
+      // the trace records may be what failed: the events once more without them
+      try {
+        await this.events.appendFenced(requestId, owner, rows, closing);
+      } catch (again) {
+        carry.putBack();
+        throw again;
+      }
+      carry.putBack({ retire: true });
     }
   }
 
@@ -96,24 +102,34 @@ export class RunEventWriter {
       inserted = await this.insert(batch, carry?.records);
       carry?.stored();
     } catch (err) {
-      // nothing of the statement was stored: its trace records go back, in front of later ones
-      carry?.putBack();
-      if (batch.length === 1) {
-        if (!carry) return fail(batch[0], err as Error);
-        // the trace records may be what failed: the events once more without them
-        try {
-          inserted = await this.insert(batch);
-        } catch (again) {
-          return fail(batch[0], again as Error);
-        }
-        return this.settle(batch, inserted);
+      if (!carry || carry.records.length === 0) {
+        carry?.putBack();
+        return this.split(batch, err as Error);
       }
-      // one run's bad rows must not fail every run in the statement: each on its own
-      this.logger.warn(`a grouped write of ${batch.length} runs failed (${(err as Error).message}); writing them one by one`);
-      for (const p of batch) await this.write([p]);
-      return;
+      // the trace records may be what failed: the same events once more without them, before
+      // any run-by-run retry (a trace table that cannot be written costs every statement one
+      // retry, not one per run)
+      try {
+        inserted = await this.insert(batch);
+      } catch (again) {
+        // the events failed too: their records go back, in front of later ones, and the
+        // run-by-run retries carry them again
+        carry.putBack();
+        return this.split(batch, again as Error);
+      }
+      // stored without them: the records are left to the trace writer's own flush, which
+      // counts them dropped if they cannot be stored
+      carry.putBack({ retire: true });
+      return this.settle(batch, inserted);
     }
     this.settle(batch, inserted);
+  }
+
+  /** A statement of these runs failed: a single run fails; several are retried one by one, so one run's bad rows cannot fail the others. */
+  private async split(batch: Pending[], err: Error): Promise<void> {
+    if (batch.length === 1) return fail(batch[0], err);
+    this.logger.warn(`a grouped write of ${batch.length} runs failed (${err.message}); writing them one by one`);
+    for (const p of batch) await this.write([p]);
   }
 
   private settle(batch: Pending[], inserted: Map<string, number>): void {

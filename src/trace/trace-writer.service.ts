@@ -20,8 +20,13 @@ export interface TraceCarry {
   readonly ready: Promise<void>;
   /** the statement that carried the records committed */
   stored(): void;
-  /** it failed: the records go back to the front of the queue, for the next carrier or the writer's own flush (which counts them dropped if it cannot store them) */
-  putBack(): void;
+  /**
+   * it failed: the records go back to the front of the queue, for the next carrier or the
+   * writer's own flush (which counts them dropped if it cannot store them). `retire`: the same
+   * rows were then stored without them, so the records themselves may be what failed; no
+   * statement carries them again (each carrier would fail once more), only the own flush does.
+   */
+  putBack(opts?: { retire?: boolean }): void;
 }
 
 /**
@@ -60,6 +65,8 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
   private readonly order = new WriteOrder();
   /** carried statements not done yet: flush() waits for them too */
   private readonly carried = new Set<Promise<void>>();
+  /** put back by a carrier whose rows were then stored without them: left to the own flush */
+  private readonly retired = new WeakSet<TraceRecord>();
 
   constructor(
     private readonly repo: TraceEventRepository,
@@ -99,20 +106,22 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
    */
   takeFor(requestIds: Iterable<string>): TraceCarry | null {
     const ids = requestIds instanceof Set ? (requestIds as Set<string>) : new Set(requestIds);
-    if (ids.size === 0 || (!this.order.busy(ids) && !this.queue.some((r) => r.requestId && ids.has(r.requestId)))) return null;
+    const carries = (r: TraceRecord) => r.requestId !== undefined && r.requestId !== null && ids.has(r.requestId) && !this.retired.has(r);
+    if (ids.size === 0 || (!this.order.busy(ids) && !this.queue.some(carries))) return null;
     const taken: TraceRecord[] = [];
     const rest: TraceRecord[] = [];
-    for (const r of this.queue) (r.requestId && ids.has(r.requestId) ? taken : rest).push(r);
+    for (const r of this.queue) (carries(r) ? taken : rest).push(r);
     this.queue = rest;
     const { ready, done } = this.order.register(ids);
     let settled = false;
     let finish!: () => void;
     const carried = new Promise<void>((resolve) => (finish = resolve));
     this.carried.add(carried);
-    const settle = (back: boolean) => {
+    const settle = (back: boolean, retire = false) => {
       if (settled) return;
       settled = true;
       if (back) {
+        if (retire) for (const r of taken) this.retired.add(r);
         this.queue.unshift(...taken);
         if (!this.timer) this.timer = setTimeout(() => void this.flush(), TraceWriterService.FLUSH_INTERVAL_MS);
       }
@@ -120,7 +129,7 @@ export class TraceWriterService implements TraceSink, BeforeApplicationShutdown,
       this.carried.delete(carried);
       finish();
     };
-    return { records: taken, ready, stored: () => settle(false), putBack: () => settle(true) };
+    return { records: taken, ready, stored: () => settle(false), putBack: (opts) => settle(true, opts?.retire) };
   }
 
   /** events waiting to be stored */

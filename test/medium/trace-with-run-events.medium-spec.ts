@@ -123,4 +123,34 @@ describe('trace records stored with their run events (medium)', () => {
     expect(trace.droppedEvents - droppedBefore).toBe(1);
     expect(trace.queued).toBe(0);
   });
+  it('a trace record that cannot be stored costs a grouped statement one retry, not one per run, and is not carried again', async () => {
+    const ids = [await open(), await open(), await open()];
+    ids.forEach((id, i) => callTrace(id, `k${i}`));
+    trace.record({ requestId: ids[1], projectId: 'p', type: 'x'.repeat(60), details: {} });
+    const repo = db.ctx.get(RunEventRepository);
+    const attempts: number[] = [];
+    const original = repo.appendFencedMany.bind(repo);
+    const spy = jest.spyOn(repo, 'appendFencedMany').mockImplementation((appends, carried) => {
+      attempts.push(appends.length);
+      return original(appends, carried);
+    });
+    const droppedBefore = trace.droppedEvents;
+    try {
+      await Promise.all(ids.map((id) => writer.append(id, 'me', rows(1, 2))));
+      // the failed statement with the trace, then the same three runs without it: no run-by-run retries
+      expect(attempts).toEqual([3, 3]);
+      // the runs' next events are not held back by the put-back records: one statement
+      await Promise.all(ids.map((id) => writer.append(id, 'me', rows(3, 1))));
+      expect(attempts).toEqual([3, 3, 3]);
+    } finally {
+      spy.mockRestore();
+    }
+    await trace.flush();
+    for (const [i, id] of ids.entries()) {
+      expect((await eventCommits(id)).length).toBeGreaterThan(0);
+      expect((await traced(id)).calls).toEqual([`k${i}`]);
+    }
+    expect(trace.droppedEvents - droppedBefore).toBe(1);
+    expect(trace.queued).toBe(0);
+  });
 });
