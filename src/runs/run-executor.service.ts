@@ -266,7 +266,11 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     waiting.add(ev.approvalId);
     this.waiting.set(p.requestId, waiting);
     if (p.turn.protocol.capabilities.resume) this.resumable.add(p.requestId);
-    if (!fresh) return null;
+    // asked before (a takeover): nothing is sent, and the run now waits, so what is held goes now
+    if (!fresh) {
+      await stream.flush();
+      return null;
+    }
     this.trace.record({
       requestId: p.requestId,
       projectId: p.projectId,
