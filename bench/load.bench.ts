@@ -1,5 +1,5 @@
 /**
- * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor --no-stack --report load]
+ * npm run bench:load [-- --n 100,300,1000 --db pglite,postgres --route unified,two-stage --timeout 180 --deltas 90 --no-floor --no-stack --warmup 2 --report load]
  *
  * Orion under load on one process (issue 17): the built service (`node dist/main.js`), a fake
  * OpenAI-compatible model in its own process (bench/load/fake-model.ts: ~100 deltas 20 ms apart,
@@ -32,6 +32,8 @@ const TIMEOUT_MS = Number(arg('timeout', '180')) * 1000;
 const RAMP_MS = Number(arg('ramp', '1000'));
 const FLOOR = !process.argv.includes('--no-floor');
 const STACK = !process.argv.includes('--no-stack');
+/** turns run before each measured load (2: the code paths are loaded; more: the process is warm, its code optimized) */
+const WARMUP = Number(arg('warmup', '2'));
 /** the result file's name (bench/results/<name>.json): a sweep for MAX_CONCURRENT_TURNS keeps its own beside the full run's */
 const REPORT = arg('report', 'load');
 /** text deltas of the turn's second model answer (the first has 10 and the tool call): fixed vs per-event cost */
@@ -55,8 +57,8 @@ const HEADER =
 const printed: string[][] = [];
 const cellsOf = (line: string) => line.split('|').slice(1, -1).map((c) => c.trim());
 
-if (!(DELTAS >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r]) || !/^load(-[a-z0-9-]+)?$/.test(REPORT)) {
-  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack] [--report load-<name>]');
+if (!(DELTAS >= 1) || !(WARMUP >= 1) || NS.some((n) => !(n > 0)) || DBS.some((d) => !['pglite', 'postgres'].includes(d)) || ROUTES.some((r) => !PATHS[r]) || !/^load(-[a-z0-9-]+)?$/.test(REPORT)) {
+  console.error('usage: --n 100,300,1000 --db pglite,postgres --route unified,two-stage [--timeout s] [--ramp ms] [--deltas 90] [--no-floor] [--no-stack] [--warmup 2] [--report load-<name>]');
   process.exit(2);
 }
 
@@ -83,7 +85,7 @@ interface Row {
 
 /** One measured run against a started process: warm-up, idle readings, the load, the deltas. */
 async function measure(system: string, route: string, n: number, p: Proc, lagP99: () => Promise<number>, pg?: PgStats, statements?: () => Promise<number>): Promise<Row> {
-  await runLoad({ port: p.port, path: PATHS[route], n: 2, rampMs: 0, timeoutMs: 30_000 });
+  await runLoad({ port: p.port, path: PATHS[route], n: WARMUP, rampMs: WARMUP > 2 ? RAMP_MS : 0, timeoutMs: 60_000 });
   // PostgreSQL: the warm-up's table statistics must be in before the first reading (PG_STATS_WAIT_MS)
   await sleep(pg ? PG_STATS_WAIT_MS : 1000);
   const idleRss = rssBytes(p.pid);
@@ -237,7 +239,7 @@ async function main() {
     'N concurrent turns per chat route on the built service (one process) with a fake OpenAI-compatible model in its own process ' +
       '(deltas 20 ms apart, one tool call per turn), on embedded PGlite and PostgreSQL. Floors in the same run: a minimal relay of the ' +
       'same turn, and the stack floor (NestJS + the openai SDK, no database, or storing its events in each database). Columns: bench/README.md.',
-    { n: NS, databases: dbs, routes: ROUTES, rampMs: RAMP_MS, timeoutSeconds: TIMEOUT_MS / 1000, textDeltasPerTurn: 10 + DELTAS, floor: FLOOR, stackFloor: STACK },
+    { n: NS, warmupTurns: WARMUP, databases: dbs, routes: ROUTES, rampMs: RAMP_MS, timeoutSeconds: TIMEOUT_MS / 1000, textDeltasPerTurn: 10 + DELTAS, floor: FLOOR, stackFloor: STACK },
   )
     .table('load', 'Per system, route and N', cellsOf(HEADER), printed, 3)
     .table('p99-crossing', 'Where p99 added latency per chunk crosses 100 ms', ['system', 'crossing'], crossingRows, 1)
