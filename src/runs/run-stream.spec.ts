@@ -289,14 +289,19 @@ describe('RunStream with the writer shared by the runs (fair service)', () => {
     return { statements, closings, releases, stream };
   }
   const turn = () => new Promise((r) => setImmediate(r));
-
-  it('serves the oldest waiting chunk first: a run whose batch is being stored does not fall behind chunks that arrived after its own', async () => {
-    const { statements, releases, stream } = sharedWriter();
+  /** runs A and B on one shared writer, A's first chunk taken by a statement that is held */
+  async function aFirst() {
+    const w = sharedWriter();
     const sent: string[] = [];
-    const a = stream('A', sent);
-    const b = stream('B', sent);
+    const a = w.stream('A', sent);
+    const b = w.stream('B', sent);
     a.chunk('a1');
     await turn();
+    return { ...w, sent, a, b };
+  }
+
+  it('serves the oldest waiting chunk first: a run whose batch is being stored does not fall behind chunks that arrived after its own', async () => {
+    const { statements, releases, sent, a, b } = await aFirst();
     expect(statements).toEqual([['A:a1']]); // held
     // while A's first batch is stored: A's chunk, then B's, then A's again
     a.chunk('a2');
@@ -353,12 +358,7 @@ describe('RunStream with the writer shared by the runs (fair service)', () => {
   });
 
   it('stores and sends nothing more of a run once one of its batches failed, while its next batch was already queued; the other runs go on', async () => {
-    const { statements, releases, stream } = sharedWriter();
-    const sent: string[] = [];
-    const a = stream('A', sent);
-    const b = stream('B', sent);
-    a.chunk('a1');
-    await turn();
+    const { statements, releases, sent, a, b } = await aFirst();
     a.chunk('a2'); // queued behind the failing statement
     b.chunk('b1');
     releases[0](new Error('db down'));
