@@ -27,9 +27,11 @@ interface Pending {
  * Each statement also carries the trace records of its runs queued so far (TraceWriterService
  * takeFor), stored whatever the fence does to the events: a record made before an event was
  * handed over is committed no later than the event, so a killed instance leaves no stored event
- * without its trace. Records of a statement that fails go back to the trace queue (a grouped
- * statement's are carried again by the run-by-run retries), and a run whose statement failed
- * with them is retried once without them, so a trace row can never fail a run's events.
+ * without its trace. A statement that fails while carrying records is retried once, whole,
+ * without them: if that stores the events, the records (perhaps what failed) go back to the
+ * trace queue for the trace writer's own flush only, so a trace table that cannot be written
+ * costs each statement one retry; if the events fail too, the records go back and the run-by-run
+ * retries carry them again. A trace row can never fail a run's events.
  */
 @Injectable()
 export class RunEventWriter {
