@@ -64,27 +64,8 @@ export class RunEventWriter {
   }
 
   private async close(requestId: string, owner: string, rows: StoredRunEvent[], closing: RunClosing): Promise<void> {
-    const carry = this.trace?.takeFor([requestId]) ?? null;
-    if (!carry) return this.events.appendFenced(requestId, owner, rows, closing);
-    await carry.ready;
-    try {
-      await this.events.appendFenced(requestId, owner, rows, closing, carry.records);
-      carry.stored();
-    } catch (err) {
-      // fenced: the statement committed, the trace records with it
-      if (err instanceof LeaseLostError) {
-        carry.stored();
-        throw err;
-      }
-      // the trace records may be what failed: the events once more without them
-      try {
-        await this.events.appendFenced(requestId, owner, rows, closing);
-      } catch (again) {
-        carry.putBack();
-        throw again;
-      }
-      carry.putBack({ retire: true });
-    }
+    // fenced: the statement committed, the trace records with it
+    await this.carrying([requestId], (...trace) => this.events.appendFenced(requestId, owner, rows, closing, ...trace), (err) => err instanceof LeaseLostError);
   }
 
   private async write(taken: Pending[]): Promise<void> {
@@ -97,34 +78,51 @@ export class RunEventWriter {
       else batch.push(p);
     }
     if (batch.length === 0) return;
-    const carry = this.trace?.takeFor(new Set(batch.map((p) => p.batch.requestId))) ?? null;
-    if (carry) await carry.ready;
     let inserted: Map<string, number>;
     try {
-      inserted = await this.insert(batch, carry?.records);
-      carry?.stored();
+      inserted = await this.carrying(batch.map((p) => p.batch.requestId), (...trace) => this.insert(batch, ...trace));
     } catch (err) {
-      if (!carry || carry.records.length === 0) {
-        carry?.putBack();
-        return this.split(batch, err as Error);
-      }
-      // the trace records may be what failed: the same events once more without them, before
-      // any run-by-run retry (a trace table that cannot be written costs every statement one
-      // retry, not one per run)
-      try {
-        inserted = await this.insert(batch);
-      } catch (again) {
-        // the events failed too: their records go back, in front of later ones, and the
-        // run-by-run retries carry them again
-        carry.putBack();
-        return this.split(batch, again as Error);
-      }
-      // stored without them: the records are left to the trace writer's own flush, which
-      // counts them dropped if they cannot be stored
-      carry.putBack({ retire: true });
-      return this.settle(batch, inserted);
+      return this.split(batch, err as Error);
     }
     this.settle(batch, inserted);
+  }
+
+  /**
+   * Runs a statement of these runs carrying their queued trace records (TraceWriterService
+   * takeFor), once earlier writes of those records are done. If it fails while carrying records,
+   * they may be what failed: the same statement once more without them (a trace table that
+   * cannot be written costs each statement one retry, not one per run); if that stores the rows,
+   * the records go back for the trace writer's own flush only, which counts them dropped if they
+   * cannot be stored; if it fails too, they go back, in front of later ones, for the next carrier
+   * (the run-by-run retries). `committed`: an error after which the statement still committed.
+   */
+  private async carrying<T>(requestIds: string[], statement: (...trace: [] | [readonly TraceRecord[]]) => Promise<T>, committed: (err: unknown) => boolean = () => false): Promise<T> {
+    const carry = this.trace?.takeFor(new Set(requestIds)) ?? null;
+    if (!carry) return statement();
+    await carry.ready;
+    try {
+      const result = await statement(carry.records);
+      carry.stored();
+      return result;
+    } catch (err) {
+      if (committed(err)) {
+        carry.stored();
+        throw err;
+      }
+      if (carry.records.length === 0) {
+        carry.putBack();
+        throw err;
+      }
+      let result: T;
+      try {
+        result = await statement();
+      } catch (again) {
+        carry.putBack();
+        throw again;
+      }
+      carry.putBack({ retire: true });
+      return result;
+    }
   }
 
   /** A statement of these runs failed: a single run fails; several are retried one by one, so one run's bad rows cannot fail the others. */
