@@ -6,7 +6,7 @@ import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } f
 import { ToolCallGuard } from '../../tool-call-guard';
 import { actionStream } from '../action-stream';
 import { MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
-import type { ForcedReason } from './two-stage.budgets';
+import type { ForcedReason } from './two-stage.loop-budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction } from './two-stage.messages';
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
 import type { StepOutcome, TurnState } from './two-stage.state';

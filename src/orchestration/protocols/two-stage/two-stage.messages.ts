@@ -1,7 +1,7 @@
 import type { ToolRunResult } from '../../../tools/tool-definition';
 import { untrustedBlock } from '../../../common/util/untrusted-block';
 import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
-import type { ForcedReason } from './two-stage.budgets';
+import type { ForcedReason } from './two-stage.loop-budgets';
 
 /** The two-stage protocol's system prompt: one tool per step, results arrive as system messages. */
 export const TWO_STAGE_SYSTEM_PROMPT = [

@@ -5,7 +5,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { shownArguments } from '../../protocol-steps.util';
 import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
 import { invalidName, ToolCallGuard } from '../../tool-call-guard';
-import { NOTICES } from './two-stage.budgets';
+import { NOTICES } from './two-stage.loop-budgets';
 import { invalidArgumentsMessage, refusalMessage } from './two-stage.messages';
 import type { TurnState } from './two-stage.state';
 

@@ -1,7 +1,7 @@
 import { emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION, type TwoStageCheckpoint } from '../../run-state/run-checkpoint';
-import type { TwoStageCounters } from './two-stage.budgets';
+import type { TwoStageCounters } from './two-stage.loop-budgets';
 
 /** How one iteration of the loop ended (typed outcomes: every case is handled). */
 export type StepOutcome =

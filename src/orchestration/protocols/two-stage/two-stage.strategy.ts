@@ -3,7 +3,7 @@ import type { LlmMessage } from '../../../llm/llm-adapter.port';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint } from '../../run-state/run-checkpoint';
-import { forcedFinal } from './two-stage.budgets';
+import { forcedFinal } from './two-stage.loop-budgets';
 import { endAction, startAction, type ActionContext } from './two-stage.action-phase';
 import { counters, done, initialState } from './two-stage.state';
 import { continuePendingCall } from './two-stage.tool-phase';

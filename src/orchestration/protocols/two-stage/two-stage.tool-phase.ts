@@ -7,7 +7,7 @@ import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
 import { resultDigest, ToolCallGuard } from '../../tool-call-guard';
 import { argumentPolicyOf } from '../../untrusted-output';
 import { SourcesCollector } from '../unified/unified.sources';
-import { forcedFinal, NOTICES } from './two-stage.budgets';
+import { forcedFinal, NOTICES } from './two-stage.loop-budgets';
 import { toolResultMessage } from './two-stage.messages';
 import { checkpoint, counters, type StepOutcome, type TurnState } from './two-stage.state';
 import { askApproval, pendingCall } from './two-stage.approval';

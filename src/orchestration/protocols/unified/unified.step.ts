@@ -4,7 +4,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { offeredTools, phaseEdge, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { actionStream } from '../action-stream';
 import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
-import { assembleMessages } from './unified.budget';
+import { assembleMessages } from './unified.context-budget';
 import type { FinalReason } from './unified.final-answer';
 import type { StepOutcome, TurnSetup, TurnState } from './unified.turn';
 

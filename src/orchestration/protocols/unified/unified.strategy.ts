@@ -6,7 +6,7 @@ import { ModelStream, type ModelStreamResult } from '../../model-stream';
 import { emptyUsage, type ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import { temperatureFor } from '../prompts';
-import { assembleMessages, splitConversation, unifiedBudget, type UnifiedBudget } from './unified.budget';
+import { assembleMessages, splitConversation, unifiedBudget, type UnifiedBudget } from './unified.context-budget';
 import { finalAnswer } from './unified.final-answer';
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';

@@ -7,7 +7,7 @@ import { AsyncEventQueue } from './async-event-queue';
 import { invalidName, ToolCallGuard, type Strikes } from '../../tool-call-guard';
 import { settleApprovals, type WaitingCall } from './unified.approvals';
 import { runOne, waitsForPerson } from './unified.call';
-import type { StepMessages } from './unified.budget';
+import type { StepMessages } from './unified.context-budget';
 import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
 /**

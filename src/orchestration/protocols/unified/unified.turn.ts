@@ -1,7 +1,7 @@
 import type { LlmErrorInfo, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { ProtocolEvent, StopReason, TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
-import type { StepMessages, UnifiedBudget } from './unified.budget';
+import type { StepMessages, UnifiedBudget } from './unified.context-budget';
 import type { SourcesCollector } from './unified.sources';
 import type { ExecutedCall } from './unified.tool-step';
 
