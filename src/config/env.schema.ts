@@ -180,6 +180,14 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(1) @Max(20)
   MAX_ITERATIONS = 10;
 
+  /**
+   * Content loops (docs/API.md, Loops): how many back-to-back copies of one passage stop a
+   * response in prose (twice as many inside code blocks and tables); 0 turns the detector off.
+   * The default comes from the loop corpus (bench:loops).
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(50)
+  LOOP_CONTENT_REPEATS = 8;
+
   @IsString()
   WORKSPACE_ROOT = './workspace';
 

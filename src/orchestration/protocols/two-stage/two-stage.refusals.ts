@@ -40,7 +40,7 @@ export async function* handleInvalid(
     s.injected.push({ role: 'system', content: invalidArgumentsMessage(name, bad.error, specs.find((t) => t.name === name)?.parameters) });
     return;
   }
-  const spent = guard.strike(s);
+  const spent = guard.strike(s, 'invalid');
   yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: another tool call (${name}) whose arguments are not a JSON object.` };
   if (spent) yield guard.limitReached(s);
 }

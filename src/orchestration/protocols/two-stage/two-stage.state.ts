@@ -7,6 +7,8 @@ import type { TwoStageCounters } from './two-stage.loop-budgets';
 export type StepOutcome =
   | { kind: 'run_again' }
   | { kind: 'refused_duplicate' }
+  /** the response repeated itself and was stopped: the next action phase writes the answer once, without tools */
+  | { kind: 'content_loop'; instruction: string; said: string }
   | { kind: 'final'; stopReason: StopReason }
   | { kind: 'paused'; resumeFromPhaseIndex: number };
 
@@ -43,6 +45,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
     injected: [...s.injected],
     executed: [...s.executed],
     duplicateStrikes: s.duplicateStrikes,
+    ...(s.lastStrike ? { lastStrike: s.lastStrike } : {}),
     toldInvalid: [...s.toldInvalid],
     usage: { ...s.usage },
     ...(s.sources ? { sources: s.sources } : {}),
@@ -51,7 +54,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
 }
 
 export function counters(s: TurnState): TwoStageCounters {
-  return { executedTools: s.executed.length, duplicateStrikes: s.duplicateStrikes };
+  return { executedTools: s.executed.length, duplicateStrikes: s.duplicateStrikes, lastStrike: s.lastStrike };
 }
 
 export function done(s: TurnState, stopReason: StopReason): ProtocolEvent {
