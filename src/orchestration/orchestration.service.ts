@@ -207,6 +207,7 @@ export class OrchestrationService implements OnApplicationBootstrap {
       options: req.options,
       signal: req.signal ?? new AbortController().signal,
       approvedCalls: req.approvedCalls ?? [],
+      contentLoop: this.contentLoop(),
     };
     let result: ToolCallsResult;
     try {
