@@ -254,6 +254,13 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   RUN_LEASE_MS = 30_000;
 
+  /**
+   * Extension (issue 42): how long an `Idempotency-Key` names the request its first send started
+   * (docs/API.md, Idempotent sends): within it, the same key with the same body gives that run.
+   */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(604_800_000)
+  IDEMPOTENCY_WINDOW_MS = 86_400_000;
+
   /** Extension (issue 33): webhooks may be sent to private and loopback addresses (a receiver on the same network). */
   @Transform(toBool) @IsBoolean()
   WEBHOOK_ALLOW_PRIVATE = false;
