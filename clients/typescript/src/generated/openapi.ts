@@ -963,7 +963,7 @@ export interface components {
             executions: components["schemas"]["ToolExecutionDto"][];
             isSuccess: boolean;
             /** @enum {string|null} */
-            error: "no_tool_calls" | "invalid_args" | "narrow_topk_unavailable" | "no_candidates" | "llm_error" | "internal_error" | null;
+            error: "no_tool_calls" | "content_loop" | "invalid_args" | "narrow_topk_unavailable" | "no_candidates" | "llm_error" | "internal_error" | null;
             totalLatencyMs: number;
             requestId: string;
             errorMessage?: string;
@@ -1050,7 +1050,7 @@ export interface components {
             cycleIndex: number;
             /** @enum {string} */
             status: "start" | "end";
-            /** @description why a phase ended: an action phase tool_call (two-stage), tool_calls (unified), final_answer, max_tokens, cycle_budget, duplicate_limit, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …) */
+            /** @description why a phase ended: an action phase tool_call (two-stage), tool_calls (unified), final_answer, max_tokens, cycle_budget, duplicate_limit, no_progress, content_loop, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …) */
             reason?: string;
         };
         ChunkEventDto: {
@@ -1206,7 +1206,7 @@ export interface components {
             /** @description the tool step in progress: 0 until the first tool phase */
             cycleIndex: number;
             /** @enum {string} */
-            code: "duplicate_tool_call" | "duplicate_limit_reached" | "cycle_budget_reached" | "invalid_tool_arguments" | "response_truncated";
+            code: "duplicate_tool_call" | "duplicate_limit_reached" | "cycle_budget_reached" | "invalid_tool_arguments" | "response_truncated" | "no_progress" | "content_loop";
             message: string;
         };
         ErrorEventDto: {
@@ -1342,7 +1342,7 @@ export interface components {
             /** @description the stored assistant message */
             messageId: string | null;
             /** @enum {string} */
-            stopReason: "final_answer" | "cycle_budget" | "duplicate_limit" | "max_iterations" | "max_tokens" | "cancelled" | "error";
+            stopReason: "final_answer" | "cycle_budget" | "duplicate_limit" | "no_progress" | "content_loop" | "max_iterations" | "max_tokens" | "cancelled" | "error";
             usage: components["schemas"]["TurnUsageDto"];
         };
         QueuedEventDto: {
@@ -2580,7 +2580,10 @@ export interface operations {
     executeTools: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2632,6 +2635,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description idempotency_key_in_use: the key's first send is still executing (a send with the key waits up to 30 s for its result); send again shortly */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
             413: {
                 headers: {
@@ -2643,6 +2655,15 @@ export interface operations {
             };
             /** @description the body is not sent as Content-Type: application/json (nothing changes) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was first sent with another route or body (the body names its requestId); nothing is started or stored */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2838,7 +2859,10 @@ export interface operations {
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3037,7 +3061,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored */
+            /** @description conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored. idempotency_key_in_use: the key's first send has not started its turn yet (queued behind its conversation's active turn, or still opening); send again shortly. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3057,6 +3081,15 @@ export interface operations {
             };
             /** @description the body is not sent as Content-Type: application/json (nothing changes) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was first sent with another route or body (the body names its requestId); nothing is started or stored */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3089,7 +3122,10 @@ export interface operations {
     sendMessageTwoStage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3285,7 +3321,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored */
+            /** @description conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored. idempotency_key_in_use: the key's first send has not started its turn yet (queued behind its conversation's active turn, or still opening); send again shortly. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3305,6 +3341,15 @@ export interface operations {
             };
             /** @description the body is not sent as Content-Type: application/json (nothing changes) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was first sent with another route or body (the body names its requestId); nothing is started or stored */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4113,7 +4158,10 @@ export interface operations {
     sendUiMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4228,6 +4276,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description conversation_busy: the chat's previous turn is still active (options.multitask reject); idempotency_key_in_use: the key's first send has not started its turn yet (queued behind its conversation's active turn, or still opening); send again shortly. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
             413: {
                 headers: {
@@ -4239,6 +4296,15 @@ export interface operations {
             };
             /** @description the body is not sent as Content-Type: application/json (nothing changes) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was first sent with another route or body (the body names its requestId); nothing is started or stored */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5639,6 +5705,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
                 /** @description true: tool steps as readable text in delta.orion_progress (message.orion_progress without stream) */
                 "X-Orion-Progress"?: string;
                 /** @description a stored conversation: its history is used and the last user message is the new one */
@@ -5715,6 +5783,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
+            /** @description approval_required (stream: false): the turn waits for a person to approve a tool call; answered at once with x-should-retry: false, error.orion names the run, the approval and the route that decides it, and the run waits on (added). idempotency_key_in_use: the key's first send has not started its turn yet; send again shortly. conversation_busy: the conversation's previous turn is still active */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
             /** @description the body is over MAX_BODY_BYTES (nothing is stored) */
             413: {
                 headers: {
@@ -5733,6 +5810,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
+            /** @description idempotency_key_reused (added): the Idempotency-Key was first sent with another body or X-Orion-Conversation; nothing is started or stored */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
             /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
             429: {
                 headers: {
@@ -5744,7 +5830,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
-            /** @description a failed turn (stream: false) or a bug */
+            /** @description a failed turn (stream: false; x-should-retry: false, since the turn ran and is stored) or a bug */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -5753,7 +5839,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
-            /** @description the model provider failed during the turn (stream: false); code names the failure (llm_timeout, llm_server_error…) */
+            /** @description the model provider failed during the turn (stream: false; x-should-retry: false); code names the failure (llm_timeout, llm_server_error…) */
             502: {
                 headers: {
                     [name: string]: unknown;
