@@ -6,8 +6,15 @@ import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
 import { probeTool } from '../support/test-tools';
+import { waitFor } from '../support/wait-for';
+import { RunControlService } from '../../src/runs/run-control.service';
 
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+function latch(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
 const call = (name: string, step: string, id: string) => respond.turn([{ toolCall: { name, args: { step }, id } }]);
 
 /**
@@ -47,8 +54,10 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     calls.length = 0;
   });
 
-  /** A tool that runs until the test opens its gate. */
-  let openGate: () => void = () => undefined;
+  /** A tool that runs until the test opens its gate (opened before the tool starts, it does not wait). */
+  let gate = latch();
+  const openGate = () => gate.open();
+  beforeEach(() => (gate = latch()));
   const gatedTool: ToolDefinition = {
     name: 'probe_gate',
     description: 'Waits for something',
@@ -57,7 +66,7 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     isAvailable: () => true,
     execute: async (args: Record<string, unknown>) => {
       calls.push(`probe_gate:${String(args.step)}`);
-      await new Promise<void>((resolve) => (openGate = resolve));
+      await gate.opened;
       return { output: { found: 'gate result' } };
     },
   };
@@ -175,10 +184,18 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
   });
 
   it('a paused run cancelled before its resume: resume is 409 run_cancelled on every instance', async () => {
-    llm.enqueue(call('probe_first', 'one', 'c1'), respond.turn([{ text: 'Never sent.' }]));
+    // the tool holds the run until instance A knows of the pause asked on B: the pause point after
+    // it must see it, however fast the turn is (a model without delay once raced the NOTIFY)
+    llm.enqueue(call('probe_gate', 'one', 'c1'), respond.turn([{ text: 'Never sent.' }]));
     const paused = await sse(`${a.url}/api/chat/messages_two_stage`, {
       body: { content: 'look' },
-      onEvent: (e) => (e.event === 'start' ? void post(`${b.url}/api/chat/runs/${e.data.requestId}/pause`, {}) : undefined),
+      onEvent: (e) => {
+        if (e.event !== 'start') return;
+        const id = e.data.requestId as string;
+        void post(`${b.url}/api/chat/runs/${id}/pause`, {})
+          .then(() => waitFor(() => a.app.get(RunControlService).pauseRequested(id), { timeoutMs: 10_000 }))
+          .then(() => openGate());
+      },
     });
     expect(paused.events.at(-1)).toMatchObject({ event: 'paused', data: { resumeFromPhaseIndex: 2 } });
     const requestId = paused.events[0].data.requestId as string;
@@ -188,7 +205,7 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     expect(await (await fetch(`${a.url}/api/chat/runs/${requestId}`)).json()).toMatchObject({ status: 'cancelled', checkpoints: [2] });
 
     const before = await expectRefusedEverywhere(requestId, conversationId, [2]);
-    expect(calls).toEqual(['probe_first:one']);
+    expect(calls).toEqual(['probe_gate:one']);
     // the answer stays the cancelled one
     const messages = JSON.parse(before.messages) as Array<Record<string, unknown>>;
     expect(messages.filter((m) => m.role === 'assistant')).toEqual([expect.objectContaining({ requestId, status: 'cancelled' })]);
