@@ -70,4 +70,14 @@ describe('validateEnv', () => {
   it('accepts booleans written as 1/0, yes/no, on/off', () => {
     expect(validateEnv({ TWO_STAGE_ENABLED: 'yes', ORCHESTRATOR_ENABLED: '0' })).toMatchObject({ TWO_STAGE_ENABLED: true, ORCHESTRATOR_ENABLED: false });
   });
+
+  it('storage (issue 43): compaction on by default after 10m, retention unset, durations validated', () => {
+    const env = validateEnv({});
+    expect(env).toMatchObject({ RUN_COMPACT_AFTER: '10m', STORAGE_MAINTENANCE_MS: 60_000, STORAGE_BATCH_SIZE: 200 });
+    expect(env.RETENTION_RUNS).toBeUndefined();
+    expect(validateEnv({ RUN_COMPACT_AFTER: 'off', RETENTION_RUNS: '90s', RETENTION_TRACE: '12h', RETENTION_CONVERSATIONS: '30d' })).toMatchObject({ RUN_COMPACT_AFTER: 'off', RETENTION_RUNS: '90s', RETENTION_TRACE: '12h', RETENTION_CONVERSATIONS: '30d' });
+    expect(() => validateEnv({ RETENTION_RUNS: '90', RETENTION_TRACE: '1h30m', RUN_COMPACT_AFTER: 'soon' })).toThrow(
+      /RUN_COMPACT_AFTER="soon"[\s\S]*RETENTION_RUNS="90": RETENTION_RUNS must be a whole number and a unit[\s\S]*RETENTION_TRACE="1h30m"/,
+    );
+  });
 });

@@ -15,6 +15,7 @@ import {
   registerDecorator,
 } from 'class-validator';
 import { parseExtraBody } from './extra-body';
+import { isDurationOrOff } from './duration';
 
 const toBool = ({ value }: { value: unknown }) => {
   if (typeof value === 'boolean') return value;
@@ -68,6 +69,20 @@ function IsJsonObject(): PropertyDecorator {
       validator: {
         validate: (v: unknown) => typeof v === 'string' && parseExtraBody(v) !== undefined,
         defaultMessage: () => `${String(key)} must be a JSON object, e.g. {"top_k": 20}`,
+      },
+    });
+}
+
+/** A duration (`90s`, `12h`, `30d`) or an off word (`0`, `off`, `forever`, `never`): src/config/duration.ts. */
+function IsDurationOrOff(): PropertyDecorator {
+  return (target, key) =>
+    registerDecorator({
+      name: 'isDurationOrOff',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (v: unknown) => v === undefined || isDurationOrOff(v),
+        defaultMessage: () => `${String(key)} must be a whole number and a unit (ms, s, m, h, d, w), e.g. 90s, 12h or 30d, at most 10 years; or off`,
       },
     });
 }
@@ -260,6 +275,33 @@ export class EnvironmentVariables {
    */
   @Transform(toInt) @IsInt() @Min(1000) @Max(604_800_000)
   IDEMPOTENCY_WINDOW_MS = 86_400_000;
+
+  /**
+   * Extension (issue 43): how long after a run ended (its reconnect window) its chunk events are
+   * folded into one per phase (docs/API.md, Storage). `0` or `off`: never.
+   */
+  @Transform(emptyToUndefined) @IsDurationOrOff()
+  RUN_COMPACT_AFTER = '10m';
+
+  /** Extension (issue 43): ended runs not written to for this long are deleted with their events, approvals and webhook rows; unset: kept for ever. */
+  @Transform(emptyToUndefined) @IsOptional() @IsDurationOrOff()
+  RETENTION_RUNS?: string;
+
+  /** Extension (issue 43): trace records older than this are deleted (never a live or paused run's); unset: kept for ever. */
+  @Transform(emptyToUndefined) @IsOptional() @IsDurationOrOff()
+  RETENTION_TRACE?: string;
+
+  /** Extension (issue 43): conversations not written to for this long are deleted with their messages and runs; unset: kept for ever. */
+  @Transform(emptyToUndefined) @IsOptional() @IsDurationOrOff()
+  RETENTION_CONVERSATIONS?: string;
+
+  /** Extension (issue 43): how often the storage worker (compaction, retention) runs a pass. */
+  @Transform(toInt) @IsInt() @Min(50) @Max(86_400_000)
+  STORAGE_MAINTENANCE_MS = 60_000;
+
+  /** Extension (issue 43): rows (runs, conversations, trace records) one batch of the storage worker touches; a pass runs batches until none is left. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(10_000)
+  STORAGE_BATCH_SIZE = 200;
 
   /** Extension (issue 33): webhooks may be sent to private and loopback addresses (a receiver on the same network). */
   @Transform(toBool) @IsBoolean()
