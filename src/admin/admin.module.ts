@@ -1,3 +1,5 @@
+import { ProjectRetentionController } from './project-retention.controller';
+import { ChatModule } from '../chat/chat.module';
 import { Module } from '@nestjs/common';
 import { KEY_RESOLVER } from '../common/auth/principal';
 import { ApiKeysController } from './api-keys.controller';
@@ -12,8 +14,8 @@ import { RateLimitWindowRepository } from './repositories/rate-limit-window.repo
 
 /** Key management (with the keys' rate-limit windows), MCP tool approvals (issue 14), the projects' tool approval overrides (issue 32) and webhook settings (issue 33): the admin routes. */
 @Module({
-  imports: [ToolsModule, WebhooksModule],
-  controllers: [ApiKeysController, McpToolsController, ToolApprovalsController, WebhookSettingsController],
+  imports: [ToolsModule, WebhooksModule, ChatModule],
+  controllers: [ApiKeysController, McpToolsController, ToolApprovalsController, WebhookSettingsController, ProjectRetentionController],
   providers: [ApiKeysService, { provide: KEY_RESOLVER, useExisting: ApiKeysService }, RateLimitWindowRepository, { provide: RATE_LIMIT_WINDOWS, useExisting: RateLimitWindowRepository }],
   exports: [KEY_RESOLVER, ApiKeysService, RATE_LIMIT_WINDOWS],
 })

@@ -17,6 +17,8 @@ import { TURN_SLOT_STORE } from '../common/limits/turn-slot-store.port';
 import { TurnSlotRepository } from '../runs/repositories/turn-slot.repository';
 import { ProjectOwnership } from './project-ownership';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { StorageRetentionRepository } from './repositories/storage-retention.repository';
+import { StorageMaintenanceService } from './storage-maintenance.service';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
 const runs = RunsModule.register({ imports: [conversationTables], store: ConversationRepository, queue: ConversationTurnRepository });
@@ -27,12 +29,13 @@ const runs = RunsModule.register({ imports: [conversationTables], store: Convers
   controllers: [ChatController],
   providers: [
     ConversationRepository, ConversationTurnRepository, TurnGate, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
+    StorageRetentionRepository, StorageMaintenanceService,
     // what the global guards (common/auth, common/limits) ask of the runs and conversations
     ProjectOwnership,
     { provide: PROJECT_OWNERSHIP, useExisting: ProjectOwnership },
     { provide: TURN_SLOT_STORE, useExisting: TurnSlotRepository },
   ],
   // ChatService and the run engine (reconnect) for the edges that speak other wire formats
-  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, runs],
+  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, StorageRetentionRepository, StorageMaintenanceService, runs],
 })
 export class ChatModule {}

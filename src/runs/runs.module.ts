@@ -12,6 +12,7 @@ import { ToolsModule } from '../tools/tools.module';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
+import { RunStorageRepository } from './repositories/run-storage.repository';
 import { TurnSlotRepository } from './repositories/turn-slot.repository';
 import { RunControlService } from './run-control.service';
 import { RunDeletionService } from './run-deletion.service';
@@ -49,10 +50,11 @@ export class RunsModule {
         RunEventsService,
         RunDeletionService,
         TurnSlotRepository,
+        RunStorageRepository,
         ApprovalRepository,
         ApprovalsService,
       ],
-      exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository, RunEventsService, ApprovalsService],
+      exports: [RunsService, RunDeletionService, RunRepository, RunStorageRepository, TurnSlotRepository, RunEventsService, ApprovalsService],
     };
   }
 }

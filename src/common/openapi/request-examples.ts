@@ -51,6 +51,7 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   createApiKey: { name: 'shop frontend', projects: ['default'], role: 'user' },
   approveMcpTool: { hash: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' },
   putToolApprovals: { require: ['fs__*'], exempt: ['fs__read*', 'fs__list*'] },
+  putProjectRetention: { runs: '30d', trace: '7d', conversations: 'forever' },
   // an approval of yours: the approval_required event of a run that waits (its ids go in the path)
   decideApproval: { decision: 'approve' },
 };
@@ -63,6 +64,7 @@ export const REQUEST_EXAMPLE_NOTES: Readonly<Record<string, string>> = {
     'Example: put the requestId of one of your two-stage runs that is not running in the path, and one of its `checkpoints` (GET /api/chat/runs/{requestId}).',
   approveMcpTool: 'Example: put the `pendingHash` GET /api/admin/mcp-tools lists for the tool you reviewed.',
   putToolApprovals: 'Example: put the project in the path (`default`); this replaces its whole override, and empty lists clear it.',
+  putProjectRetention: 'Example: put the project in the path (`default`). Omitted fields stay as they were; null gives a field back to the deployment\'s RETENTION_* value.',
   decideApproval:
     'Example: put the requestId and approvalId of an `approval_required` event in the path. Deny: `{"decision": "deny", "reason": "…"}`; edit: `{"decision": "approve", "arguments": {…}}`.',
 };

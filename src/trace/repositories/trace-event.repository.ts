@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
 import { jsonRows, RawJson } from '../../database/json-rows';
 import { preparedQuery } from '../../database/prepared-query';
+import { HELD_STATUSES, pastRetention } from '../../database/retention-sql';
 import { queryResult } from '../../database/query-result';
 import { TraceEventEntity } from '../trace-event.entity';
 import type { TraceRecord } from '../trace-sink.port';
@@ -56,4 +57,30 @@ export class TraceEventRepository {
     const res: unknown = await m.query(`DELETE FROM trace_events WHERE request_id = ANY($1::varchar[]) RETURNING id`, [requestIds]);
     return queryResult(res).count;
   }
+
+  /**
+   * Deletes up to `limit` trace records past RETENTION_TRACE (expiredTraceSql), oldest first, in
+   * `m`'s transaction; how many.
+   */
+  async purgeExpired(m: EntityManager, deploymentMs: number, minMs: number, limit: number): Promise<number> {
+    const res: unknown = await m.query(
+      `DELETE FROM trace_events WHERE id IN (SELECT e.id FROM trace_events e WHERE ${expiredTraceSql('e', '$1', '$2')} ORDER BY e.created_at LIMIT $3) RETURNING 1`,
+      [deploymentMs, minMs, limit],
+    );
+    return queryResult(res).count;
+  }
+}
+
+/**
+ * `e` (a trace_events row) may go: older than its project's RETENTION_TRACE, and not a record of
+ * a live or paused run. `$d`: the deployment's retention, `$min` the smallest.
+ */
+export function expiredTraceSql(e: string, d: string, min: string): string {
+  return `${pastRetention('trace', `${e}.created_at`, `${e}.project_id`, d, min)}
+          AND (${e}.request_id IS NULL OR ${e}.request_id NOT IN (SELECT l.request_id::text FROM runs l WHERE l.status IN ${HELD_STATUSES}))`;
+}
+
+/** For TIME_PARTITIONS: a trace_events row `e` retention keeps. */
+export function keepTraceSql(d: string, min: string): string {
+  return `NOT (${expiredTraceSql('e', d, min)})`;
 }

@@ -1,0 +1,183 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AppConfigService } from '../config/app-config.service';
+import { durationOrOff } from '../config/duration';
+import { underMaintenanceLock } from '../database/maintenance-lock';
+import { TIME_PARTITIONS, type TimePartitions } from '../database/time-partitions.port';
+import { foldChunks, type ChunkFold } from '../runs/compaction';
+import { keepRunEventSql, RunStorageRepository } from '../runs/repositories/run-storage.repository';
+import { keepTraceSql, TraceEventRepository } from '../trace/repositories/trace-event.repository';
+import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
+import { StorageRetentionRepository } from './repositories/storage-retention.repository';
+import { retentionBounds, runBatches, type RetentionBounds } from './storage-batches';
+
+/** Batches one pass runs per kind at most; the next pass goes on. */
+const MAX_BATCHES_PER_PASS = 500;
+
+/** What one pass did: rows removed per table, runs compacted with their chunk events before and after. */
+export interface StoragePass {
+  removed: Record<string, number>;
+  compacted: { runs: number; chunksBefore: number; chunksAfter: number };
+  /** false when another instance held the lock (this pass did less or nothing) */
+  complete: boolean;
+  durationMs: number;
+}
+
+/**
+ * The storage worker (issue 43; docs/OPERATIONS.md, Storage): one pass every
+ * STORAGE_MAINTENANCE_MS moves rows between a run's ages, in bounded batches
+ * (STORAGE_BATCH_SIZE), each a short transaction holding the maintenance advisory lock (so one
+ * instance at a time works, and a batch never waits on a turn's rows: they are skipped when
+ * locked). First compaction (RUN_COMPACT_AFTER), then retention of runs, trace records and
+ * conversations (RETENTION_*, each project's own values over them). Live and paused runs are
+ * never touched. Each pass that changed anything is traced (`storage_compacted`,
+ * `storage_purged`), which is what /metrics counts.
+ */
+@Injectable()
+export class StorageMaintenanceService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('StorageMaintenance');
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<StoragePass> | null = null;
+  private stopped = false;
+
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly config: AppConfigService,
+    private readonly runs: RunStorageRepository,
+    private readonly trace: TraceEventRepository,
+    private readonly retention: StorageRetentionRepository,
+    @Inject(TRACE_SINK) private readonly sink: TraceSink,
+    @Optional() @Inject(TIME_PARTITIONS) private readonly partitions?: TimePartitions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.logger.warn(`storage pass failed: ${(err as Error).message}`)), this.config.get('STORAGE_MAINTENANCE_MS'));
+    this.timer.unref?.();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pass now (a pass under way is joined, not doubled). */
+  runOnce(): Promise<StoragePass> {
+    this.running ??= this.pass().finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private async pass(): Promise<StoragePass> {
+    const started = performance.now();
+    const size = this.config.get('STORAGE_BATCH_SIZE');
+    const opts = { maxBatches: MAX_BATCHES_PER_PASS, stopped: () => this.stopped };
+    const removed: Record<string, number> = {};
+    const add = (counts: Record<string, number>) => {
+      for (const [table, n] of Object.entries(counts)) if (n > 0) removed[table] = (removed[table] ?? 0) + n;
+    };
+    const compacted = { runs: 0, chunksBefore: 0, chunksAfter: 0 };
+    let complete = true;
+    const note = (r: { end: string }) => {
+      if (r.end === 'locked') complete = false;
+    };
+
+    const after = durationOrOff(this.config.get('RUN_COMPACT_AFTER'));
+    if (after !== null) {
+      note(
+        await runBatches(
+          () =>
+            underMaintenanceLock(this.ds, async (m) => {
+              const ids = await this.runs.claimToCompact(m, after, size);
+              if (ids.length === 0) return 0;
+              const folds = new Map<string, ChunkFold>();
+              for (const [id, rows] of await this.runs.chunkRows(m, ids)) folds.set(id, foldChunks(rows));
+              await this.runs.applyFolds(m, folds, ids);
+              compacted.runs += ids.length;
+              for (const f of folds.values()) {
+                compacted.chunksBefore += f.chunksBefore;
+                compacted.chunksAfter += f.chunksAfter;
+              }
+              return ids.length;
+            }),
+          size,
+          opts,
+        ),
+      );
+    }
+
+    const projects = await this.retention.allProjectRetention();
+    const runsBounds = retentionBounds(durationOrOff(this.config.get('RETENTION_RUNS') ?? null), projects.map((p) => p.runsMs));
+    if (runsBounds && complete) {
+      await this.dropPartitions('run_events', keepRunEventSql('$1', '$2'), runsBounds, add);
+      note(
+        await runBatches(
+          () =>
+            underMaintenanceLock(this.ds, async (m) => {
+              const ids = await this.runs.claimExpired(m, runsBounds.deploymentMs, runsBounds.minMs, size);
+              add({ ...(await this.runs.deleteRuns(m, ids)) });
+              return ids.length;
+            }),
+          size,
+          opts,
+        ),
+      );
+    }
+
+    const traceBounds = retentionBounds(durationOrOff(this.config.get('RETENTION_TRACE') ?? null), projects.map((p) => p.traceMs));
+    if (traceBounds && complete) {
+      await this.dropPartitions('trace_events', keepTraceSql('$1', '$2'), traceBounds, add);
+      note(
+        await runBatches(
+          () =>
+            underMaintenanceLock(this.ds, async (m) => {
+              const n = await this.trace.purgeExpired(m, traceBounds.deploymentMs, traceBounds.minMs, size);
+              add({ trace_events: n });
+              return n;
+            }),
+          size,
+          opts,
+        ),
+      );
+    }
+
+    const conversationBounds = retentionBounds(durationOrOff(this.config.get('RETENTION_CONVERSATIONS') ?? null), projects.map((p) => p.conversationsMs));
+    if (conversationBounds && complete) {
+      // a conversation holds many rows: a tenth of the batch (at least one) per transaction
+      const perBatch = Math.max(1, Math.floor(size / 10));
+      note(
+        await runBatches(
+          () =>
+            underMaintenanceLock(this.ds, async (m) => {
+              const ids = await this.retention.claimExpiredConversations(m, conversationBounds.deploymentMs, conversationBounds.minMs, perBatch);
+              if (ids.length === 0) return 0;
+              const runIds = await this.runs.runsOfConversations(m, ids);
+              if (runIds.length > 0) add({ trace_events: await this.trace.deleteForRequests(m, runIds) });
+              add({ ...(await this.runs.deleteRuns(m, runIds)) });
+              add({ ...(await this.retention.deleteConversations(m, ids)) });
+              return ids.length;
+            }),
+          perBatch,
+          opts,
+        ),
+      );
+    }
+
+    const durationMs = Math.round(performance.now() - started);
+    if (compacted.runs > 0) this.sink.record({ type: 'storage_compacted', details: { ...compacted, durationMs } });
+    if (Object.keys(removed).length > 0) this.sink.record({ type: 'storage_purged', details: { removed, durationMs } });
+    return { removed, compacted, complete, durationMs };
+  }
+
+  /** Whole partitions first, when a TIME_PARTITIONS provider is registered (PostgreSQL); the batches remove the rest. */
+  private async dropPartitions(table: 'run_events' | 'trace_events', keepSql: string, b: RetentionBounds, add: (c: Record<string, number>) => void): Promise<void> {
+    if (!this.partitions) return;
+    const partitions = this.partitions;
+    try {
+      // while this instance holds the maintenance lock (the provider runs its statements on its own connection)
+      const n = await underMaintenanceLock(this.ds, () => partitions.dropExpired(table, keepSql, [b.deploymentMs, b.minMs]));
+      if (n !== undefined) add({ [table]: n });
+    } catch (err) {
+      this.logger.warn(`could not drop expired partitions of ${table}: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import { foldChunks, type ChunkRow } from './compaction';
+import { textUpTo } from './fork-prefix';
+
+const env = (seq: number, phaseIndex: number) => ({ requestId: 'r', seq, phase: phaseIndex % 2 ? 'action_phase' : 'complete', phaseIndex, cycleIndex: 0 });
+const chunk = (seq: number, phaseIndex: number, content: string) => ({ ...env(seq, phaseIndex), content });
+const packed = (id: string, seq: number, phaseIndex: number, parts: string[]): ChunkRow => ({ id, seq, lastSeq: seq + parts.length - 1, data: parts.map((c, i) => chunk(seq + i, phaseIndex, c)) });
+const single = (id: string, seq: number, phaseIndex: number, content: string): ChunkRow => ({ id, seq, lastSeq: null, data: chunk(seq, phaseIndex, content) });
+
+describe('foldChunks', () => {
+  it('folds each phase into the row of its first chunk, at that seq, with the whole text', () => {
+    const rows = [packed('1', 3, 1, ['Hel', 'lo']), single('2', 5, 1, ', '), packed('3', 6, 1, ['wor', 'ld']), packed('4', 12, 2, ['Bye', '.'])];
+    const fold = foldChunks(rows);
+    expect(fold.rewrite).toEqual([
+      { id: '1', data: { ...env(3, 1), content: 'Hello, world', compacted: true, throughSeq: 7 } },
+      { id: '4', data: { ...env(12, 2), content: 'Bye.', compacted: true, throughSeq: 13 } },
+    ]);
+    expect(fold.remove.sort()).toEqual(['2', '3']);
+    expect(fold.insert).toEqual([]);
+    expect([fold.chunksBefore, fold.chunksAfter]).toEqual([7, 2]);
+  });
+
+  it('keeps the text every reader rebuilds: the answer up to any phase is the same before and after', () => {
+    const rows = [packed('1', 2, 1, ['a', 'b']), single('2', 4, 1, 'c'), packed('3', 9, 3, ['d', 'e', 'f']), single('4', 20, 5, 'g')];
+    const before = rows.flatMap((r) => (r.lastSeq === null ? [{ seq: r.seq, type: 'chunk', data: r.data as Record<string, unknown> }] : (r.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: r.seq + i, type: 'chunk', data }))));
+    const fold = foldChunks(rows);
+    const after = fold.rewrite.map((w) => ({ seq: Number(w.data.seq), type: 'chunk', data: w.data }));
+    for (const phase of [0, 1, 2, 3, 4, 5, Infinity]) expect(textUpTo(after, phase)).toBe(textUpTo(before, phase));
+  });
+
+  it('rows in any order; a phase whose first chunk sits inside another phase’s row gets a row of its own', () => {
+    const mixed: ChunkRow = { id: '9', seq: 1, lastSeq: 2, data: [chunk(1, 1, 'x'), chunk(2, 2, 'y')] };
+    const fold = foldChunks([single('8', 3, 2, 'z'), mixed]);
+    expect(fold.rewrite).toEqual([{ id: '9', data: { ...env(1, 1), content: 'x', compacted: true, throughSeq: 1 } }]);
+    expect(fold.insert).toEqual([{ seq: 2, data: { ...env(2, 2), content: 'yz', compacted: true, throughSeq: 3 } }]);
+    expect(fold.remove).toEqual(['8']);
+  });
+
+  it('a run without chunks folds to nothing', () => {
+    expect(foldChunks([])).toEqual({ rewrite: [], remove: [], insert: [], chunksBefore: 0, chunksAfter: 0 });
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * Compaction of an ended run's stream (issue 43): what only a live stream needed, its chunk
+ * events one by one, is folded into one chunk per phase. The folded chunk keeps the seq (and the
+ * envelope) of the phase's first chunk and carries the phase's whole text, with
+ * `compacted: true` and `throughSeq`, the seq of the phase's last chunk; the seqs in between are
+ * gone (the events route is gap-tolerant, docs/API.md, Storage). Every other event stays as it
+ * was, so what reads a run's events after it ended (fork and resume points, the steps, a fork's
+ * prefix, the answer rebuilt by textUpTo) reads the same text and the same steps.
+ */
+
+/** A stored row of chunk events: one chunk (`lastSeq` null, `data` the event), or chunks seq…lastSeq (`data` their array). */
+export interface ChunkRow {
+  id: string;
+  seq: number;
+  lastSeq: number | null;
+  data: Record<string, unknown> | Array<Record<string, unknown>>;
+}
+
+/** How one run's chunk rows become one row per phase. */
+export interface ChunkFold {
+  /** rows rewritten as the folded chunk of a phase (a phase's first chunk starts the row) */
+  rewrite: Array<{ id: string; data: Record<string, unknown> }>;
+  /** rows whose chunks are folded elsewhere */
+  remove: string[];
+  /** folded chunks stored as a new row (a phase whose first chunk does not start a row: not written today, kept general) */
+  insert: Array<{ seq: number; data: Record<string, unknown> }>;
+  /** chunk events before, folded chunks after */
+  chunksBefore: number;
+  chunksAfter: number;
+}
+
+/** The chunk events a row holds, with their seqs. */
+function eventsOf(row: ChunkRow): Array<{ seq: number; data: Record<string, unknown> }> {
+  if (row.lastSeq === null) return [{ seq: row.seq, data: row.data as Record<string, unknown> }];
+  return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, data }));
+}
+
+/** Folds one run's chunk rows (any order): one chunk per phase, in the row of the phase's first chunk. */
+export function foldChunks(rows: readonly ChunkRow[]): ChunkFold {
+  const sorted = [...rows].sort((a, b) => a.seq - b.seq);
+  const phases = new Map<number, { first: { seq: number; data: Record<string, unknown> }; lastSeq: number; text: string[] }>();
+  let chunksBefore = 0;
+  for (const row of sorted) {
+    for (const e of eventsOf(row)) {
+      chunksBefore++;
+      const phase = Number(e.data.phaseIndex) || 0;
+      const p = phases.get(phase);
+      if (!p) phases.set(phase, { first: e, lastSeq: e.seq, text: [String(e.data.content ?? '')] });
+      else {
+        p.lastSeq = e.seq;
+        p.text.push(String(e.data.content ?? ''));
+      }
+    }
+  }
+  const rowAt = new Map(sorted.map((r) => [r.seq, r]));
+  const kept = new Set<string>();
+  const fold: ChunkFold = { rewrite: [], remove: [], insert: [], chunksBefore, chunksAfter: phases.size };
+  for (const p of phases.values()) {
+    const data = { ...p.first.data, content: p.text.join(''), compacted: true, throughSeq: p.lastSeq };
+    const row = rowAt.get(p.first.seq);
+    if (row && !kept.has(row.id)) {
+      kept.add(row.id);
+      fold.rewrite.push({ id: row.id, data });
+    } else fold.insert.push({ seq: p.first.seq, data });
+  }
+  for (const r of sorted) if (!kept.has(r.id)) fold.remove.push(r.id);
+  return fold;
+}

@@ -1,0 +1,116 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { jsonRows, RawJson } from '../../database/json-rows';
+import { queryResult } from '../../database/query-result';
+import { ENDED_STATUSES, HELD_ANCESTORS, pastRetention } from '../../database/retention-sql';
+import type { ChunkFold, ChunkRow } from '../compaction';
+
+/** What deleting a batch of runs removed, per table. */
+export interface RemovedRunRows {
+  runs: number;
+  run_events: number;
+  approvals: number;
+  webhook_deliveries: number;
+}
+
+/**
+ * `r` (a runs row) may go: ended, past its project's RETENTION_RUNS, and nothing still needs it:
+ * no live or paused fork continues from it, no webhook of it is still being delivered, no
+ * Idempotency-Key within its window names it. `$d`: the deployment's retention, `$min` the smallest.
+ */
+export function expiredRunSql(r: string, d: string, min: string): string {
+  return `${r}.status IN ${ENDED_STATUSES}
+          AND ${pastRetention('runs', `${r}.updated_at`, `${r}.project_id`, d, min)}
+          AND ${r}.request_id NOT IN (${HELD_ANCESTORS})
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.request_id = ${r}.request_id AND w.state = 'pending')
+          AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.request_id = ${r}.request_id AND k.expires_at > now())`;
+}
+
+/** For TIME_PARTITIONS: a run_events row `e` retention keeps (its run is not expired). */
+export function keepRunEventSql(d: string, min: string): string {
+  return `NOT EXISTS (SELECT 1 FROM runs r WHERE r.request_id = e.request_id AND ${expiredRunSql('r', d, min)})`;
+}
+
+/**
+ * The storage worker's statements on runs and their rows (issue 43): compaction of ended runs'
+ * chunk events, and retention's bounded batches. Each takes the worker's transaction.
+ */
+@Injectable()
+export class RunStorageRepository {
+  /**
+   * Up to `limit` runs that ended at least `afterMs` ago and are not compacted yet, oldest first,
+   * locked for this transaction (another worker's batch skips them).
+   */
+  async claimToCompact(m: EntityManager, afterMs: number, limit: number): Promise<string[]> {
+    const rows = (await m.query(
+      `SELECT request_id FROM runs
+        WHERE compacted_at IS NULL AND status IN ${ENDED_STATUSES} AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
+        ORDER BY updated_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
+      [afterMs, limit],
+    )) as Array<{ request_id: string }>;
+    return rows.map((r) => r.request_id);
+  }
+
+  /** The chunk rows of these runs, by run. */
+  async chunkRows(m: EntityManager, requestIds: string[]): Promise<Map<string, ChunkRow[]>> {
+    const rows = (await m.query(
+      `SELECT id, request_id, seq, last_seq, data FROM run_events WHERE request_id = ANY($1::uuid[]) AND type IN ('chunk', 'chunks') ORDER BY request_id, seq`,
+      [requestIds],
+    )) as Array<{ id: string | number; request_id: string; seq: number; last_seq: number | null; data: ChunkRow['data'] }>;
+    const out = new Map<string, ChunkRow[]>();
+    for (const r of rows) {
+      const list = out.get(r.request_id) ?? [];
+      list.push({ id: String(r.id), seq: Number(r.seq), lastSeq: r.last_seq === null ? null : Number(r.last_seq), data: r.data });
+      out.set(r.request_id, list);
+    }
+    return out;
+  }
+
+  /** Stores the folds of these runs and marks them compacted (updated_at is left alone: retention counts from the run's end). */
+  async applyFolds(m: EntityManager, folds: Map<string, ChunkFold>, requestIds: string[]): Promise<void> {
+    const remove = [...folds.values()].flatMap((f) => f.remove);
+    const rewrite = [...folds.values()].flatMap((f) => f.rewrite.map((w) => [w.id, new RawJson(JSON.stringify(w.data))]));
+    const insert = [...folds.entries()].flatMap(([id, f]) => f.insert.map((i) => [id, i.seq, new RawJson(JSON.stringify(i.data))]));
+    if (remove.length > 0) await m.query(`DELETE FROM run_events WHERE id = ANY($1::bigint[])`, [remove]);
+    if (rewrite.length > 0) {
+      await m.query(
+        `UPDATE run_events e SET type = 'chunk', last_seq = NULL, data = v.e->1
+           FROM jsonb_array_elements($1::jsonb) AS v(e) WHERE e.id = (v.e->>0)::bigint`,
+        [jsonRows(rewrite)],
+      );
+    }
+    if (insert.length > 0) {
+      await m.query(
+        `INSERT INTO run_events (request_id, seq, type, data) SELECT (v->>0)::uuid, (v->>1)::int, 'chunk', v->2 FROM jsonb_array_elements($1::jsonb) AS v`,
+        [jsonRows(insert)],
+      );
+    }
+    await m.query(`UPDATE runs SET compacted_at = now() WHERE request_id = ANY($1::uuid[])`, [requestIds]);
+  }
+
+  /** Up to `limit` runs past retention (expiredRunSql), oldest first, locked for this transaction. */
+  async claimExpired(m: EntityManager, deploymentMs: number, minMs: number, limit: number): Promise<string[]> {
+    const rows = (await m.query(
+      `SELECT r.request_id FROM runs r WHERE ${expiredRunSql('r', '$1', '$2')} ORDER BY r.updated_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED`,
+      [deploymentMs, minMs, limit],
+    )) as Array<{ request_id: string }>;
+    return rows.map((r) => r.request_id);
+  }
+
+  /** Deletes these runs with their events, approvals and webhook rows (their tries with them). */
+  async deleteRuns(m: EntityManager, requestIds: string[]): Promise<RemovedRunRows> {
+    if (requestIds.length === 0) return { runs: 0, run_events: 0, approvals: 0, webhook_deliveries: 0 };
+    const count = async (sql: string) => queryResult(await m.query(sql, [requestIds])).count;
+    const run_events = await count(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[]) RETURNING 1`);
+    const approvals = await count(`DELETE FROM approvals WHERE request_id = ANY($1::uuid[]) RETURNING 1`);
+    const webhook_deliveries = await count(`DELETE FROM webhook_deliveries WHERE request_id = ANY($1::uuid[]) RETURNING 1`);
+    const runs = await count(`DELETE FROM runs WHERE request_id = ANY($1::uuid[]) RETURNING 1`);
+    return { runs, run_events, approvals, webhook_deliveries };
+  }
+
+  /** The rows of these runs' conversations' runs (for a conversation's deletion): their request ids. */
+  async runsOfConversations(m: EntityManager, conversationIds: string[]): Promise<string[]> {
+    const rows = (await m.query(`SELECT request_id FROM runs WHERE conversation_id = ANY($1::uuid[]) FOR UPDATE`, [conversationIds])) as Array<{ request_id: string }>;
+    return rows.map((r) => r.request_id);
+  }
+}
