@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { DataSource } from 'typeorm';
 import { openStreams } from '../common/sse/open-streams';
 import { CountingLogger } from '../database/counting-logger';
+import { StorageStats } from '../database/storage-stats';
 import { TraceWriterService } from '../trace/trace-writer.service';
 
 /** Seconds: a turn spans one quick answer to minutes of chained tools and retries. */
@@ -40,6 +41,8 @@ export class MetricsService {
   readonly llmRetries = new Counter({ name: 'orion_llm_retries_total', help: 'LLM requests retried before their first byte', labelNames: ['provider', 'reason'], registers: [this.registry] });
   readonly approvals = new Counter({ name: 'orion_approvals_total', help: 'Tool calls a person decided on, by decision (approve, deny, timeout = expired unanswered)', labelNames: ['decision'], registers: [this.registry] });
   readonly approvalsPending = new Gauge({ name: 'orion_approvals_pending', help: 'Approvals asked by runs executing on this instance and not yet decided, expired or voided', registers: [this.registry] });
+  readonly rowsPurged = new Counter({ name: 'orion_rows_purged_total', help: 'Rows the storage worker removed by retention (on this instance), by table', labelNames: ['table'], registers: [this.registry] });
+  readonly runsCompacted = new Counter({ name: 'orion_runs_compacted_total', help: 'Ended runs whose chunk events the storage worker folded into one per phase (on this instance)', registers: [this.registry] });
 
   constructor(traceWriter: TraceWriterService, dataSource: DataSource) {
     new Gauge({ name: 'orion_open_streams', help: 'Server-Sent Event streams open on this instance', registers: [this.registry], collect() { this.set(openStreams.count); } });
@@ -59,6 +62,28 @@ export class MetricsService {
         this.set({ state: 'total' }, pool.totalCount);
         this.set({ state: 'idle' }, pool.idleCount ?? 0);
         this.set({ state: 'waiting' }, pool.waitingCount ?? 0);
+      },
+    });
+    // sampled at scrape time, at most every 10 s (the statements read catalog sizes and one index entry per table)
+    const storage = new StorageStats(dataSource);
+    new Gauge({
+      name: 'orion_db_table_bytes',
+      help: 'Bytes a table takes in the database (heap, TOAST and indexes; partitions summed), sampled at most every 10 s',
+      labelNames: ['table'],
+      registers: [this.registry],
+      async collect() {
+        const s = await storage.sample().catch(() => undefined);
+        for (const [table, bytes] of Object.entries(s?.bytes ?? {})) this.set({ table }, bytes);
+      },
+    });
+    new Gauge({
+      name: 'orion_db_oldest_row_age_seconds',
+      help: 'Age of the oldest row of a table (runs, conversations: since their last write), sampled at most every 10 s; 0 when empty',
+      labelNames: ['table'],
+      registers: [this.registry],
+      async collect() {
+        const s = await storage.sample().catch(() => undefined);
+        for (const [table, age] of Object.entries(s?.oldestAgeSeconds ?? {})) this.set({ table }, age);
       },
     });
     collectDefaultMetrics({ register: this.registry });

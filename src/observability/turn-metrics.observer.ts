@@ -49,6 +49,14 @@ export class TurnMetricsObserver {
         // only two-stage runs pause, so a resumed run is a two-stage one
         this.turns.set(id, { protocol: rec.type === 'run_resumed' ? 'two-stage' : str(d.protocol, 'unknown'), startedAt: at, firstChunkSeen: false });
         return;
+      case 'storage_purged': {
+        const removed = (d.removed ?? {}) as Record<string, unknown>;
+        for (const [table, n] of Object.entries(removed)) if (typeof n === 'number' && n > 0) this.metrics.rowsPurged.inc({ table }, n);
+        return;
+      }
+      case 'storage_compacted':
+        if (typeof d.runs === 'number' && d.runs > 0) this.metrics.runsCompacted.inc(d.runs);
+        return;
       case 'llm_request':
         if (typeof d.forced === 'string') this.metrics.forcedFinals.inc({ reason: d.forced });
         this.modelCallStarted(id, at);

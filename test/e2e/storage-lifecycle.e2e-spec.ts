@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { StorageMaintenanceService } from '../../src/chat/storage-maintenance.service';
+import { ToolRegistryService } from '../../src/tools/tool-registry.service';
+import { startApp, type TestApp } from '../support/app';
+import { onPostgres } from '../support/db';
+import { ReplayServer, respond } from '../support/replay-server';
+import { sse, type SseEvent } from '../support/sse-client';
+import { probeTool } from '../support/test-tools';
+
+const json = (method: string, url: string, body?: unknown) =>
+  fetch(url, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+const chunks = (events: SseEvent[]) => events.filter((e) => e.event === 'chunk');
+/** The answer text per phase, as a stream's chunk events carry it. */
+const textByPhase = (events: SseEvent[]) => {
+  const out: Record<string, string> = {};
+  for (const e of chunks(events)) out[String(e.data.phaseIndex)] = (out[String(e.data.phaseIndex)] ?? '') + String(e.data.content);
+  return out;
+};
+const parseStream = (text: string): SseEvent[] =>
+  text
+    .split('\n\n')
+    .filter((b) => b.includes('data: '))
+    .map((b) => {
+      const line = (k: string) => b.split('\n').find((l) => l.startsWith(`${k}: `))?.slice(k.length + 2);
+      return { id: line('id'), event: line('event') ?? 'message', data: JSON.parse(line('data') ?? '{}') as Record<string, unknown> };
+    });
+
+/**
+ * Issue 43, items 1 and 2 on both databases: an ended run's chunk events are folded into one per
+ * phase, and every route a user can still ask answers as documented; retention removes ended
+ * runs, trace records and conversations past their (deployment or project) retention and never a
+ * live or paused run's rows. The worker is run directly (no sleeps); ages are set on the rows.
+ */
+describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let ds: DataSource;
+  let worker: StorageMaintenanceService;
+  const calls: string[] = [];
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', RUN_COMPACT_AFTER: '1ms', STORAGE_BATCH_SIZE: '2' });
+    t.app.get(ToolRegistryService).register(probeTool('probe_first', calls));
+    ds = t.app.get(DataSource);
+    worker = t.app.get(StorageMaintenanceService);
+  });
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
+  beforeEach(() => llm.reset());
+
+  /** A finished two-stage turn: text, a tool (checkpoint 2), more text, each in several chunks. */
+  const finishedTurn = async (projectId = 'default') => {
+    llm.enqueue(
+      respond.turn([{ text: 'Looking ' }, { text: 'it ' }, { text: 'up. ' }, { toolCall: { name: 'probe_first', args: { step: 'one' }, id: 'c1' } }]),
+      respond.turn([{ text: 'The ' }, { text: 'answer ' }, { text: 'is ' }, { text: 'here.' }]),
+    );
+    const res = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'Find it', projectId } });
+    expect(res.events.at(-1)!.data.stopReason).toBe('final_answer');
+    return { events: res.events, requestId: String(res.events[0].data.requestId), conversationId: String(res.events[0].data.conversationId) };
+  };
+  const read = async (requestId: string, conversationId: string) => {
+    const eventsRes = await fetch(`${t.url}/api/chat/runs/${requestId}/events`);
+    return {
+      run: await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json(),
+      eventsStatus: eventsRes.status,
+      events: parseStream(await eventsRes.text()),
+      messages: await (await fetch(`${t.url}/api/chat/conversations/${conversationId}/messages`)).json(),
+      trace: await (await fetch(`${t.url}/api/trace?requestId=${requestId}`)).json(),
+      webhooks: await (await fetch(`${t.url}/api/chat/runs/${requestId}/webhooks`)).json(),
+    };
+  };
+
+  it('compaction: one chunk per phase at its first seq, every other event and every other route unchanged; fork still works', async () => {
+    const turn = await finishedTurn();
+    const before = await read(turn.requestId, turn.conversationId);
+    expect(chunks(before.events).length).toBe(7);
+
+    const pass = await worker.runOnce();
+    expect(pass.compacted.runs).toBeGreaterThanOrEqual(1);
+    const after = await read(turn.requestId, turn.conversationId);
+
+    // the events route: the folded chunk of each phase at the seq of its first chunk, the rest as sent
+    expect(after.eventsStatus).toBe(200);
+    const folded = chunks(after.events);
+    expect(folded.length).toBe(2);
+    expect(textByPhase(after.events)).toEqual(textByPhase(turn.events));
+    for (const f of folded) {
+      const phaseChunks = chunks(turn.events).filter((c) => c.data.phaseIndex === f.data.phaseIndex);
+      expect(f.id).toBe(phaseChunks[0].id);
+      expect(f.data).toEqual({ ...phaseChunks[0].data, content: phaseChunks.map((c) => c.data.content).join(''), compacted: true, throughSeq: phaseChunks.at(-1)!.data.seq });
+    }
+    // (the members of a data object may come in another order, as jsonb keeps them: toEqual ignores it)
+    const others = (events: SseEvent[]) => events.filter((e) => e.event !== 'chunk');
+    expect(others(after.events)).toEqual(others(turn.events));
+    // what a user still asks for: the messages with their steps, the run, its trace, its webhook log
+    expect(after.messages).toEqual(before.messages);
+    expect(after.run).toEqual(before.run);
+    expect(after.trace).toEqual(before.trace);
+    expect(after.webhooks).toEqual(before.webhooks);
+    // a Last-Event-ID inside a folded range resumes after it; after the end: 204
+    const inside = chunks(turn.events)[1].id!;
+    const resumed = parseStream(await (await fetch(`${t.url}/api/chat/runs/${turn.requestId}/events`, { headers: { 'last-event-id': inside } })).text());
+    expect(resumed.map((e) => e.id)).toEqual(after.events.filter((e) => Number(e.id) > Number(inside)).map((e) => e.id));
+    expect((await fetch(`${t.url}/api/chat/runs/${turn.requestId}/events`, { headers: { 'last-event-id': after.events.at(-1)!.id! } })).status).toBe(204);
+    // compacted once: a second pass leaves it alone
+    expect((await worker.runOnce()).compacted.runs).toBe(0);
+
+    // fork from the checkpoint of the compacted run: its answer starts with the parent's text up to it
+    llm.enqueue(respond.turn([{ text: 'Forked.' }]));
+    const fork = await sse(`${t.url}/api/chat/runs/${turn.requestId}/fork`, { body: { fromPhaseIndex: 2 } });
+    expect(fork.status).toBe(200);
+    expect(fork.events.at(-1)!.data.fullContent).toBe('Looking it up. Forked.');
+  });
+
+  /** Rows of a run in `status` made by hand, `age` old, with events and a trace record. */
+  const heldRun = async (status: 'running' | 'awaiting_approval' | 'paused', projectId: string) => {
+    const conversationId = randomUUID();
+    const requestId = randomUUID();
+    await ds.query(`INSERT INTO conversations (id, project_id, updated_at) VALUES ($1, $2, now() - interval '2 hours')`, [conversationId, projectId]);
+    await ds.query(
+      `INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, lease_owner, lease_expires_at, updated_at, created_at)
+       VALUES ($1, $2, $3, 'two-stage', $4, 'elsewhere', now() + interval '1 hour', now() - interval '2 hours', now() - interval '2 hours')`,
+      [requestId, conversationId, projectId, status],
+    );
+    await ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at) VALUES ($1, 1, 'start', '{}', now() - interval '2 hours'), ($1, 2, 'chunk', '{"content":"a"}', now() - interval '2 hours'), ($1, 3, 'chunk', '{"content":"b"}', now() - interval '2 hours')`, [requestId]);
+    await ds.query(`INSERT INTO trace_events (request_id, project_id, type, created_at) VALUES ($1, $2, 'run_started', now() - interval '2 hours')`, [requestId, projectId]);
+    return { requestId, conversationId };
+  };
+  const age = (requestId: string, conversationId: string) =>
+    Promise.all([
+      ds.query(`UPDATE runs SET updated_at = now() - interval '2 hours' WHERE request_id = $1`, [requestId]),
+      ds.query(`UPDATE trace_events SET created_at = now() - interval '2 hours' WHERE request_id = $1`, [requestId]),
+      ds.query(`UPDATE conversations SET updated_at = now() - interval '2 hours' WHERE id = $1`, [conversationId]),
+    ]);
+  const rowsOf = async (requestId: string, conversationId: string) => {
+    const [r] = (await ds.query(
+      `SELECT (SELECT count(*) FROM runs WHERE request_id = $1)::int AS runs, (SELECT count(*) FROM run_events WHERE request_id = $1)::int AS events,
+              (SELECT count(*) FROM trace_events WHERE request_id = $1::text)::int AS trace, (SELECT count(*) FROM conversations WHERE id = $2)::int AS conversations`,
+      [requestId, conversationId],
+    )) as Array<{ runs: number; events: number; trace: number; conversations: number }>;
+    return r;
+  };
+
+  it('retention by project: expired runs, trace and conversations go, other projects and live or paused runs keep every row', async () => {
+    // the project's own values over the deployment's (unset here: kept for ever)
+    const put = await json('PUT', `${t.url}/api/admin/projects/expiring/retention`, { runs: '1h', trace: '1h', conversations: '1h' });
+    expect(put.status).toBe(200);
+    expect(await put.json()).toMatchObject({ projectId: 'expiring', project: { runs: '1h', trace: '1h', conversations: '1h' }, deployment: { runs: null, trace: null, conversations: null }, effective: { runs: '1h' } });
+
+    const expired = await finishedTurn('expiring');
+    const otherProject = await finishedTurn('default');
+    const recent = await finishedTurn('expiring');
+    await age(expired.requestId, expired.conversationId);
+    await age(otherProject.requestId, otherProject.conversationId);
+    const held = await Promise.all((['running', 'awaiting_approval', 'paused'] as const).map((s) => heldRun(s, 'expiring')));
+    const heldBefore = await Promise.all(held.map((h) => rowsOf(h.requestId, h.conversationId)));
+    expect(heldBefore.every((r) => r.runs === 1 && r.events === 3 && r.trace === 1)).toBe(true);
+
+    const pass = await worker.runOnce();
+    expect(pass.complete).toBe(true);
+    expect(pass.removed).toMatchObject({ conversations: 1, runs: 1 });
+    expect(pass.removed.trace_events).toBeGreaterThan(0);
+
+    // the expired turn: every route says it is gone
+    expect((await fetch(`${t.url}/api/chat/runs/${expired.requestId}`)).status).toBe(404);
+    expect((await fetch(`${t.url}/api/chat/conversations/${expired.conversationId}/messages`)).status).toBe(404);
+    expect(await (await fetch(`${t.url}/api/trace?requestId=${expired.requestId}`)).json()).toEqual([]);
+    expect(await rowsOf(expired.requestId, expired.conversationId)).toEqual({ runs: 0, events: 0, trace: 0, conversations: 0 });
+    // the same age in a project without retention, and a recent turn of the project: kept
+    for (const kept of [otherProject, recent]) {
+      expect((await fetch(`${t.url}/api/chat/runs/${kept.requestId}`)).status).toBe(200);
+      expect((await rowsOf(kept.requestId, kept.conversationId)).conversations).toBe(1);
+    }
+    // live and paused runs, older than the retention: not a row removed
+    expect(await Promise.all(held.map((h) => rowsOf(h.requestId, h.conversationId)))).toEqual(held.map(() => ({ runs: 1, events: 3, trace: 1, conversations: 1 })));
+    // counted and traced
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    expect(metrics).toMatch(/orion_rows_purged_total\{table="runs"\} [1-9]/);
+    expect(metrics).toMatch(/orion_db_table_bytes\{table="run_events"\} [1-9]/);
+    expect(metrics).toMatch(/orion_db_oldest_row_age_seconds\{table="runs"\} \d/);
+    const traced = (await (await fetch(`${t.url}/api/trace?type=storage_purged`)).json()) as Array<{ details: { removed: Record<string, number> } }>;
+    expect(traced.at(-1)!.details.removed).toMatchObject({ runs: 1, conversations: 1 });
+  });
+
+  it('runs only: an expired run goes with its events while its conversation and messages stay; a project may keep for ever', async () => {
+    await json('PUT', `${t.url}/api/admin/projects/runs-only/retention`, { runs: '1h' });
+    await json('PUT', `${t.url}/api/admin/projects/keeper/retention`, { runs: 'forever' });
+    const gone = await finishedTurn('runs-only');
+    const kept = await finishedTurn('keeper');
+    await age(gone.requestId, gone.conversationId);
+    await age(kept.requestId, kept.conversationId);
+    await worker.runOnce();
+    expect(await rowsOf(gone.requestId, gone.conversationId)).toMatchObject({ runs: 0, events: 0, conversations: 1 });
+    const messages = (await (await fetch(`${t.url}/api/chat/conversations/${gone.conversationId}/messages`)).json()) as Array<{ role: string; content: string }>;
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect((await fetch(`${t.url}/api/chat/runs/${gone.requestId}`)).status).toBe(404);
+    expect(await rowsOf(kept.requestId, kept.conversationId)).toMatchObject({ runs: 1, conversations: 1 });
+  });
+
+  it('the admin route refuses what is not a duration with a 400 and changes nothing', async () => {
+    await json('PUT', `${t.url}/api/admin/projects/strict/retention`, { runs: '2d' });
+    const before = await (await fetch(`${t.url}/api/admin/projects/strict/retention`)).json();
+    for (const body of [{ runs: '90' }, { trace: '1h30m' }, { conversations: 5 }, { runs: '0s' }, { runs: '11000d' }, { other: '1d' }]) {
+      const res = await json('PUT', `${t.url}/api/admin/projects/strict/retention`, body);
+      expect([res.status, body]).toEqual([400, body]);
+    }
+    expect((await json('PUT', `${t.url}/api/admin/projects/not%20a%20project/retention`, { runs: '1d' })).status).toBe(400);
+    expect(await (await fetch(`${t.url}/api/admin/projects/strict/retention`)).json()).toEqual(before);
+    // null gives a field back to the deployment
+    const reset = await (await json('PUT', `${t.url}/api/admin/projects/strict/retention`, { runs: null })).json();
+    expect(reset).toMatchObject({ project: { runs: null }, effective: { runs: 'forever' } });
+  });
+});
