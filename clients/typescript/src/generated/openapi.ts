@@ -533,6 +533,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/projects/{projectId}/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's own retention, the deployment's, and what applies */
+        get: operations["getProjectRetention"];
+        /**
+         * Set the project's own retention of runs, trace records and conversations (omitted fields unchanged, null: the deployment's value)
+         * @description Example: put the project in the path (`default`). Omitted fields stay as they were; null gives a field back to the deployment's RETENTION_* value.
+         */
+        put: operations["putProjectRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -1735,6 +1756,60 @@ export interface components {
              * @description until when the rotated-out secret still signs (both signatures are sent meanwhile)
              */
             previousSecretValidUntil: string | null;
+        };
+        RetentionValuesDto: {
+            /**
+             * @description a duration, `forever`, or null (the deployment's value)
+             * @example 30d
+             */
+            runs: string | null;
+            /** @example 7d */
+            trace: string | null;
+            /** @example null */
+            conversations: string | null;
+        };
+        EffectiveRetentionDto: {
+            /**
+             * @description a duration or `forever`
+             * @example 30d
+             */
+            runs: string;
+            /** @example 7d */
+            trace: string;
+            /** @example forever */
+            conversations: string;
+        };
+        ProjectRetentionDto: {
+            /** @example default */
+            projectId: string;
+            /** @description the project's own values */
+            project: components["schemas"]["RetentionValuesDto"];
+            /** @description the deployment's (RETENTION_RUNS, RETENTION_TRACE, RETENTION_CONVERSATIONS; null: kept for ever) */
+            deployment: components["schemas"]["RetentionValuesDto"];
+            /** @description what the storage worker applies to this project */
+            effective: components["schemas"]["EffectiveRetentionDto"];
+            /**
+             * Format: date-time
+             * @description when the project's values were last set; null: never
+             */
+            updatedAt: string | null;
+        };
+        PutProjectRetentionDto: {
+            /**
+             * @description how long ended runs with their events, approvals and webhook rows are kept: a duration (`90s`, `12h`, `30d`), `forever` (or `off`), or null for the deployment's value; omitted: unchanged
+             * @example 30d
+             */
+            runs?: string | null;
+            /**
+             * @description how long trace records (never a live or paused run's) are kept: a duration (`90s`, `12h`, `30d`), `forever` (or `off`), or null for the deployment's value; omitted: unchanged
+             * @example 7d
+             */
+            trace?: string | null;
+            /**
+             * @description how long conversations not written to, with their messages and runs are kept: a duration (`90s`, `12h`, `30d`), `forever` (or `off`), or null for the deployment's value; omitted: unchanged
+             * @example forever
+             */
+            conversations?: string | null;
         };
         CompletionMessageDto: {
             /** @enum {string} */
@@ -5546,6 +5621,155 @@ export interface operations {
                 };
             };
             /** @description invalid projectId */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getProjectRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectRetentionDto"];
+                };
+            };
+            /** @description invalid projectId */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putProjectRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "runs": "30d",
+                 *       "trace": "7d",
+                 *       "conversations": "forever"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutProjectRetentionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectRetentionDto"];
+                };
+            };
+            /** @description invalid projectId, or a value that is not a duration, forever or null (nothing is stored) */
             400: {
                 headers: {
                     [name: string]: unknown;
