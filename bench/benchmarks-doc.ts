@@ -22,6 +22,7 @@ const ORDER = [
   'load',
   'pglite-memory',
   'scale-out',
+  'storage',
   'decoders',
   'readable-text',
   'statements',

@@ -68,6 +68,8 @@ export class CallRecorder {
       outputBytes: capped.originalBytes,
       isError: extra.isError,
       output: this.traceOutput(st, output, capped.text),
+      // added (issue 43): the trace's copy of the output was cut at TRACE_OUTPUT_MAX_BYTES (the model got `truncated`'s cut)
+      traceOutputCut: Buffer.byteLength(capped.text, 'utf8') > TRACE_OUTPUT_MAX_BYTES,
     });
     return {
       toolName: st.name, args: st.args, outcome, output, outputText: capped.text, truncated: capped.truncated,
