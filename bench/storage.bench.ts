@@ -228,7 +228,8 @@ function svg(series: Array<{ name: string; color: string; samples: Array<{ t: nu
 }
 
 async function main() {
-  const dbs: Array<'pglite' | 'postgres'> = (DBS === 'both' ? ['pglite', 'postgres'] : [DBS as 'pglite' | 'postgres']).filter((d) => d === 'pglite' || process.env.DATABASE_URL);
+  const wanted: Array<'pglite' | 'postgres'> = DBS === 'both' ? ['pglite', 'postgres'] : [DBS as 'pglite' | 'postgres'];
+  const dbs = wanted.filter((d) => d === 'pglite' || process.env.DATABASE_URL);
   const windowS = (parseDuration(WINDOW) ?? 0) / 1000 + (parseDuration(COMPACT) ?? 0) / 1000;
   const report = new BenchReport(
     'storage',
