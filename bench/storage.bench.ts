@@ -7,7 +7,7 @@
  * second; the same soak without compaction or retention, for the added latency per chunk during
  * purges; a sizing phase for the bytes per completed turn before and after compaction (after
  * VACUUM FULL), beside its floor: the same events stored as one row per turn (the stack floor's
- * storing, bench/load/stack-floor.ts) in the same database. Writes docs/storage-soak.svg.
+ * storing, bench/load/stack-floor.ts) in the same database. Writes docs/images/storage-soak.svg.
  *
  *   npm run bench:storage                                        # short: 20 s at 5 turns/s, retention 8 s
  *   npm run bench:storage -- --seconds 1200 --rate 20 --window 3m   # the issue's long soak (24,000 turns)
@@ -123,7 +123,8 @@ async function sizing(db: 'pglite' | 'postgres') {
     const streams: string[] = [];
     for (let i = 0; i < SIZING_TURNS; i++) streams.push((await turn(app.port)).text);
     await app.ds.query('VACUUM FULL');
-    const before = (sum(await totalBytes(app.ds)) - empty) / SIZING_TURNS;
+    const beforeBytes = await totalBytes(app.ds);
+    const before = (sum(beforeBytes) - empty) / SIZING_TURNS;
     while ((await app.worker.runOnce()).compacted.runs > 0);
     await app.ds.query('VACUUM FULL');
     const afterBytes = await totalBytes(app.ds);
@@ -138,10 +139,12 @@ async function sizing(db: 'pglite' | 'postgres') {
     }
     await app.ds.query('VACUUM FULL floor_events');
     const [f1] = (await app.ds.query(`SELECT pg_total_relation_size('floor_events')::bigint AS b`)) as Array<{ b: string }>;
-    return { before, after, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS };
+    const perTable = Object.keys(beforeBytes).map((t) => `${t} ${(beforeBytes[t] / 1024 / SIZING_TURNS).toFixed(1)}→${(afterBytes[t] / 1024 / SIZING_TURNS).toFixed(1)}`).join(', ');
+    if (process.env.BENCH_STORAGE_KEEP) console.log(`kept: ${s.url}`);
+    return { before, after, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable };
   } finally {
     await app.close();
-    await s.drop();
+    if (!process.env.BENCH_STORAGE_KEEP) await s.drop();
   }
 }
 
@@ -233,7 +236,7 @@ async function main() {
   const windowS = (parseDuration(WINDOW) ?? 0) / 1000 + (parseDuration(COMPACT) ?? 0) / 1000;
   const report = new BenchReport(
     'storage',
-    `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, one process) at a steady rate, with compaction (RUN_COMPACT_AFTER) and retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) scaled to seconds, against the same soak without them; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [storage-soak.svg](storage-soak.svg). Method: bench/README.md.`,
+    `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, one process) at a steady rate, with compaction (RUN_COMPACT_AFTER) and retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) scaled to seconds, against the same soak without them; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/storage-soak.svg](images/storage-soak.svg). Method: bench/README.md.`,
     { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, sizingTurns: SIZING_TURNS },
   );
   const rows: Array<Array<string | number>> = [];
@@ -249,6 +252,7 @@ async function main() {
     const added = off.p99Gap > 0 ? ((on.p99Gap - off.p99Gap) / off.p99Gap) * 100 : 0;
     console.log(`\n${db}: ${on.turns} turns with the lifecycle (${on.errors} errors), ${off.turns} without (${off.errors} errors)`);
     console.log(`  bytes per completed turn: ${(size.before / 1024).toFixed(1)} KB before compaction, ${(size.after / 1024).toFixed(1)} KB after; floor (one row per turn) ${(size.floor / 1024).toFixed(1)} KB`);
+    console.log(`  per table, KB per turn before→after compaction (empty tables' pages included): ${size.perTable}`);
     console.log(`  size after the first window: ${(mean / 1e6).toFixed(2)} MB mean, ±${spread?.toFixed(1) ?? '—'} % ; without retention it ends at ${((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2)} MB`);
     console.log(`  chunk gap p99: ${on.p99Gap.toFixed(2)} ms with purges vs ${off.p99Gap.toFixed(2)} ms without (${added.toFixed(1)} %); rows of live or paused runs removed: ${on.heldRemoved}; rows purged: ${on.purged}`);
     report.add(`storage.${db}.kb-turn-before`, `${db}: KB per completed turn before compaction`, size.before / 1024, 'KB/turn', { floor: size.floor / 1024 });
@@ -260,8 +264,8 @@ async function main() {
     series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, neither`, color: colors[db][1], samples: off.samples });
   }
   report.table('storage', 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows purged', 'held rows removed'], rows);
-  writeFileSync(join(REPO_ROOT, 'docs', 'storage-soak.svg'), svg(series, windowS));
-  console.log(`\nwrote ${report.write()} and docs/storage-soak.svg`);
+  writeFileSync(join(REPO_ROOT, 'docs', 'images', 'storage-soak.svg'), svg(series, windowS));
+  console.log(`\nwrote ${report.write()} and docs/images/storage-soak.svg`);
   void SIZED_TABLES;
 }
 

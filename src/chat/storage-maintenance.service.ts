@@ -5,7 +5,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { durationOrOff } from '../config/duration';
 import { underMaintenanceLock } from '../database/maintenance-lock';
 import { TIME_PARTITIONS, type TimePartitions } from '../database/time-partitions.port';
-import { foldChunks, type ChunkFold } from '../runs/compaction';
+import { compactRun, type CompactedRun } from '../runs/compaction';
 import { keepRunEventSql, RunStorageRepository } from '../runs/repositories/run-storage.repository';
 import { keepTraceSql, TraceEventRepository } from '../trace/repositories/trace-event.repository';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
@@ -89,13 +89,16 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
             underMaintenanceLock(this.ds, async (m) => {
               const ids = await this.runs.claimToCompact(m, after, size);
               if (ids.length === 0) return 0;
-              const folds = new Map<string, ChunkFold>();
-              for (const [id, rows] of await this.runs.chunkRows(m, ids)) folds.set(id, foldChunks(rows));
-              await this.runs.applyFolds(m, folds, ids);
+              const compactedRuns = new Map<string, CompactedRun>();
+              for (const [id, rows] of await this.runs.runRows(m, ids)) {
+                const c = compactRun(rows);
+                if (c) compactedRuns.set(id, c);
+              }
+              await this.runs.storeCompacted(m, compactedRuns, ids);
               compacted.runs += ids.length;
-              for (const f of folds.values()) {
-                compacted.chunksBefore += f.chunksBefore;
-                compacted.chunksAfter += f.chunksAfter;
+              for (const c of compactedRuns.values()) {
+                compacted.chunksBefore += c.chunksBefore;
+                compacted.chunksAfter += c.chunksAfter;
               }
               return ids.length;
             }),

@@ -1,4 +1,6 @@
-import { foldChunks, type ChunkRow } from './compaction';
+import { compactRun, foldChunks, type ChunkRow } from './compaction';
+import { unpack } from './repositories/run-event.repository';
+import { TurnStepsRecorder } from './turn-steps';
 import { textUpTo } from './fork-prefix';
 
 const env = (seq: number, phaseIndex: number) => ({ requestId: 'r', seq, phase: phaseIndex % 2 ? 'action_phase' : 'complete', phaseIndex, cycleIndex: 0 });
@@ -37,5 +39,39 @@ describe('foldChunks', () => {
 
   it('a run without chunks folds to nothing', () => {
     expect(foldChunks([])).toEqual({ rewrite: [], remove: [], insert: [], chunksBefore: 0, chunksAfter: 0 });
+  });
+});
+
+describe('compactRun', () => {
+  const ev = (seq: number, type: string, phaseIndex: number, extra: Record<string, unknown> = {}) => ({ id: `e${seq}`, seq, last_seq: null, type, data: { ...env(seq, phaseIndex), ...extra } });
+  const rows = [
+    ev(1, 'start', 0),
+    ev(2, 'phase', 1, { status: 'start' }),
+    { ...packed('p3', 3, 1, ['Look', 'ing ']), last_seq: 4, type: 'chunks' },
+    ev(5, 'tool_calls', 1, { calls: [{ id: 'c1', name: 't', arguments: '{}' }] }),
+    ev(6, 'phase', 1, { status: 'end', reason: 'tool_call' }),
+    { ...single('s7', 7, 3, 'Done'), last_seq: null, type: 'chunk' },
+    { ...packed('p8', 8, 3, ['.', '!']), last_seq: 9, type: 'chunks' },
+    ev(10, 'done', 3, { stopReason: 'final_answer' }),
+  ];
+  const before = rows.flatMap((r) => unpack(r));
+
+  it('one row of the run’s events: every event but its chunks as stored, one chunk per phase at its first seq', () => {
+    const c = compactRun(rows)!;
+    expect([c.seq, c.lastSeq, c.type, c.chunksBefore, c.chunksAfter]).toEqual([1, 10, 'events', 5, 2]);
+    expect(c.events.map((e) => e.seq)).toEqual([1, 2, 3, 5, 6, 7, 10]);
+    expect(c.events.filter((e) => e.type !== 'chunk')).toEqual(before.filter((e) => e.type !== 'chunk'));
+    expect(c.events.filter((e) => e.type === 'chunk').map((e) => e.data.content)).toEqual(['Looking ', 'Done.!']);
+    // read back as stored: the same events
+    const stored = unpack({ seq: c.seq, last_seq: c.lastSeq, type: c.type, data: c.events.map((e) => ({ s: e.seq, t: e.type, d: e.data })) });
+    expect(stored).toEqual(c.events);
+    for (const phase of [0, 1, 2, 3, Infinity]) expect(textUpTo(stored, phase)).toBe(textUpTo(before, phase));
+    expect(TurnStepsRecorder.fromStored(stored)).toEqual(TurnStepsRecorder.fromStored(before));
+  });
+
+  it('nothing to do for a run without rows or already compacted', () => {
+    const c = compactRun(rows)!;
+    expect(compactRun([])).toBeNull();
+    expect(compactRun([{ id: 'x', seq: c.seq, last_seq: c.lastSeq, type: 'events', data: [] }])).toBeNull();
   });
 });

@@ -1,12 +1,15 @@
 /**
  * Compaction of an ended run's stream (issue 43): what only a live stream needed, its chunk
- * events one by one, is folded into one chunk per phase. The folded chunk keeps the seq (and the
+ * events one by one, is folded into one chunk per phase, and the run's events are then stored as
+ * one row (COMPACTED_ROW_TYPE, which PostgreSQL's TOAST compresses as a whole). The folded chunk keeps the seq (and the
  * envelope) of the phase's first chunk and carries the phase's whole text, with
  * `compacted: true` and `throughSeq`, the seq of the phase's last chunk; the seqs in between are
  * gone (the events route is gap-tolerant, docs/API.md, Storage). Every other event stays as it
  * was, so what reads a run's events after it ended (fork and resume points, the steps, a fork's
  * prefix, the answer rebuilt by textUpTo) reads the same text and the same steps.
  */
+
+import { COMPACTED_ROW_TYPE, unpack, type StoredRow, type StoredRunEvent } from './repositories/run-event.repository';
 
 /** A stored row of chunk events: one chunk (`lastSeq` null, `data` the event), or chunks seq…lastSeq (`data` their array). */
 export interface ChunkRow {
@@ -65,4 +68,40 @@ export function foldChunks(rows: readonly ChunkRow[]): ChunkFold {
   }
   for (const r of sorted) if (!kept.has(r.id)) fold.remove.push(r.id);
   return fold;
+}
+
+/** A run's stored row, with its id. */
+export interface RunRow extends StoredRow {
+  id: string;
+}
+
+/** A compacted run's one row: its events after folding, seq…lastSeq. */
+export interface CompactedRun {
+  seq: number;
+  lastSeq: number;
+  type: typeof COMPACTED_ROW_TYPE;
+  events: StoredRunEvent[];
+  chunksBefore: number;
+  chunksAfter: number;
+}
+
+/**
+ * The one row a run's rows become: every event but its chunks as stored, and one chunk per phase
+ * (foldChunks) at the seq of the phase's first chunk. Null for a run with no row, or one already
+ * compacted into a single row.
+ */
+export function compactRun(rows: readonly RunRow[]): CompactedRun | null {
+  if (rows.length === 0 || (rows.length === 1 && rows[0].type === COMPACTED_ROW_TYPE)) return null;
+  const chunkRows: ChunkRow[] = [];
+  const events: StoredRunEvent[] = [];
+  for (const r of rows) {
+    if (r.type === 'chunk' || r.type === 'chunks') chunkRows.push({ id: r.id, seq: r.seq, lastSeq: r.last_seq, data: r.data });
+    else events.push(...unpack(r));
+  }
+  const fold = foldChunks(chunkRows);
+  const startOf = new Map(chunkRows.map((c) => [c.id, c.seq]));
+  for (const w of fold.rewrite) events.push({ seq: startOf.get(w.id)!, type: 'chunk', data: w.data });
+  for (const i of fold.insert) events.push({ seq: i.seq, type: 'chunk', data: i.data });
+  events.sort((a, b) => a.seq - b.seq);
+  return { seq: events[0].seq, lastSeq: events[events.length - 1].seq, type: COMPACTED_ROW_TYPE, events, chunksBefore: fold.chunksBefore, chunksAfter: fold.chunksAfter };
 }

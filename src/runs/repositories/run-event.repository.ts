@@ -105,21 +105,29 @@ function jsonOf(e: StoredRunEvent): string {
 }
 
 /** A run_events row as read back. */
-interface StoredRow {
+export interface StoredRow {
   seq: number;
   last_seq: number | null;
   type: string;
   data: Record<string, unknown> | Array<Record<string, unknown>>;
 }
 
+/**
+ * The row type of a compacted run (issue 43, src/runs/compaction.ts): all its events in one row,
+ * seq…last_seq, `data` an array of `{s: seq, t: type, d: data}` (the seqs have gaps where chunks
+ * were folded).
+ */
+export const COMPACTED_ROW_TYPE = 'events';
+
 /** The events a stored row holds, in seq order. */
-function unpack(row: StoredRow): StoredRunEvent[] {
+export function unpack(row: StoredRow): StoredRunEvent[] {
+  if (row.type === COMPACTED_ROW_TYPE) return (row.data as Array<{ s: number; t: string; d: Record<string, unknown> }>).map((e) => ({ seq: Number(e.s), type: e.t, data: e.d }));
   if (row.last_seq === null) return [{ seq: row.seq, type: row.type, data: row.data as Record<string, unknown> }];
   return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, type: 'chunk', data }));
 }
 
 /** Events a row holds, in SQL (for counts). */
-export const EVENTS_IN_ROW = 'COALESCE(last_seq, seq) - seq + 1';
+export const EVENTS_IN_ROW = `CASE WHEN type = '${COMPACTED_ROW_TYPE}' THEN jsonb_array_length(data) ELSE COALESCE(last_seq, seq) - seq + 1 END`;
 
 /**
  * The trace records a statement of run events carries (the jsonb parameter `param`): inserted

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { jsonRows, RawJson } from '../../database/json-rows';
 import { queryResult } from '../../database/query-result';
 import { ENDED_STATUSES, HELD_ANCESTORS, pastRetention } from '../../database/retention-sql';
-import type { ChunkFold, ChunkRow } from '../compaction';
+import type { CompactedRun, RunRow } from '../compaction';
 
 /** What deleting a batch of runs removed, per table. */
 export interface RemovedRunRows {
@@ -51,38 +51,37 @@ export class RunStorageRepository {
     return rows.map((r) => r.request_id);
   }
 
-  /** The chunk rows of these runs, by run. */
-  async chunkRows(m: EntityManager, requestIds: string[]): Promise<Map<string, ChunkRow[]>> {
-    const rows = (await m.query(
-      `SELECT id, request_id, seq, last_seq, data FROM run_events WHERE request_id = ANY($1::uuid[]) AND type IN ('chunk', 'chunks') ORDER BY request_id, seq`,
-      [requestIds],
-    )) as Array<{ id: string | number; request_id: string; seq: number; last_seq: number | null; data: ChunkRow['data'] }>;
-    const out = new Map<string, ChunkRow[]>();
+  /** Every row of these runs, by run, in seq order. */
+  async runRows(m: EntityManager, requestIds: string[]): Promise<Map<string, RunRow[]>> {
+    const rows = (await m.query(`SELECT id, request_id, seq, last_seq, type, data FROM run_events WHERE request_id = ANY($1::uuid[]) ORDER BY request_id, seq`, [requestIds])) as Array<{
+      id: string | number;
+      request_id: string;
+      seq: number;
+      last_seq: number | null;
+      type: string;
+      data: RunRow['data'];
+    }>;
+    const out = new Map<string, RunRow[]>();
     for (const r of rows) {
       const list = out.get(r.request_id) ?? [];
-      list.push({ id: String(r.id), seq: Number(r.seq), lastSeq: r.last_seq === null ? null : Number(r.last_seq), data: r.data });
+      list.push({ id: String(r.id), seq: Number(r.seq), last_seq: r.last_seq === null ? null : Number(r.last_seq), type: r.type, data: r.data });
       out.set(r.request_id, list);
     }
     return out;
   }
 
-  /** Stores the folds of these runs and marks them compacted (updated_at is left alone: retention counts from the run's end). */
-  async applyFolds(m: EntityManager, folds: Map<string, ChunkFold>, requestIds: string[]): Promise<void> {
-    const remove = [...folds.values()].flatMap((f) => f.remove);
-    const rewrite = [...folds.values()].flatMap((f) => f.rewrite.map((w) => [w.id, new RawJson(JSON.stringify(w.data))]));
-    const insert = [...folds.entries()].flatMap(([id, f]) => f.insert.map((i) => [id, i.seq, new RawJson(JSON.stringify(i.data))]));
-    if (remove.length > 0) await m.query(`DELETE FROM run_events WHERE id = ANY($1::bigint[])`, [remove]);
-    if (rewrite.length > 0) {
+  /**
+   * Replaces each run's rows by its compacted row, and marks every run of `requestIds` compacted
+   * (updated_at is left alone: retention counts from the run's end).
+   */
+  async storeCompacted(m: EntityManager, compacted: Map<string, CompactedRun>, requestIds: string[]): Promise<void> {
+    const ids = [...compacted.keys()];
+    if (ids.length > 0) {
+      await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[])`, [ids]);
+      const rows = [...compacted.entries()].map(([id, c]) => [id, c.seq, c.lastSeq, c.type, new RawJson(JSON.stringify(c.events.map((e) => ({ s: e.seq, t: e.type, d: e.data }))))]);
       await m.query(
-        `UPDATE run_events e SET type = 'chunk', last_seq = NULL, data = v.e->1
-           FROM jsonb_array_elements($1::jsonb) AS v(e) WHERE e.id = (v.e->>0)::bigint`,
-        [jsonRows(rewrite)],
-      );
-    }
-    if (insert.length > 0) {
-      await m.query(
-        `INSERT INTO run_events (request_id, seq, type, data) SELECT (v->>0)::uuid, (v->>1)::int, 'chunk', v->2 FROM jsonb_array_elements($1::jsonb) AS v`,
-        [jsonRows(insert)],
+        `INSERT INTO run_events (request_id, seq, last_seq, type, data) SELECT (v->>0)::uuid, (v->>1)::int, (v->>2)::int, v->>3, v->4 FROM jsonb_array_elements($1::jsonb) AS v`,
+        [jsonRows(rows)],
       );
     }
     await m.query(`UPDATE runs SET compacted_at = now() WHERE request_id = ANY($1::uuid[])`, [requestIds]);
