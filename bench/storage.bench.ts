@@ -9,7 +9,7 @@
  * VACUUM FULL), beside its floor: the same events stored as one row per turn (the stack floor's
  * storing, bench/load/stack-floor.ts) in the same database. Writes docs/images/storage-soak.svg.
  *
- *   npm run bench:storage                                        # short: 20 s at 5 turns/s, retention 8 s
+ *   npm run bench:storage                                        # short: 30 s at 5 turns/s, retention 8 s
  *   npm run bench:storage -- --seconds 1200 --rate 20 --window 3m   # the issue's long soak (24,000 turns)
  */
 import { request } from 'node:http';
@@ -39,7 +39,7 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
-const SECONDS = Number(arg('seconds', '20'));
+const SECONDS = Number(arg('seconds', '30'));
 const RATE = Number(arg('rate', '5'));
 const WINDOW = arg('window', '8s');
 const COMPACT = arg('compact', '2s');
@@ -141,7 +141,8 @@ async function sizing(db: 'pglite' | 'postgres') {
     const [f1] = (await app.ds.query(`SELECT pg_total_relation_size('floor_events')::bigint AS b`)) as Array<{ b: string }>;
     const perTable = Object.keys(beforeBytes).map((t) => `${t} ${(beforeBytes[t] / 1024 / SIZING_TURNS).toFixed(1)}→${(afterBytes[t] / 1024 / SIZING_TURNS).toFixed(1)}`).join(', ');
     if (process.env.BENCH_STORAGE_KEEP) console.log(`kept: ${s.url}`);
-    return { before, after, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable };
+    const traceAfter = (afterBytes.trace_events ?? 0) / SIZING_TURNS;
+    return { before, after, afterWithoutTrace: after - traceAfter, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable };
   } finally {
     await app.close();
     if (!process.env.BENCH_STORAGE_KEEP) await s.drop();
@@ -251,19 +252,20 @@ async function main() {
     const spread = settled.length > 1 ? Math.max(...settled.map((b) => Math.abs(b - mean) / mean)) * 100 : null;
     const added = off.p99Gap > 0 ? ((on.p99Gap - off.p99Gap) / off.p99Gap) * 100 : 0;
     console.log(`\n${db}: ${on.turns} turns with the lifecycle (${on.errors} errors), ${off.turns} without (${off.errors} errors)`);
-    console.log(`  bytes per completed turn: ${(size.before / 1024).toFixed(1)} KB before compaction, ${(size.after / 1024).toFixed(1)} KB after; floor (one row per turn) ${(size.floor / 1024).toFixed(1)} KB`);
+    console.log(`  bytes per completed turn: ${(size.before / 1024).toFixed(1)} KB before compaction, ${(size.after / 1024).toFixed(1)} KB after; floor (one row per turn) ${(size.floor / 1024).toFixed(1)} KB; after compaction without the trace records ${(size.afterWithoutTrace / 1024).toFixed(1)} KB`);
     console.log(`  per table, KB per turn before→after compaction (empty tables' pages included): ${size.perTable}`);
     console.log(`  size after the first window: ${(mean / 1e6).toFixed(2)} MB mean, ±${spread?.toFixed(1) ?? '—'} % ; without retention it ends at ${((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2)} MB`);
     console.log(`  chunk gap p99: ${on.p99Gap.toFixed(2)} ms with purges vs ${off.p99Gap.toFixed(2)} ms without (${added.toFixed(1)} %); rows of live or paused runs removed: ${on.heldRemoved}; rows purged: ${on.purged}`);
     report.add(`storage.${db}.kb-turn-before`, `${db}: KB per completed turn before compaction`, size.before / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.kb-turn-after`, `${db}: KB per completed turn after compaction`, size.after / 1024, 'KB/turn', { floor: size.floor / 1024 });
+    report.add(`storage.${db}.kb-turn-after-no-trace`, `${db}: KB per completed turn after compaction, trace records aside`, size.afterWithoutTrace / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.size-spread`, `${db}: size spread after the first window`, spread, '%');
     report.add(`storage.${db}.p99-gap-added`, `${db}: p99 chunk gap added by purges`, added, '%');
     report.add(`storage.${db}.held-removed`, `${db}: rows of live or paused runs removed`, on.heldRemoved, 'rows');
-    rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.purged, on.heldRemoved]);
+    rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.afterWithoutTrace / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.purged, on.heldRemoved]);
     series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, neither`, color: colors[db][1], samples: off.samples });
   }
-  report.table('storage', 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows purged', 'held rows removed'], rows);
+  report.table('storage', 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows purged', 'held rows removed'], rows);
   writeFileSync(join(REPO_ROOT, 'docs', 'images', 'storage-soak.svg'), svg(series, windowS));
   console.log(`\nwrote ${report.write()} and docs/images/storage-soak.svg`);
   void SIZED_TABLES;
