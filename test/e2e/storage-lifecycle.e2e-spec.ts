@@ -101,6 +101,9 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     expect(after.run).toEqual(before.run);
     expect(after.trace).toEqual(before.trace);
     expect(after.webhooks).toEqual(before.webhooks);
+    // the run_event_list view (docs/OPERATIONS.md, Database) lists the compacted run's events as the route sends them
+    const listed = (await ds.query(`SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [turn.requestId])) as Array<{ seq: number; type: string; data: unknown }>;
+    expect(listed.map((r) => ({ id: String(r.seq), event: r.type, data: r.data }))).toEqual(after.events);
     // a Last-Event-ID inside a folded range resumes after it; after the end: 204
     const inside = chunks(turn.events)[1].id!;
     const resumed = parseStream(await (await fetch(`${t.url}/api/chat/runs/${turn.requestId}/events`, { headers: { 'last-event-id': inside } })).text());

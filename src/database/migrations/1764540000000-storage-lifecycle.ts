@@ -21,9 +21,30 @@ export class StorageLifecycle1764540000000 implements MigrationInterface {
       trace_ms bigint CHECK (trace_ms IS NULL OR trace_ms = -1 OR trace_ms > 0),
       conversations_ms bigint CHECK (conversations_ms IS NULL OR conversations_ms = -1 OR conversations_ms > 0),
       updated_at timestamptz NOT NULL DEFAULT now())`);
+    // a compacted run's events are one row of type 'events' ({s, t, d} per event): the view lists them one by one too
+    await q.query(`CREATE OR REPLACE VIEW run_event_list AS
+      SELECT e.request_id, e.seq, e.type, e.data, e.created_at FROM run_events e WHERE e.last_seq IS NULL
+      UNION ALL
+      SELECT e.request_id, e.seq + (x.i - 1)::int AS seq, 'chunk' AS type, x.data, e.created_at
+        FROM run_events e, jsonb_array_elements(e.data) WITH ORDINALITY AS x(data, i)
+       WHERE e.last_seq IS NOT NULL AND e.type <> 'events'
+      UNION ALL
+      SELECT e.request_id, (x.data->>'s')::int AS seq, x.data->>'t' AS type, x.data->'d' AS data, e.created_at
+        FROM run_events e, jsonb_array_elements(e.data) AS x(data)
+       WHERE e.last_seq IS NOT NULL AND e.type = 'events'`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    // compacted runs back to one row per event (their folded chunks stay folded)
+    await q.query(`WITH packed AS (DELETE FROM run_events WHERE type = 'events' RETURNING request_id, data, created_at)
+      INSERT INTO run_events (request_id, seq, type, data, created_at)
+      SELECT p.request_id, (x.data->>'s')::int, x.data->>'t', x.data->'d', p.created_at FROM packed p, jsonb_array_elements(p.data) AS x(data)`);
+    await q.query(`CREATE OR REPLACE VIEW run_event_list AS
+      SELECT e.request_id, e.seq, e.type, e.data, e.created_at FROM run_events e WHERE e.last_seq IS NULL
+      UNION ALL
+      SELECT e.request_id, e.seq + (x.i - 1)::int AS seq, 'chunk' AS type, x.data, e.created_at
+        FROM run_events e, jsonb_array_elements(e.data) WITH ORDINALITY AS x(data, i)
+       WHERE e.last_seq IS NOT NULL`);
     await q.query('DROP TABLE project_retention');
     await q.query('DROP INDEX idx_trace_events_created');
     await q.query('DROP INDEX idx_conversations_updated');
