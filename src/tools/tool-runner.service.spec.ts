@@ -439,6 +439,16 @@ describe('ToolRunnerService', () => {
       expect(r.output).toEqual(parsed);
       const result = trace.ofType('tool_result')[0].details!;
       expect(result).toMatchObject({ truncated: true, outputBytes: parsed.originalBytes });
+      // issue 43: the trace's copy (2 KiB here, under its 4 KiB cut) was not cut, and says so
+      expect(result.traceOutputCut).toBe(false);
+    });
+
+    it('says when the trace copy of an output was cut for size (issue 43)', async () => {
+      const { runner, trace } = setup([tool({ name: 'big', execute: async () => ({ output: { text: 'x'.repeat(20_000) } }) })], { TOOL_RESULT_MAX_BYTES: 16_384 });
+      await runner.run({ name: 'big', arguments: '{}' }, ctx());
+      const result = trace.ofType('tool_result')[0].details!;
+      expect(result.traceOutputCut).toBe(true);
+      expect(String(result.output)).toMatch(/\[trace copy cut at 4096 bytes\]$/);
     });
 
     it('keeps the cap when escaping inflates the text', () => {
