@@ -45,6 +45,8 @@ const WINDOW = arg('window', '8s');
 const COMPACT = arg('compact', '2s');
 const SIZING_TURNS = Number(arg('sizing-turns', '100'));
 const DBS = arg('db', 'both');
+/** the result file's name (bench/results/<report>.json): a long soak beside the short one */
+const REPORT = arg('report', 'storage');
 
 interface App {
   port: number;
@@ -236,7 +238,7 @@ async function main() {
   const dbs = wanted.filter((d) => d === 'pglite' || process.env.DATABASE_URL);
   const windowS = (parseDuration(WINDOW) ?? 0) / 1000 + (parseDuration(COMPACT) ?? 0) / 1000;
   const report = new BenchReport(
-    'storage',
+    REPORT,
     `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, one process) at a steady rate, with compaction (RUN_COMPACT_AFTER) and retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) scaled to seconds, against the same soak without them; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/storage-soak.svg](images/storage-soak.svg). Method: bench/README.md.`,
     { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, sizingTurns: SIZING_TURNS },
   );
@@ -265,9 +267,10 @@ async function main() {
     rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.afterWithoutTrace / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.purged, on.heldRemoved]);
     series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, neither`, color: colors[db][1], samples: off.samples });
   }
-  report.table('storage', 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows purged', 'held rows removed'], rows);
-  writeFileSync(join(REPO_ROOT, 'docs', 'images', 'storage-soak.svg'), svg(series, windowS));
-  console.log(`\nwrote ${report.write()} and docs/images/storage-soak.svg`);
+  report.table(REPORT, 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows purged', 'held rows removed'], rows);
+  const picture = REPORT === 'storage' ? 'storage-soak.svg' : `${REPORT}.svg`;
+  writeFileSync(join(REPO_ROOT, 'docs', 'images', picture), svg(series, windowS));
+  console.log(`\nwrote ${report.write()} and docs/images/${picture}`);
   void SIZED_TABLES;
 }
 
