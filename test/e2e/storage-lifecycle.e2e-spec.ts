@@ -218,3 +218,35 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     expect(reset).toMatchObject({ project: { runs: null }, effective: { runs: 'forever' } });
   });
 });
+
+describe(`storage lifecycle: the deployment's retention (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => {
+  let t: TestApp;
+  let ds: DataSource;
+  beforeAll(async () => {
+    t = await startApp({ RETENTION_RUNS: '1h', RETENTION_TRACE: '1h', RUN_COMPACT_AFTER: 'off' });
+    ds = t.app.get(DataSource);
+  });
+  afterAll(() => t.close());
+
+  const turn = async (projectId: string) => {
+    const res = await sse(`${t.url}/api/chat/messages`, { body: { content: 'hello', projectId } });
+    expect(res.events.at(-1)!.event).toBe('done');
+    const requestId = String(res.events[0].data.requestId);
+    await ds.query(`UPDATE runs SET updated_at = now() - interval '2 hours' WHERE request_id = $1`, [requestId]);
+    await ds.query(`UPDATE trace_events SET created_at = now() - interval '2 hours' WHERE request_id = $1`, [requestId]);
+    return requestId;
+  };
+
+  it('RETENTION_RUNS and RETENTION_TRACE apply to every project but one that keeps for ever; compaction off leaves the chunks alone', async () => {
+    await json('PUT', `${t.url}/api/admin/projects/keeper/retention`, { runs: 'forever', trace: 'forever' });
+    const gone = await turn('default');
+    const kept = await turn('keeper');
+    const pass = await t.app.get(StorageMaintenanceService).runOnce();
+    expect(pass.compacted.runs).toBe(0);
+    expect((await fetch(`${t.url}/api/chat/runs/${gone}`)).status).toBe(404);
+    expect(await (await fetch(`${t.url}/api/trace?requestId=${gone}`)).json()).toEqual([]);
+    expect((await fetch(`${t.url}/api/chat/runs/${kept}`)).status).toBe(200);
+    expect(((await (await fetch(`${t.url}/api/trace?requestId=${kept}`)).json()) as unknown[]).length).toBeGreaterThan(0);
+    expect(await (await fetch(`${t.url}/api/admin/projects/keeper/retention`)).json()).toMatchObject({ deployment: { runs: '1h', trace: '1h', conversations: null }, effective: { runs: 'forever', conversations: 'forever' } });
+  });
+});
