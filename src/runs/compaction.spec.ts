@@ -59,6 +59,9 @@ describe('compactRun', () => {
   it('one row of the run’s events: every event but its chunks as stored, one chunk per phase at its first seq', () => {
     const c = compactRun(rows)!;
     expect([c.seq, c.lastSeq, c.type, c.chunksBefore, c.chunksAfter]).toEqual([1, 10, 'events', 5, 2]);
+    expect(c.createdAt).toBeNull();
+    const timed = compactRun(rows.map((r, i) => ({ ...r, created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, 10 - i)) })))!;
+    expect(timed.createdAt).toBe('2026-01-01T00:00:03.000Z');
     expect(c.events.map((e) => e.seq)).toEqual([1, 2, 3, 5, 6, 7, 10]);
     expect(c.events.filter((e) => e.type !== 'chunk')).toEqual(before.filter((e) => e.type !== 'chunk'));
     expect(c.events.filter((e) => e.type === 'chunk').map((e) => e.data.content)).toEqual(['Looking ', 'Done.!']);

@@ -73,6 +73,8 @@ export function foldChunks(rows: readonly ChunkRow[]): ChunkFold {
 /** A run's stored row, with its id. */
 export interface RunRow extends StoredRow {
   id: string;
+  /** when the row was stored (the compacted row keeps the earliest: partitions and the oldest-row age go by it) */
+  created_at?: Date | string;
 }
 
 /** A compacted run's one row: its events after folding, seq…lastSeq. */
@@ -81,6 +83,8 @@ export interface CompactedRun {
   lastSeq: number;
   type: typeof COMPACTED_ROW_TYPE;
   events: StoredRunEvent[];
+  /** the earliest created_at of the rows it replaces (ISO 8601), null when unknown */
+  createdAt: string | null;
   chunksBefore: number;
   chunksAfter: number;
 }
@@ -103,5 +107,7 @@ export function compactRun(rows: readonly RunRow[]): CompactedRun | null {
   for (const w of fold.rewrite) events.push({ seq: startOf.get(w.id)!, type: 'chunk', data: w.data });
   for (const i of fold.insert) events.push({ seq: i.seq, type: 'chunk', data: i.data });
   events.sort((a, b) => a.seq - b.seq);
-  return { seq: events[0].seq, lastSeq: events[events.length - 1].seq, type: COMPACTED_ROW_TYPE, events, chunksBefore: fold.chunksBefore, chunksAfter: fold.chunksAfter };
+  const times = rows.filter((r) => r.created_at !== undefined).map((r) => new Date(r.created_at!).getTime());
+  const createdAt = times.length > 0 ? new Date(Math.min(...times)).toISOString() : null;
+  return { seq: events[0].seq, lastSeq: events[events.length - 1].seq, type: COMPACTED_ROW_TYPE, events, createdAt, chunksBefore: fold.chunksBefore, chunksAfter: fold.chunksAfter };
 }

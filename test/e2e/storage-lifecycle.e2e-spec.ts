@@ -79,8 +79,13 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     const before = await read(turn.requestId, turn.conversationId);
     expect(chunks(before.events).length).toBe(7);
 
+    const firstStored = async () => ((await ds.query(`SELECT min(created_at) AS at FROM run_events WHERE request_id = $1`, [turn.requestId])) as Array<{ at: Date }>)[0].at;
+    const storedAt = await firstStored();
     const pass = await worker.runOnce();
     expect(pass.compacted.runs).toBeGreaterThanOrEqual(1);
+    // one row, which keeps the time the run's first event was stored
+    expect((await ds.query(`SELECT type FROM run_events WHERE request_id = $1`, [turn.requestId])).map((r: { type: string }) => r.type)).toEqual(['events']);
+    expect(new Date(await firstStored()).getTime()).toBe(new Date(storedAt).getTime());
     const after = await read(turn.requestId, turn.conversationId);
 
     // the events route: the folded chunk of each phase at the seq of its first chunk, the rest as sent

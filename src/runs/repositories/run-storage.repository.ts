@@ -53,18 +53,19 @@ export class RunStorageRepository {
 
   /** Every row of these runs, by run, in seq order. */
   async runRows(m: EntityManager, requestIds: string[]): Promise<Map<string, RunRow[]>> {
-    const rows = (await m.query(`SELECT id, request_id, seq, last_seq, type, data FROM run_events WHERE request_id = ANY($1::uuid[]) ORDER BY request_id, seq`, [requestIds])) as Array<{
+    const rows = (await m.query(`SELECT id, request_id, seq, last_seq, type, data, created_at FROM run_events WHERE request_id = ANY($1::uuid[]) ORDER BY request_id, seq`, [requestIds])) as Array<{
       id: string | number;
       request_id: string;
       seq: number;
       last_seq: number | null;
       type: string;
       data: RunRow['data'];
+      created_at: Date | string;
     }>;
     const out = new Map<string, RunRow[]>();
     for (const r of rows) {
       const list = out.get(r.request_id) ?? [];
-      list.push({ id: String(r.id), seq: Number(r.seq), last_seq: r.last_seq === null ? null : Number(r.last_seq), type: r.type, data: r.data });
+      list.push({ id: String(r.id), seq: Number(r.seq), last_seq: r.last_seq === null ? null : Number(r.last_seq), type: r.type, data: r.data, created_at: r.created_at });
       out.set(r.request_id, list);
     }
     return out;
@@ -78,9 +79,11 @@ export class RunStorageRepository {
     const ids = [...compacted.keys()];
     if (ids.length > 0) {
       await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[])`, [ids]);
-      const rows = [...compacted.entries()].map(([id, c]) => [id, c.seq, c.lastSeq, c.type, new RawJson(JSON.stringify(c.events.map((e) => ({ s: e.seq, t: e.type, d: e.data }))))]);
+      const rows = [...compacted.entries()].map(([id, c]) => [id, c.seq, c.lastSeq, c.type, new RawJson(JSON.stringify(c.events.map((e) => ({ s: e.seq, t: e.type, d: e.data })))), c.createdAt]);
+      // the compacted row keeps the time of the run's first row (partitions and the oldest-row age go by it)
       await m.query(
-        `INSERT INTO run_events (request_id, seq, last_seq, type, data) SELECT (v->>0)::uuid, (v->>1)::int, (v->>2)::int, v->>3, v->4 FROM jsonb_array_elements($1::jsonb) AS v`,
+        `INSERT INTO run_events (request_id, seq, last_seq, type, data, created_at)
+         SELECT (v->>0)::uuid, (v->>1)::int, (v->>2)::int, v->>3, v->4, COALESCE((v->>5)::timestamptz, now()) FROM jsonb_array_elements($1::jsonb) AS v`,
         [jsonRows(rows)],
       );
     }
