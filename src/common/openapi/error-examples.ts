@@ -85,6 +85,12 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   invalid_approval: example(400, 'invalid_approval', 'The edited arguments cannot be used for read_file: /path must be string', 'arguments with deny, or edited arguments the tool refuses; nothing changed', {
     errors: ['/path must be string'],
   }),
+  first_key_not_admin: example(
+    409,
+    'first_key_not_admin',
+    'The first key turns keys on for good: from then on every route needs a key, and only an admin key for every project can create keys. So the first key must be {"projects": ["*"], "role": "admin"} without expiresAt; create it, give it to Authorize (or send Authorization: Bearer <key>), then create user keys with it',
+    'no key exists yet and this one is not an admin key for every project without expiry; nothing is stored',
+  ),
   mcp_not_found: example(404, 'Not Found', 'No MCP tool everything__echo', 'no such MCP tool was ever listed'),
   mcp_not_awaiting: example(409, 'Conflict', 'everything__echo has no definition awaiting approval', 'nothing awaits approval, or the definition changed again (another pendingHash)'),
 };
@@ -111,6 +117,7 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   executeToolsStream: ['unknown_mode', ...TURN],
   ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
   approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],
+  createApiKey: ['first_key_not_admin'],
   listRunApprovals: ['run_not_found'],
   decideApproval: ['invalid_approval', 'run_not_found', 'approval_not_found', 'approval_not_pending', 'run_not_awaiting'],
 };
