@@ -1,9 +1,10 @@
-import { BadRequestException, Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../common/auth/admin-only.decorator';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './api-keys.dto';
 import { ApiKeysService } from './api-keys.service';
 import { AdminException, AdminExceptionCode } from './admin.exception';
+import { UuidParamPipe } from '../common/errors/field-errors';
 
 /** What the first key must be, and why (the 409's message and the route's description). */
 export const FIRST_KEY_RULE =
@@ -52,7 +53,7 @@ export class ApiKeysController {
   @ApiOperation({ operationId: 'revokeApiKey', summary: 'Revoke a key: it stops working at once, on every instance' })
   @ApiNoContentResponse({ description: 'revoked' })
   @ApiNotFoundResponse({ description: 'unknown or already revoked key' })
-  async revoke(@Param('id', new ParseUUIDPipe()) id: string): Promise<void> {
+  async revoke(@Param('id', new UuidParamPipe()) id: string): Promise<void> {
     if (!(await this.keys.store.revoke(id))) throw new NotFoundException(`No live key ${id}`);
   }
 }

@@ -23,7 +23,9 @@ const example = (status: number, error: string, message: string | string[], summ
 
 /** By code: the domain codes, and the generic ones (HTTP status text) every operation may answer. */
 export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
-  'Bad Request': example(400, 'Bad Request', ['content must not be empty'], 'invalid body or query: every failed constraint is listed'),
+  'Bad Request': example(400, 'Bad Request', ['content is required (a string)'], 'invalid body, query or path parameter: one message per bad field', {
+    fields: [{ field: 'content', message: 'content is required (a string)' }],
+  }),
   Unauthorized: example(401, 'Unauthorized', 'Missing or invalid API key: send Authorization: Bearer <key>', 'API_KEYS (or a database key) is set and the key is missing or wrong'),
   Forbidden: example(403, 'Forbidden', 'This route needs an admin key', 'a user key on an admin route, or a project-bound key on a route that reads every project'),
   'Not Found': example(404, 'Not Found', 'Not Found', 'nothing by that id'),

@@ -48,7 +48,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       const isPublic = publicOps.has(`${method} ${path}`);
       if (isPublic) op.security = [];
       else op.responses['401'] ??= { description: 'API_KEYS is set and the request has no valid key' };
-      // the global ValidationPipe (and ParseUUIDPipe) refuse bad input on every route that takes any
+      // the global FieldValidationPipe (and UuidParamPipe) refuse bad input on every route that takes any
       if ((op.requestBody || op.parameters?.length) && !op.responses['400']) op.responses['400'] = { description: 'invalid parameters or body (nothing changes)' };
       // the body checks (RequestBodyGuard) apply to every body, also one sent where none is
       // expected (a cancel, a delete); the key throttler to every keyed route
