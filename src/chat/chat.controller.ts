@@ -1,5 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, Patch, Query, RequestMethod, Res, Sse, UseGuards } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
+import { ApiIdempotentSend, IDEMPOTENCY_CONFLICT } from '../common/idempotency/api-idempotent-send.decorator';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { RUN_EVENTS } from '../runs/dto/run-event.dto';
@@ -23,7 +25,7 @@ const SSE_DESCRIPTION =
 
 /** added (issue 33): a message's stream opens with `queued` while its conversation's previous turn is active */
 const SEND_DESCRIPTION = `${SSE_DESCRIPTION} A message queued behind the conversation's active turn (options.multitask) opens with queued (seq 0, not stored).`;
-const BUSY = 'conversation_busy: the conversation\'s previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored';
+const BUSY = `conversation_busy: the conversation's previous turn is still active and options.multitask is reject (the default); the body names its requestId; nothing is stored. ${IDEMPOTENCY_CONFLICT}`;
 
 @ApiTags('chat')
 @Controller('api/chat')
@@ -43,8 +45,14 @@ export class ChatController {
   @ApiNotFoundResponse({ description: 'unknown conversationId' })
   @ApiConflictResponse({ description: BUSY })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
-  async send(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
-    return sse(await this.chat.send('unified', dto, responseFlow(res), signal));
+  @ApiIdempotentSend()
+  async send(
+    @Body() dto: SendMessageDto,
+    @IdempotencyKey() idempotency: IdempotentSend | undefined,
+    @Res({ passthrough: true }) res: Response,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    return sse(await this.chat.send('unified', dto, responseFlow(res), signal, { idempotency }));
   }
 
   @StartsTurn()
@@ -58,8 +66,14 @@ export class ChatController {
   @ApiNotFoundResponse({ description: 'two_stage_disabled, or unknown conversationId' })
   @ApiConflictResponse({ description: BUSY })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
-  async sendTwoStage(@Body() dto: SendMessageDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
-    return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal));
+  @ApiIdempotentSend()
+  async sendTwoStage(
+    @Body() dto: SendMessageDto,
+    @IdempotencyKey() idempotency: IdempotentSend | undefined,
+    @Res({ passthrough: true }) res: Response,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal, { idempotency }));
   }
 
   @StartsTurn()

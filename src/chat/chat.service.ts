@@ -18,6 +18,13 @@ import { OrionException } from '../common/errors/orion.exception';
 import { TurnGate, type OpenTurn, type TurnRequest } from './turn-gate.service';
 import { rolledBack } from './turn-marks';
 import type { EntityManager } from 'typeorm';
+import { AppConfigService } from '../config/app-config.service';
+import { IdempotencyKeyStore, type IdempotencyClaim } from '../database/idempotency-key.store';
+import type { IdempotentSend } from '../common/idempotency/idempotency-key';
+import { keyInUse, keyReused } from '../common/idempotency/idempotency.exception';
+import { RunRepository } from '../runs/repositories/run.repository';
+import { RunEventsService } from '../runs/run-events.service';
+import { ConversationTurnRepository } from './repositories/conversation-turn.repository';
 
 export type ChatProtocol = 'two-stage' | 'unified';
 
@@ -34,6 +41,12 @@ type Decided = { settings: ConversationSettings | undefined; model: string; cont
   | { started: OpenedTurn }
   | { queued: { position: number; activeRequestId: string }; request: TurnRequest; open: OpenTurn<OpenedTurn> }
 );
+
+/** A send whose key names a request that has no run yet waits this long for it before answering 409. */
+const KEY_WAIT_MS = 10_000;
+const KEY_POLL_MS = 100;
+/** A key whose request has neither a run nor a queued turn this long after its claim was left by an instance that died: the next send takes it. */
+const KEY_ABANDONED_MS = 30_000;
 
 /** At most this many stored messages are read back as history before the token budget trims them. */
 const HISTORY_FETCH_LIMIT = 200;
@@ -55,6 +68,11 @@ export class ChatService implements OnModuleInit {
     private readonly commands: CommandStrategy,
     private readonly webhooks: WebhookSettingsService,
     private readonly gate: TurnGate,
+    private readonly keys: IdempotencyKeyStore,
+    private readonly runRows: RunRepository,
+    private readonly runEvents: RunEventsService,
+    private readonly queuedTurns: ConversationTurnRepository,
+    private readonly config: AppConfigService,
   ) {}
 
   /** Runs that waited for a person when their instance died are continued by the sweeper with chat's turns. */
@@ -70,22 +88,69 @@ export class ChatService implements OnModuleInit {
    * conversation, e.g. OpenAI's chat completions), trimmed to the budget like stored history,
    * instead of the conversation's stored messages. `opts.instructions`: added to the system
    * prompt after the conversation's custom instructions.
+   * `opts.idempotency`: the send's `Idempotency-Key`. The first send with it starts the turn, which
+   * then runs as if detached (its client leaving does not cancel it: a retry is expected); a later
+   * send with the same key and fingerprint, on any instance, gets that run's events instead, from
+   * its first, live until it ends (the reconnect reader); another fingerprint is a 422.
    */
   async send(
     protocolName: ChatProtocol,
     dto: SendMessageDto,
     flow: ClientFlow,
     clientGone: AbortSignal,
-    opts: { createMissing?: boolean; history?: LlmMessage[]; instructions?: string } = {},
+    opts: { createMissing?: boolean; history?: LlmMessage[]; instructions?: string; idempotency?: IdempotentSend } = {},
+  ): Promise<Observable<SentEvent>> {
+    const projectId = dto.projectId ?? 'default';
+    const requestId = randomUUID();
+    if (!opts.idempotency) return this.sendAs(requestId, protocolName, dto, flow, clientGone, opts);
+    const claim = { projectId, key: opts.idempotency.key, fingerprint: opts.idempotency.fingerprint, requestId, windowMs: this.config.get('IDEMPOTENCY_WINDOW_MS') };
+    const replay = await this.dbOrUnavailable(() => this.claimOrFollow(claim, flow, clientGone));
+    if (replay) return replay;
+    try {
+      return await this.sendAs(requestId, protocolName, dto, flow, clientGone, opts);
+    } catch (err) {
+      // refused before its turn started: nothing was stored, and a retry may try again
+      await this.keys.release(projectId, claim.key, requestId).catch((e: unknown) => this.logger.warn(`could not release idempotency key of ${requestId}: ${(e as Error).message}`));
+      throw err;
+    }
+  }
+
+  /**
+   * null when this send claimed its key (it starts the turn); else the events of the run the key
+   * names. The claim is one insert under the key's unique constraint, so of two sends at once on
+   * two instances exactly one starts the turn; the other waits here until that run is stored.
+   */
+  private async claimOrFollow(claim: IdempotencyClaim, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent> | null> {
+    const deadline = Date.now() + KEY_WAIT_MS;
+    for (let held = await this.keys.claim(claim); held; held = (await this.keys.find(claim.projectId, claim.key)) ?? (await this.keys.claim(claim))) {
+      if (held.fingerprint !== claim.fingerprint) throw keyReused(claim.key, held.requestId);
+      if (await this.runRows.findById(held.requestId)) return this.runEvents.follow(held.requestId, 0, flow, clientGone);
+      if (await this.queuedTurns.projectOf(held.requestId)) throw keyInUse(claim.key, held.requestId, "is queued behind its conversation's active turn");
+      if (Date.now() >= deadline || clientGone.aborted) {
+        if (held.ageMs >= KEY_ABANDONED_MS && (await this.keys.takeOver(claim, held.requestId))) return null;
+        throw keyInUse(claim.key, held.requestId, 'has not started its turn yet');
+      }
+      await new Promise((resolve) => setTimeout(resolve, KEY_POLL_MS));
+    }
+    return null;
+  }
+
+  private async sendAs(
+    requestId: string,
+    protocolName: ChatProtocol,
+    dto: SendMessageDto,
+    flow: ClientFlow,
+    clientGone: AbortSignal,
+    opts: { createMissing?: boolean; history?: LlmMessage[]; instructions?: string; idempotency?: IdempotentSend },
   ): Promise<Observable<SentEvent>> {
     const projectId = dto.projectId ?? 'default';
     // a leading /command goes to the command registry, never to the model
     const protocol = isCommand(dto.content) ? this.commands : this.orchestration.protocol(protocolName);
-    const requestId = randomUUID();
     const options = dto.options ?? {};
     const budgets = this.orchestration.budgets(options);
     const mode = dto.mode ?? 'act';
-    const detach = !!options.detach;
+    // a send named by a key runs on when its client leaves: its retry follows it
+    const detach = !!options.detach || !!opts.idempotency;
     const debugShowToolResults = !!options.debugShowToolResults;
     if (options.model !== undefined && !this.orchestration.allowsModel(options.model)) {
       throw modelNotAllowed(options.model, this.orchestration.modelNames(), 'options.model');

@@ -180,6 +180,14 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(1) @Max(20)
   MAX_ITERATIONS = 10;
 
+  /**
+   * Content loops (docs/API.md, Loops): how many back-to-back copies of one passage stop a
+   * response in prose (twice as many inside code blocks and tables); 0 turns the detector off.
+   * The default comes from the loop corpus (bench:loops).
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(50)
+  LOOP_CONTENT_REPEATS = 8;
+
   @IsString()
   WORKSPACE_ROOT = './workspace';
 
@@ -245,6 +253,13 @@ export class EnvironmentVariables {
   /** Extension: how long a running instance's lease on a run lasts before another may close it. */
   @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
   RUN_LEASE_MS = 30_000;
+
+  /**
+   * Extension (issue 42): how long an `Idempotency-Key` names the request its first send started
+   * (docs/API.md, Idempotent sends): within it, the same key with the same body gives that run.
+   */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(604_800_000)
+  IDEMPOTENCY_WINDOW_MS = 86_400_000;
 
   /** Extension (issue 33): webhooks may be sent to private and loopback addresses (a receiver on the same network). */
   @Transform(toBool) @IsBoolean()

@@ -5,6 +5,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { DatabaseInfo, DatabaseInfoModule } from './database-info';
 import { openDatabase, type DatabaseTarget } from './data-source';
 import { DbNotifierService } from './db-notifier.service';
+import { IdempotencyKeyStore } from './idempotency-key.store';
 
 /**
  * The TypeORM data source: embedded PGlite (default, `DATA_DIR`), in-memory PGlite
@@ -43,8 +44,8 @@ import { DbNotifierService } from './db-notifier.service';
       },
     }),
   ],
-  providers: [DbNotifierService],
-  exports: [DatabaseInfoModule, DbNotifierService],
+  providers: [DbNotifierService, IdempotencyKeyStore],
+  exports: [DatabaseInfoModule, DbNotifierService, IdempotencyKeyStore],
 })
 export class DatabaseModule {}
 

@@ -35,6 +35,7 @@ export class MetricsService {
   readonly toolExecutions = new Counter({ name: 'orion_tool_executions_total', help: 'Tool executions by tool and outcome', labelNames: ['tool', 'outcome'], registers: [this.registry] });
   readonly toolDuration = new Histogram({ name: 'orion_tool_duration_seconds', help: 'One tool execution', labelNames: ['tool'], buckets: TOOL_BUCKETS, registers: [this.registry] });
   readonly toolRefusals = new Counter({ name: 'orion_tool_refusals_total', help: 'Tool calls not run: duplicates, invalid arguments, refused by a mode', labelNames: ['tool', 'reason'], registers: [this.registry] });
+  readonly loops = new Counter({ name: 'orion_loops_total', help: 'Loops the guard found: content (a passage repeated back to back), repeat (a repeated call or result), no_progress (a result the same tool already gave)', labelNames: ['kind', 'route'], registers: [this.registry] });
   readonly forcedFinals = new Counter({ name: 'orion_forced_finals_total', help: 'Final model calls forced by a budget (no tools offered)', labelNames: ['reason'], registers: [this.registry] });
   readonly llmRetries = new Counter({ name: 'orion_llm_retries_total', help: 'LLM requests retried before their first byte', labelNames: ['provider', 'reason'], registers: [this.registry] });
   readonly approvals = new Counter({ name: 'orion_approvals_total', help: 'Tool calls a person decided on, by decision (approve, deny, timeout = expired unanswered)', labelNames: ['decision'], registers: [this.registry] });

@@ -65,6 +65,12 @@ export class TurnMetricsObserver {
         if (typeof d.latencyMs === 'number') this.metrics.toolDuration.observe({ tool }, d.latencyMs / 1000);
         return;
       }
+      case 'loop_detected': {
+        // route: the turn's protocol, or the tool-only mode that traced it
+        const route = (id && this.turns.get(id)?.protocol) || str(d.route, 'unknown');
+        this.metrics.loops.inc({ kind: str(d.kind, 'unknown'), route });
+        return;
+      }
       case 'duplicate_tool_call':
         this.metrics.toolRefusals.inc({ tool: this.toolLabel(d.name), reason: 'duplicate' });
         return;

@@ -1,5 +1,7 @@
 import { Injectable, type MessageEvent } from '@nestjs/common';
-import { concatMap, lastValueFrom, map, type Observable, toArray } from 'rxjs';
+import { concatMap, lastValueFrom, map, type Observable, takeWhile } from 'rxjs';
+import type { IdempotentSend } from '../common/idempotency/idempotency-key';
+import { ApprovalsService } from '../runs/approvals/approvals.service';
 import type { ClientFlow } from '../common/sse/client-flow';
 import { toMessageEvents, type WireMessage } from '../common/sse/message-events';
 import { PROJECT_ID_PATTERN } from '../common/workspace/project-id';
@@ -10,6 +12,7 @@ import type { SentEvent } from '../runs/run-event-bus.service';
 import { readCompletionRequest, turnInput } from './chat-completion-request';
 import { type ChatCompletion, type CompletionFrame, type CompletionSseData, DONE, toCompletion, toCompletionChunks } from './openai-chunks.mapper';
 import { invalidRequest, OpenAiError } from './openai-error';
+import type { RunEventLike } from './openai-chunks.mapper';
 
 /** The model names that pick a protocol (with the default model) rather than a model. */
 export const MODEL_ALIASES: Record<string, ChatProtocol> = { 'orion-unified': 'unified', 'orion-two-stage': 'two-stage' };
@@ -40,6 +43,7 @@ export class OpenAiCompletionsService {
     private readonly chat: ChatService,
     private readonly orchestration: OrchestrationService,
     private readonly config: AppConfigService,
+    private readonly approvals: ApprovalsService,
   ) {}
 
   /** The allowed models, then the protocol aliases (two-stage only while it is enabled). */
@@ -55,8 +59,8 @@ export class OpenAiCompletionsService {
   }
 
   /** `stream: true`: the turn as `chat.completion.chunk` messages, then `[DONE]`. */
-  async stream(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<MessageEvent>> {
-    const { events, frame } = await this.start(body, headers, flow, clientGone, true);
+  async stream(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Observable<MessageEvent>> {
+    const { events, frame } = await this.start(body, headers, flow, clientGone, true, idempotency);
     const wire = events.pipe(
       concatMap((e) => {
         // every chunk names the model the turn talks to, which the start event reports
@@ -68,13 +72,37 @@ export class OpenAiCompletionsService {
     return toMessageEvents(wire);
   }
 
-  /** `stream: false`: the whole turn as one `chat.completion`; a failed turn is an error answer. */
-  async complete(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal): Promise<ChatCompletion> {
-    const { events, frame } = await this.start(body, headers, flow, clientGone, false);
-    const all = await lastValueFrom(events.pipe(toArray()));
+  /**
+   * `stream: false`: the whole turn as one `chat.completion`; a failed turn is an error answer.
+   * A turn that waits for a person is answered at once, not when it is decided (a client would
+   * time out first, and retry into a second turn): 409 `approval_required` naming the approval
+   * and where to decide it; the run waits on. Both say `x-should-retry: false`: the turn ran.
+   */
+  async complete(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<ChatCompletion> {
+    const { events, frame } = await this.start(body, headers, flow, clientGone, false, idempotency);
+    const all: SentEvent[] = [];
+    let waiting: SentEvent | undefined;
+    await lastValueFrom(
+      events.pipe(
+        concatMap(async (e) => {
+          all.push(e);
+          // a stored request read back may have waited before: only one still undecided stops here
+          if (e.type === 'approval_required' && (await this.stillPending(e))) waiting = e;
+        }),
+        takeWhile(() => !waiting),
+      ),
+      { defaultValue: undefined },
+    );
+    if (waiting) throw approvalRequired(waiting, idempotency !== undefined);
     const out = toCompletion(all, frame);
-    if ('error' in out) throw new OpenAiError(out.status, out.error.error.message, null, out.error.error.code);
+    if ('error' in out) throw new OpenAiError(out.status, out.error.error.message, null, out.error.error.code, { retry: false });
     return out.completion;
+  }
+
+  /** Whether the approval an `approval_required` event asked for is still undecided. */
+  private async stillPending(e: RunEventLike): Promise<boolean> {
+    const approvals = await this.approvals.list(String(e.data.requestId));
+    return approvals.some((a) => a.approvalId === e.data.approvalId && a.status === 'pending');
   }
 
   /** Whether a request body asks for a stream (read before the rest is checked). */
@@ -82,7 +110,14 @@ export class OpenAiCompletionsService {
     return typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true;
   }
 
-  private async start(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, streaming: boolean): Promise<{ events: Observable<SentEvent>; frame: CompletionFrame }> {
+  private async start(
+    body: unknown,
+    headers: Headers,
+    flow: ClientFlow,
+    clientGone: AbortSignal,
+    streaming: boolean,
+    idempotency: IdempotentSend | undefined,
+  ): Promise<{ events: Observable<SentEvent>; frame: CompletionFrame }> {
     const req = readCompletionRequest(body);
     const { protocol, model } = this.resolveModel(req.model);
     const projectId = header(headers, ORION_HEADERS.project);
@@ -99,7 +134,7 @@ export class OpenAiCompletionsService {
       flow,
       clientGone,
       // a named conversation brings its stored history; otherwise the request's messages are it
-      { ...(conversationId ? {} : { history: input.history }), instructions: input.instructions },
+      { ...(conversationId ? {} : { history: input.history }), instructions: input.instructions, idempotency },
     );
     const includeUsage = streaming && req.stream_options?.include_usage === true;
     return { events, frame: { created: Math.floor(Date.now() / 1000), model: model ?? this.orchestration.defaultModel(), includeUsage, progress } };
@@ -129,4 +164,27 @@ function flag(headers: Headers, name: string): boolean {
   if (v === undefined || v === 'false' || v === '0') return false;
   if (v === 'true' || v === '1') return true;
   throw invalidRequest(`The ${name} header must be true or false`, null, 'invalid_header');
+}
+
+/**
+ * 409 approval_required: the turn waits for a person. Names the approval, the route that decides
+ * it and how to get the answer once decided; `x-should-retry: false`, since a retry without the
+ * key would start a second turn.
+ */
+function approvalRequired(e: SentEvent, keyed: boolean): OpenAiError {
+  const d = e.data;
+  const decide = `POST /api/chat/runs/${String(d.requestId)}/approvals/${String(d.approvalId)}`;
+  const answer = keyed
+    ? 'send this request again with the same Idempotency-Key for its answer'
+    : `read its answer with GET /api/chat/runs/${String(d.requestId)}/events or GET /api/chat/conversations/${String(d.conversationId)}/messages (a request sent with an Idempotency-Key gets it by being sent again)`;
+  return new OpenAiError(
+    409,
+    `The turn waits for approval of ${String(d.tool)} (approvalId ${String(d.approvalId)}); decide it with ${decide} {"decision":"approve"} or {"decision":"deny"}. The run goes on once it is decided: ${answer}`,
+    null,
+    'approval_required',
+    {
+      retry: false,
+      orion: { request_id: d.requestId, conversation_id: d.conversationId, approval_id: d.approvalId, tool: d.tool, arguments: d.arguments, expires_at: d.expiresAt, decide },
+    },
+  );
 }

@@ -1,13 +1,13 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { OpenAiError, toOpenAiError } from './openai-error';
+import { OpenAiError, SHOULD_RETRY_HEADER, toOpenAiError } from './openai-error';
 
 /**
  * Every error of the /v1 routes in OpenAI's shape (`{error: {message, type, param, code}}`), so
  * OpenAI clients raise their own exception classes (BadRequestError, AuthenticationError, …).
  * Bound to the controller, so it also answers what the global guards refuse there (401, 413,
  * 415, 429); the other routes keep Orion's shape. A response already started (a stream) is
- * left to its own error handling.
+ * left to its own error handling. An error a retry must not repeat says so (`x-should-retry: false`).
  */
 @Catch()
 export class OpenAiErrorFilter implements ExceptionFilter {
@@ -25,6 +25,7 @@ export class OpenAiErrorFilter implements ExceptionFilter {
       if (!res.writableEnded) res.end();
       return;
     }
+    if (error.opts.retry === false) res.setHeader(SHOULD_RETRY_HEADER, 'false');
     res.status(error.status).json(error.body());
   }
 }

@@ -4,7 +4,7 @@ import { OrionException } from '../common/errors/orion.exception';
 
 /** The error body OpenAI's API answers with, which OpenAI clients read (`err.error.message`, `err.code`). */
 export interface OpenAiErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
+  error: { message: string; type: string; param: string | null; code: string | null; orion?: Record<string, unknown> };
 }
 
 /** OpenAI's error `type` for an HTTP status (its clients pick their exception class from the status). */
@@ -17,21 +17,30 @@ export function errorType(status: number): string {
   return 'invalid_request_error';
 }
 
-/** An error of the OpenAI-compatible routes, answered as `{error: {message, type, param, code}}`. */
+/**
+ * An error of the OpenAI-compatible routes, answered as `{error: {message, type, param, code}}`.
+ * `opts.retry: false` answers with `x-should-retry: false`, which the Stainless-generated SDKs
+ * (the `openai` packages among them) obey instead of retrying 408, 409, 429 and 5xx: for what a
+ * retry would do again (a second turn). `opts.orion`: Orion's facts about it, as `error.orion`.
+ */
 export class OpenAiError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly param: string | null = null,
     readonly code: string | null = null,
+    readonly opts: { retry?: false; orion?: Record<string, unknown> } = {},
   ) {
     super(message);
   }
 
   body(): OpenAiErrorBody {
-    return { error: { message: this.message, type: errorType(this.status), param: this.param, code: this.code } };
+    return { error: { message: this.message, type: errorType(this.status), param: this.param, code: this.code, ...(this.opts.orion && { orion: this.opts.orion }) } };
   }
 }
+
+/** The header the Stainless-generated SDKs read before retrying. */
+export const SHOULD_RETRY_HEADER = 'x-should-retry';
 
 /** 400 invalid_request_error naming the request field at fault. */
 export const invalidRequest = (message: string, param: string | null, code: string | null = null): OpenAiError => new OpenAiError(400, message, param, code);

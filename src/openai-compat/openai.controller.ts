@@ -14,6 +14,8 @@ import { type ModelList, OpenAiCompletionsService, ORION_HEADERS } from './opena
 import { DONE, type RunEventLike, toCompletionChunks } from './openai-chunks.mapper';
 import { OpenAiError } from './openai-error';
 import { OpenAiErrorFilter } from './openai-error.filter';
+import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
+import { ApiIdempotentSend } from '../common/idempotency/api-idempotent-send.decorator';
 
 /** The documented stream: a short turn that ran list_files, through the mapper the route uses. */
 const STREAM_EXAMPLE = (() => {
@@ -79,18 +81,20 @@ export class OpenAiController {
       'text/event-stream': { schema: { $ref: getSchemaPath(ChatCompletionChunkDto) }, example: STREAM_EXAMPLE },
     },
   })
-  @ApiOpenAiErrors(400, 401, 404, 413, 415, 429, 500, 502, 503)
+  @ApiIdempotentSend({ errors: false })
+  @ApiOpenAiErrors(400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503)
   async createChatCompletion(
     @Body() body: Record<string, unknown>,
     @Headers() headers: Record<string, string | string[] | undefined>,
+    @IdempotencyKey([ORION_HEADERS.conversation]) idempotency: IdempotentSend | undefined,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    if (this.completions.wantsStream(body)) return this.completions.stream(body, headers, responseFlow(res), signal);
+    if (this.completions.wantsStream(body)) return this.completions.stream(body, headers, responseFlow(res), signal, idempotency);
     // A JSON answer, sent here: the stream Nest then pipes into the ended response sends nothing.
     // The signal is Nest's stream signal, which it already watches while this handler runs, so a
     // caller that hangs up before the answer cancels the turn as on a stream.
-    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, signal);
+    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, signal, idempotency);
     if (!res.writableEnded && !res.destroyed) res.status(200).json(completion);
     return EMPTY;
   }

@@ -1,6 +1,13 @@
 import type { LateDeltas, LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
 import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } from '../llm/tool-call-accumulator';
 import { deadline, type Deadline } from '../common/util/abort.util';
+import { ContentLoopDetector, DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from './loops/content-loop';
+
+/** A content loop the stream stopped at, and in which text it was found. */
+export interface StreamLoop extends ContentLoop {
+  /** `text`: the answer (what was streamed ends at `endChar`); `reasoning`: the model's reasoning, never streamed */
+  in: 'text' | 'reasoning';
+}
 
 /** How one streamed model response ended. */
 export interface ModelStreamResult {
@@ -21,6 +28,11 @@ export interface ModelStreamResult {
    * streamed, stored or run; absent when none came. Protocols trace it as a notice.
    */
   ignoredAfterFinish?: LateDeltas;
+  /**
+   * the response repeated one passage back to back and was stopped there (upstream aborted): the
+   * answer text ends where the detector fired, and the response's tool calls are not kept
+   */
+  loop?: StreamLoop;
 }
 
 export interface ModelStreamOptions {
@@ -38,6 +50,8 @@ export interface ModelStreamOptions {
    * that keeps an earlier step's text ("Let me look first.") apart from this one's
    */
   lead?: string;
+  /** the content-loop detector's thresholds (absent: the defaults; `repeats: 0`: off) */
+  contentLoop?: ContentLoopSettings;
 }
 
 /**
@@ -66,6 +80,9 @@ export class ModelStream {
   private heldText = '';
   private heldReasoningChars = 0;
   private invalidSeen = 0;
+  /** content loops in the answer text and in the reasoning, watched as they stream */
+  private readonly textLoop: ContentLoopDetector | null;
+  private reasoningLoop: ContentLoopDetector | null | undefined;
   stopped = false;
 
   constructor(
@@ -77,6 +94,10 @@ export class ModelStream {
     // deadline() without a limit: one listener instead of AbortSignal.any(), cheaper per model call, removed on close
     this.local = deadline(signal);
     this.events = llm.stream(request, this.local.signal);
+    const loop = opts.contentLoop ?? DEFAULT_CONTENT_LOOP;
+    this.textLoop = loop.repeats > 0 ? new ContentLoopDetector(loop) : null;
+    // most responses bring no reasoning: its detector is made when the first reasoning arrives
+    this.reasoningLoop = loop.repeats > 0 ? undefined : null;
   }
 
   /** Takes one event; returns answer text to stream, if the event carried some. */
@@ -91,12 +112,12 @@ export class ModelStream {
           this.heldText += ev.text;
           return undefined;
         }
-        this.result.text += ev.text;
-        return ev.text;
+        return this.answer(ev.text);
       case 'reasoning-delta':
         if (this.finished) return this.late('reasoning');
         if (this.callOpen) this.heldReasoningChars += ev.text.length;
         else this.result.reasoningChars += ev.text.length;
+        this.watchReasoning(ev.text);
         return undefined;
       case 'tool-call-delta':
         if (this.finished) return this.late('toolCalls');
@@ -149,8 +170,39 @@ export class ModelStream {
     const text = this.heldText;
     this.heldText = '';
     if (text === '') return undefined;
-    this.result.text += text;
-    return text;
+    return this.answer(text);
+  }
+
+  /**
+   * Text that joins the answer and streams, as far as the content-loop detector lets it: when a
+   * passage has repeated back to back its threshold's number of times, the text ends there, the
+   * response stops and upstream is aborted, so what streamed is exactly what the answer holds.
+   */
+  private answer(text: string): string | undefined {
+    const before = this.textLoop?.length ?? 0;
+    const hit = this.textLoop?.push(text);
+    if (!hit) {
+      this.result.text += text;
+      return text;
+    }
+    const kept = text.slice(0, Math.max(0, hit.endChar - before));
+    this.result.text += kept;
+    this.stopAtLoop({ ...hit, in: 'text' });
+    return kept === '' ? undefined : kept;
+  }
+
+  private watchReasoning(text: string): void {
+    if (this.reasoningLoop === null || this.stopped) return;
+    this.reasoningLoop ??= new ContentLoopDetector(this.opts.contentLoop ?? DEFAULT_CONTENT_LOOP);
+    const hit = this.reasoningLoop.push(text);
+    if (hit) this.stopAtLoop({ ...hit, in: 'reasoning' });
+  }
+
+  private stopAtLoop(loop: StreamLoop): void {
+    this.result.loop = loop;
+    this.stopped = true;
+    this.heldText = '';
+    this.local.abort(new Error('content loop detected'));
   }
 
   private late(kind: keyof LateDeltas): undefined {
@@ -207,8 +259,11 @@ export class ModelStream {
       // a clean end of stream is a boundary too; a failed stream's open calls are never run
       if (!this.result.error) this.acc.finish();
       const complete = this.acc.completed;
-      this.result.calls = this.opts.stopAtFirstCompleteCall ? complete.slice(0, 1) : [...complete];
-      this.result.invalid = [...this.acc.invalid];
+      // a response stopped at a content loop is not acted on: its calls are dropped with it
+      if (!this.result.loop) {
+        this.result.calls = this.opts.stopAtFirstCompleteCall ? complete.slice(0, 1) : [...complete];
+        this.result.invalid = [...this.acc.invalid];
+      }
     }
     return this.result;
   }

@@ -5,6 +5,7 @@ import { OrchestrationController } from './orchestration.controller';
 import type { OrchestrationService } from './orchestration.service';
 import type { ToolIndexService } from './modes/tool-index/tool-index.service';
 import type { ToolRunner } from '../tools/tool-runner.port';
+import type { KeyedExecutions } from './modes/keyed-executions';
 
 /**
  * The tool-mode stream (POST execute/stream) ends its generator when the caller leaves. The e2e
@@ -33,7 +34,7 @@ describe('OrchestrationController execute/stream', () => {
       modeOptions: () => ({}),
       executeModeStream: () => stream(),
     } as unknown as OrchestrationService;
-    const controller = new OrchestrationController(orchestration, {} as ToolIndexService, {} as ToolRunner);
+    const controller = new OrchestrationController(orchestration, {} as ToolIndexService, {} as ToolRunner, {} as KeyedExecutions);
     const events: MessageEvent[] = [];
     const quiet = new AbortController().signal; // the caller's signal never fires here
     let got!: () => void;

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, type MessageEvent, Post, Query, RequestMethod, Sse } from '@nestjs/common';
 import { TOOL_RUNNER, type ToolRunner } from '../tools/tool-runner.port';
-import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
 import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { ExecuteProgressEventDto } from './modes/dto/execute-stream-event.dto';
@@ -14,6 +14,9 @@ import type { ToolCallsResult } from './modes/tool-calls-result';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
 import { OrchestrationService, type ExecuteModeRequest } from './orchestration.service';
 import { StartsTurn } from '../common/limits/turn-limit.guard';
+import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
+import { ApiIdempotentSend } from '../common/idempotency/api-idempotent-send.decorator';
+import { KeyedExecutions } from './modes/keyed-executions';
 
 @ApiTags('orchestration')
 @Controller('api/orchestration')
@@ -22,6 +25,7 @@ export class OrchestrationController {
     private readonly orchestration: OrchestrationService,
     private readonly index: ToolIndexService,
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
+    private readonly keyed: KeyedExecutions,
   ) {}
 
   @Post('execute')
@@ -31,9 +35,14 @@ export class OrchestrationController {
   @ApiOperation({ operationId: 'executeTools', summary: 'Tool-only orchestration: one model decision (Classic: all tools; NarrowTopK: top-K retrieved), executed, as a ToolCallsResult' })
   @ApiOkResponse({ type: ToolCallsResultDto })
   @ApiBadRequestResponse({ description: 'invalid body, missing or unknown mode' })
-  execute(@Body() dto: ExecuteToolsDto, @ClientSignal() signal: AbortSignal): Promise<ToolCallsResult> {
+  @ApiConflictResponse({ description: "idempotency_key_in_use: the key's first send is still executing (a send with the key waits up to 30 s for its result); send again shortly" })
+  @ApiIdempotentSend()
+  execute(@Body() dto: ExecuteToolsDto, @IdempotencyKey() idempotency: IdempotentSend | undefined, @ClientSignal() signal: AbortSignal): Promise<ToolCallsResult> {
+    const req = this.toRequest(dto);
     // a caller that hangs up stops the model call and the tools it would have run
-    return this.orchestration.execute({ ...this.toRequest(dto), signal });
+    if (!idempotency) return this.orchestration.execute({ ...req, signal });
+    // unless it named the send with a key: its retry gets the result
+    return this.keyed.run(req.projectId, idempotency, req.requestId, () => this.orchestration.execute(req));
   }
 
   @Sse('execute/stream', { method: RequestMethod.POST })

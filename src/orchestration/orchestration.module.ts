@@ -7,6 +7,7 @@ import { ToolIndexService } from './modes/tool-index/tool-index.service';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
 import { OrchestrationController } from './orchestration.controller';
 import { OrchestrationService } from './orchestration.service';
+import { KeyedExecutions } from './modes/keyed-executions';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
 import { TwoStageStrategy } from './protocols/two-stage/two-stage.strategy';
 import { UnifiedStrategy } from './protocols/unified/unified.strategy';
@@ -28,6 +29,7 @@ import { UnifiedStrategy } from './protocols/unified/unified.strategy';
       inject: [TwoStageStrategy, UnifiedStrategy, ClassicStrategy, NarrowTopKStrategy],
     },
     OrchestrationService,
+    KeyedExecutions,
   ],
   exports: [OrchestrationService],
 })

@@ -17,6 +17,8 @@ import { TOOL_MODES, type ApprovedCall, type ToolCallsResult, type ToolMode, typ
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
+import { contentLoopSettings } from './loops/loop-settings';
+import type { ContentLoopSettings } from './loops/content-loop';
 
 export interface ExecuteModeRequest {
   userInput: string;
@@ -105,7 +107,15 @@ export class OrchestrationService implements OnApplicationBootstrap {
       contextWindow: req.contextWindow ?? this.config.get('LLM_CONTEXT_WINDOW'),
       untrusted,
       lastTurnTools: req.lastTurnTools ?? [],
+      contentLoop: this.contentLoop(),
     };
+  }
+
+  private loopSettings?: ContentLoopSettings;
+
+  /** The content-loop detector's thresholds from LOOP_CONTENT_REPEATS (the same object for every turn). */
+  contentLoop(): ContentLoopSettings {
+    return (this.loopSettings ??= contentLoopSettings(this.config.get('LOOP_CONTENT_REPEATS')));
   }
 
   /** The window the model really has (Ollama reports it), never more than configured. */
@@ -197,6 +207,7 @@ export class OrchestrationService implements OnApplicationBootstrap {
       options: req.options,
       signal: req.signal ?? new AbortController().signal,
       approvedCalls: req.approvedCalls ?? [],
+      contentLoop: this.contentLoop(),
     };
     let result: ToolCallsResult;
     try {

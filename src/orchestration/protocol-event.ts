@@ -3,11 +3,15 @@ import type { LlmUsage } from '../llm/llm-adapter.port';
 /** The three phases of the SSE envelope (docs/API.md). */
 export type PhaseName = 'action_phase' | 'tool_phase' | 'complete';
 
-/** Why a turn ended (`done.stopReason`). */
-/** `max_tokens`: the answer was cut off by the model's token limit (`finish_reason: length`) */
-export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'max_iterations' | 'max_tokens' | 'cancelled' | 'error';
+/**
+ * Why a turn ended (`done.stopReason`). `max_tokens`: the answer was cut off by the model's token
+ * limit (`finish_reason: length`); `duplicate_limit` / `no_progress`: the loop-strike budget was
+ * spent, by a repeated call or by a call that learned nothing new; `content_loop`: the answer (or
+ * reasoning) repeated one passage back to back and was stopped (docs/API.md, Loops).
+ */
+export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop' | 'max_iterations' | 'max_tokens' | 'cancelled' | 'error';
 
-export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments' | 'response_truncated';
+export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments' | 'response_truncated' | 'no_progress' | 'content_loop';
 
 /** The notice of an answer the model's token limit cut off. */
 export const TRUNCATED_NOTICE = { type: 'notice', code: 'response_truncated', message: 'The answer was cut off: the model reached its token limit (finish_reason: length).' } as const;

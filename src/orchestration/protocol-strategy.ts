@@ -7,6 +7,7 @@ import type { KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
 import type { ProtocolEvent } from './protocol-event';
 import type { ApprovalsPort } from './approvals.port';
 import type { ApprovalSetting } from '../tools/tool-definition';
+import type { ContentLoopSettings } from './loops/content-loop';
 
 export type ChatMode = 'act' | 'plan';
 
@@ -67,6 +68,8 @@ export interface ProtocolExecutionContext {
   toolSelection?: { select(input: ToolSelectionInput<LlmToolSpec>): ToolSelection<LlmToolSpec> };
   /** tools the conversation's previous turn called, kept on offer (sticky) */
   lastTurnTools?: readonly string[];
+  /** the content-loop detector's thresholds (LOOP_CONTENT_*); absent: the defaults */
+  contentLoop?: ContentLoopSettings;
 }
 
 /** What a protocol supports; callers (pause, resume) ask this instead of testing its name. */

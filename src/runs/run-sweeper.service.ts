@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import { emptyUsage, type PhaseName } from '../orchestration/protocol-event';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
@@ -13,6 +13,7 @@ import { TurnStepsRecorder } from './turn-steps';
 import { WebhookOutboxRepository } from '../webhooks/repositories/webhook-outbox.repository';
 import type { RunEntity } from './entities/run.entity';
 import { INSTANCE_ID } from './run-lease';
+import { IdempotencyKeyStore } from '../database/idempotency-key.store';
 
 /** Continues a run taken over by this instance; resolves once it started (it then runs detached). */
 export type Takeover = (run: RunEntity) => Promise<void>;
@@ -43,6 +44,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
     private readonly approvals: ApprovalRepository,
     private readonly webhooks: WebhookOutboxRepository,
+    @Optional() private readonly keys?: IdempotencyKeyStore,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -84,6 +86,8 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
         await this.closeFromStoredEvents(run, 'failed').catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
         closed.push(run.requestId);
       }
+      // Idempotency-Keys past their window (a send with one replaces it anyway)
+      await this.keys?.purgeExpired().catch((err: unknown) => this.logger.warn(`could not purge expired idempotency keys: ${(err as Error).message}`));
     } catch (err) {
       this.logger.warn(`sweep failed: ${(err as Error).message}`);
     } finally {

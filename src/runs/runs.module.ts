@@ -52,7 +52,7 @@ export class RunsModule {
         ApprovalRepository,
         ApprovalsService,
       ],
-      exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository, RunEventsService],
+      exports: [RunsService, RunDeletionService, RunRepository, TurnSlotRepository, RunEventsService, ApprovalsService],
     };
   }
 }

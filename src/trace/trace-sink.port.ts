@@ -6,6 +6,7 @@ export type TraceType =
   | 'tool_call'
   | 'tool_result'
   | 'duplicate_tool_call'
+  | 'loop_detected'
   | 'tool_call_refused'
   | 'tool_retrieval'
   | 'orchestration_phase_start'

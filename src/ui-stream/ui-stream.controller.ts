@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, type MessageEvent, Param, Query, RequestMethod, Res, Sse } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { EMPTY, type Observable } from 'rxjs';
 import { ProjectScope } from '../common/auth/project-scope.decorator';
@@ -9,6 +9,8 @@ import { ClientSignal } from '../common/sse/client-signal.decorator';
 import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
 import { UiChatRequestDto, UiStreamQueryDto } from './dto/ui-chat-request.dto';
 import { uiStreamExample } from './ui-stream.openapi';
+import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
+import { ApiIdempotentSend, IDEMPOTENCY_CONFLICT } from '../common/idempotency/api-idempotent-send.decorator';
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, UiStreamService } from './ui-stream.service';
 
 const UI_STREAM_DESCRIPTION =
@@ -47,8 +49,15 @@ export class UiStreamController {
   @ApiBadRequestResponse({ description: 'invalid body, or the last message is not a user message with text only (nothing is stored)' })
   @ApiNotFoundResponse({ description: 'the chat id is a UUID naming a conversation of another project' })
   @ApiServiceUnavailableResponse({ description: 'database_unavailable: the message could not be stored (nothing was)' })
-  async send(@Body() dto: UiChatRequestDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
-    const parts = await this.ui.send(dto, responseFlow(res), signal);
+  @ApiConflictResponse({ description: `conversation_busy: the chat's previous turn is still active (options.multitask reject); ${IDEMPOTENCY_CONFLICT}` })
+  @ApiIdempotentSend()
+  async send(
+    @Body() dto: UiChatRequestDto,
+    @IdempotencyKey() idempotency: IdempotentSend | undefined,
+    @Res({ passthrough: true }) res: Response,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    const parts = await this.ui.send(dto, responseFlow(res), signal, idempotency);
     res.setHeader(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION);
     return toMessageEvents(parts);
   }

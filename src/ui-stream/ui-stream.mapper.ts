@@ -45,6 +45,8 @@ const FINISH_REASON: Record<string, string> = {
   final_answer: 'stop',
   cycle_budget: 'stop',
   duplicate_limit: 'stop',
+  no_progress: 'stop',
+  content_loop: 'stop',
   max_iterations: 'stop',
   max_tokens: 'length',
   cancelled: 'other',

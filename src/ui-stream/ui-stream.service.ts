@@ -2,6 +2,7 @@ import { BadRequestException, Inject, Injectable } from '@nestjs/common';
 import { concatMap, defer, endWith, type Observable } from 'rxjs';
 import { ChatService } from '../chat/chat.service';
 import type { SendMessageDto } from '../chat/dto/send-message.dto';
+import type { IdempotentSend } from '../common/idempotency/idempotency-key';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/project-ownership.port';
 import type { ClientFlow } from '../common/sse/client-flow';
 import type { WireMessage } from '../common/sse/message-events';
@@ -38,7 +39,7 @@ export class UiStreamService {
    * with the turn when the chat is new). Refused with 400 before anything is stored when the last
    * message is not a user message with text.
    */
-  async send(dto: UiChatRequestDto, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<WireMessage>> {
+  async send(dto: UiChatRequestDto, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Observable<WireMessage>> {
     const projectId = dto.projectId ?? 'default';
     const message: SendMessageDto = {
       projectId,
@@ -47,7 +48,7 @@ export class UiStreamService {
       ...(dto.mode !== undefined && { mode: dto.mode }),
       ...(dto.options !== undefined && { options: dto.options }),
     };
-    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true }));
+    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true, idempotency }));
   }
 
   /**

@@ -100,7 +100,7 @@ describe.each([
       Array.from({ length: limit }, (_, i) => ['read_file', 'refuse', null, i + 1, limit]),
     );
     for (const d of dups) expect(typeof d.firstPhaseIndex).toBe('number');
-    expect(trace.filter((x) => x.type === 'orchestration_notice').map((x) => x.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: limit, limit }]);
+    expect(trace.filter((x) => x.type === 'orchestration_notice').map((x) => x.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: limit, limit, stopReason: 'duplicate_limit' }]);
     expect(trace.filter((x) => x.type === 'llm_request').map((x) => x.details.forced ?? null)).toEqual([...Array(limit + 1).fill(null), 'duplicate_limit']);
     expect(trace.filter((x) => x.type === 'tool_call')).toHaveLength(1);
   });

@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { startApp, type TestApp } from '../support/app';
 
 /** OpenAI's error type per status (the /v1 routes' error shape). */
-const OPENAI_ERROR_TYPES: Record<string, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 404: 'not_found_error', 413: 'invalid_request_error', 415: 'invalid_request_error', 429: 'rate_limit_error', 500: 'server_error', 502: 'server_error', 503: 'server_error' };
+const OPENAI_ERROR_TYPES: Record<string, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 404: 'not_found_error', 409: 'invalid_request_error', 413: 'invalid_request_error', 415: 'invalid_request_error', 422: 'invalid_request_error', 429: 'rate_limit_error', 500: 'server_error', 502: 'server_error', 503: 'server_error' };
 const COMMITTED = join(__dirname, '..', '..', 'docs', 'openapi.json');
 const REGENERATE = 'npm run openapi';
 /** The AI SDK UI message stream routes: `data:` lines only (no event names), ending `data: [DONE]`. */
@@ -115,7 +115,9 @@ describe('the OpenAPI document', () => {
       }
     }
     const codes = (id: string, status: string) => Object.values(examplesOf(operations(served).find(([, , o]) => o.operationId === id)![2], status)).map((e) => e.value.error);
-    expect(codes('sendMessage', '400')).toEqual(['Bad Request', 'model_not_allowed']);
+    expect(codes('sendMessage', '400')).toEqual(['Bad Request', 'model_not_allowed', 'invalid_idempotency_key']);
+    expect(codes('sendMessage', '422')).toEqual(['idempotency_key_reused']);
+    expect(codes('sendMessage', '409')).toEqual(['conversation_busy', 'idempotency_key_in_use']);
     expect(codes('sendMessage', '404')).toEqual(['conversation_not_found']);
     expect(codes('listConversationMessages', '404')).toEqual(['conversation_not_found']);
     expect(codes('getRun', '404')).toEqual(['run_not_found']);

@@ -17,6 +17,7 @@ describe('POST /api/chat/messages (unified agentic route)', () => {
     mkdirSync(join(project, 'guides'), { recursive: true });
     writeFileSync(join(project, 'guides', 'install.md'), '# Installing Orion\n\nRun npm install, then npm start.\n');
     writeFileSync(join(project, 'guides', 'roadmap.md'), '# Roadmap\n\nNext: the unified route ships.\n');
+    for (let i = 0; i < 10; i++) writeFileSync(join(project, 'guides', `note-${i}.md`), `Note ${i}.\n`);
     const ingest = await fetch(`${t.url}/api/knowledge/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectId: 'default' }) });
     expect(ingest.status).toBe(200);
   });
@@ -132,8 +133,9 @@ describe('POST /api/chat/messages (unified agentic route)', () => {
   });
 
   it('ends a model that never stops calling tools after maxIterations model steps with one tool-free answer', async () => {
-    // a new call each step (a repeated one is a loop strike, see loop-rule.e2e-spec.ts), so only maxIterations stops it
-    for (let i = 0; i < 10; i++) llm.enqueue(respond.turn([{ text: `step ${i}. ` }, { toolCall: { name: 'read_file', args: { path: 'guides/install.md', maxBytes: 1000 + i } } }]));
+    // a new call each step that learns something new (a repeated call, or one whose result is one
+    // the model already has, is a loop strike: loop-rule and loop-shapes e2e), so only maxIterations stops it
+    for (let i = 0; i < 10; i++) llm.enqueue(respond.turn([{ text: `step ${i}. ` }, { toolCall: { name: 'read_file', args: { path: `guides/note-${i}.md` } } }]));
     llm.enqueue(respond.turn([{ text: 'The install guide says: npm install, then npm start.' }]));
     const res = await send('Keep exploring the files');
     const { trace } = await checkTurn(res.events, 'max_iterations');

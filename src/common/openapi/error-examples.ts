@@ -93,20 +93,37 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
     'The first key turns keys on for good: from then on every route needs a key, and only an admin key for every project can create keys. So the first key must be {"projects": ["*"], "role": "admin"} without expiresAt; create it, give it to Authorize (or send Authorization: Bearer <key>), then create user keys with it',
     'no key exists yet and this one is not an admin key for every project without expiry; nothing is stored',
   ),
+  invalid_idempotency_key: example(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters, e.g. a UUID (got 300 characters); nothing was started or stored', 'an Idempotency-Key header that is empty, too long or not printable ASCII'),
+  idempotency_key_reused: example(
+    422,
+    'idempotency_key_reused',
+    `Idempotency-Key "5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10" was first sent with another route or body (request ${RUN}); a key stands for one request: send a new key for a new request. Nothing was started or stored`,
+    'the key was first sent with another route or body; nothing is started or stored',
+    { requestId: RUN },
+  ),
+  idempotency_key_in_use: example(
+    409,
+    'idempotency_key_in_use',
+    `Idempotency-Key "5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10": request ${RUN} is queued behind its conversation's active turn; send the same request again shortly. Nothing was started`,
+    "the key's first send has not started its turn yet (or, on tool-only execution, is still executing)",
+    { requestId: RUN, retryAfter: 1 },
+  ),
   mcp_not_found: example(404, 'Not Found', 'No MCP tool everything__echo', 'no such MCP tool was ever listed'),
   mcp_not_awaiting: example(409, 'Conflict', 'everything__echo has no definition awaiting approval', 'nothing awaits approval, or the definition changed again (another pendingHash)'),
 };
 
 /** Codes that start a turn (they count against the running-turn limits). */
 const TURN = ['too_many_turns'];
+/** Codes of a send's Idempotency-Key (docs/API.md, Idempotent sends). */
+const KEYED = ['invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use'];
 
 /** The domain codes each operation can answer, besides the generic ones of its statuses. */
 export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
-  sendMessage: ['model_not_allowed', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN],
-  sendMessageTwoStage: ['model_not_allowed', 'two_stage_disabled', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN],
+  sendMessage: ['model_not_allowed', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN, ...KEYED],
+  sendMessageTwoStage: ['model_not_allowed', 'two_stage_disabled', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN, ...KEYED],
   resumeTwoStageRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'resume_in_progress', 'run_cancelled', 'run_finished_resume', 'run_not_latest_checkpoint', 'run_not_resumable', ...TURN],
   forkRun: ['two_stage_disabled', 'run_not_found', 'checkpoint_not_found', 'fork_running', 'run_not_resumable', ...TURN],
-  sendUiMessage: ['model_not_allowed', 'conversation_not_found', 'database_unavailable', ...TURN],
+  sendUiMessage: ['model_not_allowed', 'conversation_not_found', 'conversation_busy', 'database_unavailable', ...TURN, ...KEYED],
   listConversationMessages: ['conversation_not_found'],
   renameConversation: ['conversation_not_found'],
   updateConversationSettings: ['model_not_allowed', 'conversation_not_found'],
@@ -115,7 +132,7 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   streamRunEvents: ['run_not_found'],
   cancelRun: ['run_not_found', 'run_finished'],
   pauseRun: ['run_not_found', 'run_not_resumable'],
-  executeTools: ['unknown_mode', ...TURN],
+  executeTools: ['unknown_mode', ...TURN, ...KEYED],
   executeToolsStream: ['unknown_mode', ...TURN],
   ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
   approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],

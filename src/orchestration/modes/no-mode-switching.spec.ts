@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { OrchestrationService } from '../orchestration.service';
 import type { ToolCallsResult, ToolModeInput, ToolModeStrategy } from './tool-calls-result';
 
-/** these tests dispatch by name only; the turn ports are not used */
-const NO_PORTS = [{}, {}, {}, {}] as unknown as [never, never, never, never];
+/** these tests dispatch by name only; the turn ports are not used (the configuration answers with the defaults: none) */
+const NO_PORTS = [{ get: () => undefined }, {}, {}, {}] as unknown as [never, never, never, never];
 
 /**
  * Issue #6: a caller always gets the mode it asked for. These checks keep the modes' folder

@@ -1,5 +1,6 @@
 import type { ApprovalNeed, ToolOutcome } from '../../tools/tool-definition';
 import { ORCHESTRATION_MODES } from '../../config/env.schema';
+import type { ContentLoopSettings } from '../loops/content-loop';
 
 /** The two tool-only modes (one list with ORCHESTRATION_DEFAULT_MODE's); a caller always gets the mode it asked for. */
 export const TOOL_MODES = ORCHESTRATION_MODES;
@@ -12,6 +13,8 @@ export type ToolMode = (typeof TOOL_MODES)[number];
  */
 export type ToolCallsError =
   | 'no_tool_calls'
+  /** the decision's text repeated one passage back to back and it called no tool */
+  | 'content_loop'
   | 'invalid_args'
   | 'narrow_topk_unavailable'
   | 'no_candidates'
@@ -82,6 +85,8 @@ export interface ToolModeInput {
   signal: AbortSignal;
   /** calls a person approved earlier: these run without waiting (each entry once) */
   approvedCalls?: ApprovedCall[];
+  /** the content-loop detector's thresholds (LOOP_CONTENT_REPEATS); absent: the defaults */
+  contentLoop?: ContentLoopSettings;
 }
 
 /** Progress of a tool-only run, for the streaming route. */

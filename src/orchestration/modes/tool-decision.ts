@@ -4,6 +4,7 @@ import type { ToolRunner } from '../../tools/tool-runner.port';
 import type { TraceSink } from '../../trace/trace-sink.port';
 import type { ApprovedCall, DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
 import { toolModeSystemPrompt, toolModeUserMessage } from './tool-mode.prompts';
+import { ContentLoopDetector, type ContentLoop, type ContentLoopSettings } from '../loops/content-loop';
 
 /** Fixed prefix of every tool-only log line, so operators can grep one mode run end to end. */
 export const TOOL_ORCHESTRATION_LOG_PREFIX = '[ToolOrchestration]';
@@ -61,6 +62,7 @@ export async function* decideAndExecute(
   const exposedTools = specs.map((s) => s.name);
   const { requestId, projectId } = input;
   let decided: DecidedCall[];
+  let looped: (ContentLoop & { in: 'text' | 'reasoning' }) | undefined;
   try {
     deps.trace.record({ requestId, projectId, type: 'llm_request', details: { mode, tools: exposedTools, toolChoice: 'auto', nonStreaming: true } });
     const completion = await deps.llm.complete(
@@ -80,6 +82,12 @@ export async function* decideAndExecute(
     );
     deps.trace.record({ requestId, projectId, type: 'llm_response', details: { mode, finishReason: completion.finishReason, toolCalls: completion.toolCalls.map((c) => c.name), usage: completion.usage ?? null } });
     decided = completion.toolCalls.slice(0, input.options.maxCalls).map((c) => ({ toolName: c.name ?? '', args: parseArgs(c.arguments) }));
+    // the same loop rule as the chat routes (the decision is not streamed, so it is read whole:
+    // DECISION_MAX_TOKENS bounds it); its calls still decide, a loop without calls is its error
+    looped = contentLoopOf(completion.content ?? '', completion.reasoning ?? '', input.contentLoop);
+    if (looped) {
+      deps.trace.record({ requestId, projectId, type: 'loop_detected', details: { kind: 'content', in: looped.in, period: looped.period, repeats: looped.repeats, atChar: looped.atChar, endChar: looped.endChar, route: mode, verdict: decided.length ? 'calls_kept' : 'end' } });
+    }
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);
     deps.trace.record({ requestId, projectId, type: 'llm_error', details: { mode, message } });
@@ -88,6 +96,10 @@ export async function* decideAndExecute(
   // what the caller is shown of the calls: a configured secret the model wrote is masked
   const shown: DecidedCall[] = decided.map((c) => ({ toolName: c.toolName, args: deps.tools.redactArgs(c.toolName, c.args) }));
   yield { stage: 'LLMDecision', decidedCalls: shown };
+  if (decided.length === 0 && looped) {
+    const errorMessage = `The model called no tool: its ${looped.in === 'reasoning' ? 'reasoning' : 'text'} repeated one passage (${looped.period} characters) ${looped.repeats} times in a row`;
+    return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, error: 'content_loop', errorMessage, candidates });
+  }
   if (decided.length === 0) {
     return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, error: 'no_tool_calls', errorMessage: 'The model called no tool', candidates });
   }
@@ -125,6 +137,15 @@ export async function* decideAndExecute(
   // a tool that ran and failed is not an orchestration error: its execution's outcome says so
   const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
   return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, executions, error, candidates });
+}
+
+/** A content loop in the decision's text or reasoning, by the chat routes' detector. */
+function contentLoopOf(text: string, reasoning: string, settings?: ContentLoopSettings): (ContentLoop & { in: 'text' | 'reasoning' }) | undefined {
+  if (settings && settings.repeats <= 0) return undefined;
+  const inText = text ? new ContentLoopDetector(settings).push(text) : null;
+  if (inText) return { ...inText, in: 'text' };
+  const inReasoning = reasoning ? new ContentLoopDetector(settings).push(reasoning) : null;
+  return inReasoning ? { ...inReasoning, in: 'reasoning' } : undefined;
 }
 
 /** The canonical signatures of the calls a person approved, each as many times as it was listed. */

@@ -20,6 +20,8 @@ export interface ExecutedToolRecord {
   outcome: string;
   /** sha256 of the result the model was given (a rerun compares it); absent in older checkpoints */
   resultDigest?: string;
+  /** the no-progress rule's digest of the result (ToolCallGuard `progressDigest`); absent when it says nothing, and in older checkpoints */
+  progressDigest?: string;
 }
 
 export interface TwoStageCheckpoint {
@@ -33,6 +35,8 @@ export interface TwoStageCheckpoint {
   injected: LlmMessage[];
   executed: ExecutedToolRecord[];
   duplicateStrikes: number;
+  /** the kind of the latest loop strike (its stop reason when it spent the budget); optional, so no version bump */
+  lastStrike?: 'repeat' | 'no_progress' | 'invalid';
   /** tools whose invalid arguments the model was already told about */
   toldInvalid: string[];
   usage: LlmUsage & { llmCalls: number };
@@ -98,6 +102,7 @@ export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
     injected: raw.injected,
     executed: raw.executed as TwoStageCheckpoint['executed'],
     duplicateStrikes: raw.duplicateStrikes,
+    ...(raw.lastStrike === 'repeat' || raw.lastStrike === 'no_progress' || raw.lastStrike === 'invalid' ? { lastStrike: raw.lastStrike } : {}),
     toldInvalid: raw.toldInvalid as string[],
     usage: {
       promptTokens: Number(u.promptTokens) || 0,

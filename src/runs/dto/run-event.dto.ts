@@ -32,7 +32,7 @@ export class QueuedEventDto extends RunEventEnvelopeDto {
 
 export class PhaseEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['start', 'end'] }) status: string;
-  @ApiPropertyOptional({ description: 'why a phase ended: an action phase tool_call (two-stage), tool_calls (unified), final_answer, max_tokens, cycle_budget, duplicate_limit, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …)' }) reason?: string;
+  @ApiPropertyOptional({ description: 'why a phase ended: an action phase tool_call (two-stage), tool_calls (unified), final_answer, max_tokens, cycle_budget, duplicate_limit, no_progress, content_loop, max_iterations, cancelled or error; a tool phase its tool outcome (success, tool_errors, timeout, …)' }) reason?: string;
 }
 
 export class ChunkEventDto extends RunEventEnvelopeDto {
@@ -88,7 +88,7 @@ export class SourcesEventDto extends RunEventEnvelopeDto {
 }
 
 export class NoticeEventDto extends RunEventEnvelopeDto {
-  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments', 'response_truncated'] }) code: string;
+  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments', 'response_truncated', 'no_progress', 'content_loop'] }) code: string;
   @ApiProperty() message: string;
 }
 
@@ -129,7 +129,7 @@ export class TurnUsageDto {
 export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ description: 'the whole answer as stored' }) fullContent: string;
   @ApiProperty({ nullable: true, type: String, description: 'the stored assistant message' }) messageId: string | null;
-  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'max_iterations', 'max_tokens', 'cancelled', 'error'] }) stopReason: string;
+  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'no_progress', 'content_loop', 'max_iterations', 'max_tokens', 'cancelled', 'error'] }) stopReason: string;
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
 }
 

@@ -113,7 +113,7 @@ export class ToolCallsResultDto {
   @ApiProperty({ type: [DecidedCallDto] }) decidedCalls: DecidedCallDto[];
   @ApiProperty({ type: [ToolExecutionDto] }) executions: ToolExecutionDto[];
   @ApiProperty() isSuccess: boolean;
-  @ApiProperty({ nullable: true, enum: ['no_tool_calls', 'invalid_args', 'narrow_topk_unavailable', 'no_candidates', 'llm_error', 'internal_error'] }) error: string | null;
+  @ApiProperty({ nullable: true, enum: ['no_tool_calls', 'content_loop', 'invalid_args', 'narrow_topk_unavailable', 'no_candidates', 'llm_error', 'internal_error'] }) error: string | null;
   @ApiProperty() totalLatencyMs: number;
   @ApiProperty() requestId: string;
   @ApiPropertyOptional() errorMessage?: string;

@@ -6,7 +6,7 @@ import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } f
 import { ToolCallGuard } from '../../tool-call-guard';
 import { actionStream } from '../action-stream';
 import { MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
-import type { ForcedReason } from './two-stage.budgets';
+import type { ForcedReason } from './two-stage.loop-budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction } from './two-stage.messages';
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
 import type { StepOutcome, TurnState } from './two-stage.state';
@@ -22,6 +22,10 @@ export interface ActionContext {
   continuing: boolean;
   /** the model's latest text: the next action phase's tools are re-ranked with it */
   latestText: string;
+  /** content loops this turn (the ToolCallGuard: the first gets one tool-free call, a second ends the turn) */
+  contentLoops: number;
+  /** after a content loop: what the model said up to the loop, and the guard's instruction */
+  afterLoop?: { instruction: string; said: string };
 }
 
 /**
@@ -34,7 +38,7 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
 
   const offerTools = !a.forced && specs.length > 0;
   const offered = offerTools ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: a.latestText || undefined }) : [];
-  const messages = modelMessages(ctx, s, a.forced);
+  const messages = modelMessages(ctx, s, a);
   traceStep(ctx, 'llm_request', {
     phase: 'action_phase',
     phaseIndex,
@@ -48,6 +52,7 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
     stopAtFirstCompleteCall: true,
     ignoreToolCalls: !offerTools,
     lead: a.wrote ? PARAGRAPH_BREAK : undefined,
+    contentLoop: ctx.contentLoop,
   });
 }
 
@@ -56,9 +61,10 @@ export async function* endAction(
   ctx: ProtocolExecutionContext,
   s: TurnState,
   specs: LlmToolSpec[],
-  forced: ForcedReason | null,
+  a: ActionContext,
   stream: ModelStream,
 ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
+  const forced = a.forced;
   const res = stream.close();
   const phaseIndex = s.phaseIndex;
   addUsage(s.usage, res.usage);
@@ -83,7 +89,17 @@ export async function* endAction(
     invalidCalls: res.invalid.length,
     stoppedEarly: res.stoppedEarly,
     usage: res.usage ?? null,
+    ...(res.loop ? { contentLoop: { in: res.loop.in, period: res.loop.period, repeats: res.loop.repeats } } : {}),
   });
+
+  const guard = new ToolCallGuard(ctx);
+  if (res.loop) {
+    // the response repeated itself: stopped where the detector fired, its calls dropped
+    const verdict = yield* guard.contentLoop(a, res.loop, phaseIndex);
+    yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'content_loop');
+    if (verdict === 'end') return { kind: 'final', stopReason: 'content_loop' };
+    return { kind: 'content_loop', instruction: guard.contentLoopInstruction(res.loop, res.text), said: guard.saidBeforeLoop(res.loop, res.text) };
+  }
 
   const call = res.calls[0];
   if (forced && res.text.trim() === '') {
@@ -104,26 +120,32 @@ export async function* endAction(
     return { kind: 'refused_duplicate' };
   }
 
-  // stored as a digest: checkpoints keep no argument values (secrets included)
-  const guard = new ToolCallGuard(ctx);
-  const signature = guard.signature(call)?.digest ?? null;
-  // the latest run of this signature: a rerun compares its result with that one
-  const earlier = signature ? s.executed.findLast((e) => e.signature === signature) : undefined;
+  // the guard classifies the call against the turn's executed calls (one call per response: no twins);
+  // signatures are stored as digests: checkpoints keep no argument values (secrets included)
+  const verdict = guard.classify(call, (digest) => s.executed.findLast((e) => e.signature === digest));
+  const signature = verdict.signature?.digest ?? null;
   const toolCalls: ProtocolEvent = { type: 'tool_calls', calls: [{ id: call.id, name: call.name, arguments: shownArguments(ctx, call) }] };
-  if (earlier && guard.policy(call.name) === 'refuse') {
+  if (verdict.kind === 'repeat') {
     yield toolCalls;
-    yield* refuseDuplicate(ctx, s, call, earlier);
+    yield* refuseDuplicate(ctx, s, call, verdict.earlier);
     return { kind: 'refused_duplicate' };
   }
   yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'tool_call');
   yield toolCalls;
-  return yield* toolPhase(ctx, s, call, signature, earlier);
+  // a rerun compares its result with the latest run of its signature
+  return yield* toolPhase(ctx, s, call, signature, verdict.kind === 'new' ? undefined : verdict.earlier);
 }
 
-/** System prompt, then injected tool results and refusals, then the conversation. */
-function modelMessages(ctx: ProtocolExecutionContext, s: TurnState, forced: ForcedReason | null): LlmMessage[] {
+/** System prompt, then injected tool results and refusals, then the conversation (and, forced, why it must answer now). */
+function modelMessages(ctx: ProtocolExecutionContext, s: TurnState, a: ActionContext): LlmMessage[] {
   const system = ctx.systemContext ? `${TWO_STAGE_SYSTEM_PROMPT}\n\n${ctx.systemContext}` : TWO_STAGE_SYSTEM_PROMPT;
   const out: LlmMessage[] = [{ role: 'system', content: system }, ...s.injected, ...s.baseMessages];
-  if (forced) out.push({ role: 'system', content: forcedFinalInstruction(forced) });
+  if (a.forced === 'content_loop' && a.afterLoop) {
+    // what the user already saw, then why the model must write the answer once
+    if (a.afterLoop.said.trim()) out.push({ role: 'assistant', content: a.afterLoop.said });
+    out.push({ role: 'system', content: a.afterLoop.instruction });
+  } else if (a.forced && a.forced !== 'content_loop') {
+    out.push({ role: 'system', content: forcedFinalInstruction(a.forced) });
+  }
   return out;
 }

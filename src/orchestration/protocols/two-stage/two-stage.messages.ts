@@ -1,7 +1,7 @@
 import type { ToolRunResult } from '../../../tools/tool-definition';
 import { untrustedBlock } from '../../../common/util/untrusted-block';
 import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
-import type { ForcedReason } from './two-stage.budgets';
+import type { ForcedReason } from './two-stage.loop-budgets';
 
 /** The two-stage protocol's system prompt: one tool per step, results arrive as system messages. */
 export const TWO_STAGE_SYSTEM_PROMPT = [
@@ -44,10 +44,21 @@ export function invalidArgumentsMessage(name: string, error: string, schema: Rec
   ].join('\n');
 }
 
+/** The boxed system message of a call whose result repeats an earlier one: the guard's wording, in place of the result. */
+export function noProgressMessage(n: number, name: string, args: string, text: string): string {
+  return [`[Tool result #${n} — ${name} ${compact(args)} — no new information]`, text, `[End of tool result #${n}]`].join('\n');
+}
+
+/** Why each budget forced the final answer, as the model reads it (a content loop has the guard's own instruction). */
+const FORCED_WHY: Record<Exclude<ForcedReason, 'content_loop'>, string> = {
+  cycle_budget: 'The tool budget of this turn is used up.',
+  duplicate_limit: 'Tool calls were repeated too often.',
+  no_progress: 'Tool calls kept returning results that were already known.',
+};
+
 /** Appended to the last model call of a turn that hit a budget: answer now, no tools. */
-export function forcedFinalInstruction(reason: ForcedReason): string {
-  const why = reason === 'cycle_budget' ? 'The tool budget of this turn is used up.' : 'Tool calls were repeated too often.';
-  return `${why} Do not call any tools. Write your final answer to the user now, using the tool results above.`;
+export function forcedFinalInstruction(reason: Exclude<ForcedReason, 'content_loop'>): string {
+  return `${FORCED_WHY[reason]} Do not call any tools. Write your final answer to the user now, using the tool results above.`;
 }
 
 function compact(args: string): string {

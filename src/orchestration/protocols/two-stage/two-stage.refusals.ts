@@ -5,7 +5,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { shownArguments } from '../../protocol-steps.util';
 import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
 import { invalidName, ToolCallGuard } from '../../tool-call-guard';
-import { NOTICES } from './two-stage.budgets';
+import { NOTICES } from './two-stage.loop-budgets';
 import { invalidArgumentsMessage, refusalMessage } from './two-stage.messages';
 import type { TurnState } from './two-stage.state';
 
@@ -40,7 +40,7 @@ export async function* handleInvalid(
     s.injected.push({ role: 'system', content: invalidArgumentsMessage(name, bad.error, specs.find((t) => t.name === name)?.parameters) });
     return;
   }
-  const spent = guard.strike(s);
+  const spent = guard.strike(s, 'invalid');
   yield { type: 'notice', code: 'duplicate_tool_call', message: `Duplicate tool call detected: another tool call (${name}) whose arguments are not a JSON object.` };
   if (spent) yield guard.limitReached(s);
 }

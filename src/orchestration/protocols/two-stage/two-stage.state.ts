@@ -1,12 +1,14 @@
 import { emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION, type TwoStageCheckpoint } from '../../run-state/run-checkpoint';
-import type { TwoStageCounters } from './two-stage.budgets';
+import type { TwoStageCounters } from './two-stage.loop-budgets';
 
 /** How one iteration of the loop ended (typed outcomes: every case is handled). */
 export type StepOutcome =
   | { kind: 'run_again' }
   | { kind: 'refused_duplicate' }
+  /** the response repeated itself and was stopped: the next action phase writes the answer once, without tools */
+  | { kind: 'content_loop'; instruction: string; said: string }
   | { kind: 'final'; stopReason: StopReason }
   | { kind: 'paused'; resumeFromPhaseIndex: number };
 
@@ -43,6 +45,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
     injected: [...s.injected],
     executed: [...s.executed],
     duplicateStrikes: s.duplicateStrikes,
+    ...(s.lastStrike ? { lastStrike: s.lastStrike } : {}),
     toldInvalid: [...s.toldInvalid],
     usage: { ...s.usage },
     ...(s.sources ? { sources: s.sources } : {}),
@@ -51,7 +54,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
 }
 
 export function counters(s: TurnState): TwoStageCounters {
-  return { executedTools: s.executed.length, duplicateStrikes: s.duplicateStrikes };
+  return { executedTools: s.executed.length, duplicateStrikes: s.duplicateStrikes, lastStrike: s.lastStrike };
 }
 
 export function done(s: TurnState, stopReason: StopReason): ProtocolEvent {

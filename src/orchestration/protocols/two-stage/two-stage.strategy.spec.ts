@@ -223,7 +223,7 @@ describe('TwoStageStrategy', () => {
     expect(codes).toEqual(['duplicate_tool_call', 'duplicate_tool_call', 'duplicate_tool_call', 'duplicate_limit_reached']);
     expect(ofType(events, 'notice').at(-1)!.message).toContain('Maximum duplicate tool call attempts exceeded');
     // the limit is traced as on the unified route (the ToolCallGuard's notice)
-    expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3 }]);
+    expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3, stopReason: 'duplicate_limit' }]);
     expect(trace.ofType('duplicate_tool_call').map((r) => r.details!.strikes)).toEqual([1, 2, 3]);
     const done = doneOf(events);
     expect(done.stopReason).toBe('duplicate_limit');

@@ -3,7 +3,7 @@ import type { LlmMessage } from '../../../llm/llm-adapter.port';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint } from '../../run-state/run-checkpoint';
-import { forcedFinal } from './two-stage.budgets';
+import { forcedFinal } from './two-stage.loop-budgets';
 import { endAction, startAction, type ActionContext } from './two-stage.action-phase';
 import { counters, done, initialState } from './two-stage.state';
 import { continuePendingCall } from './two-stage.tool-phase';
@@ -32,7 +32,7 @@ export class TwoStageStrategy implements ProtocolStrategy {
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
     const state = initialState(ctx);
     const specs = await ctx.tools.specs();
-    const a: ActionContext = { forced: forcedFinal(counters(state), ctx.budgets), wrote: false, continuing: false, latestText: '' };
+    const a: ActionContext = { forced: forcedFinal(counters(state), ctx.budgets), wrote: false, continuing: false, latestText: '', contentLoops: 0 };
     if (state.pendingApproval) {
       // the run stopped while its call waited for a person: that tool phase goes on first
       const outcome = yield* continuePendingCall(ctx, state);
@@ -48,12 +48,18 @@ export class TwoStageStrategy implements ProtocolStrategy {
       const stepText = (yield* stream.step()).text;
       if (stepText.length > 0) a.wrote = true;
       if (stepText.trim()) a.latestText = stepText;
-      const outcome = yield* endAction(ctx, state, specs, a.forced, stream);
+      const outcome = yield* endAction(ctx, state, specs, a, stream);
       switch (outcome.kind) {
         case 'final':
           return yield done(state, outcome.stopReason);
         case 'paused':
           return yield { type: 'paused', resumeFromPhaseIndex: outcome.resumeFromPhaseIndex };
+        case 'content_loop':
+          // one tool-free call writes the answer once (the ToolCallGuard's graded answer)
+          a.continuing = false;
+          a.forced = 'content_loop';
+          a.afterLoop = { instruction: outcome.instruction, said: outcome.said };
+          break;
         case 'run_again':
         case 'refused_duplicate':
           a.continuing = outcome.kind === 'refused_duplicate';

@@ -4,11 +4,11 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
 import type { ExecutedToolRecord } from '../../run-state/run-checkpoint';
-import { resultDigest, ToolCallGuard } from '../../tool-call-guard';
+import { progressDigest, resultDigest, ToolCallGuard } from '../../tool-call-guard';
 import { argumentPolicyOf } from '../../untrusted-output';
 import { SourcesCollector } from '../unified/unified.sources';
-import { forcedFinal, NOTICES } from './two-stage.budgets';
-import { toolResultMessage } from './two-stage.messages';
+import { forcedFinal, NOTICES } from './two-stage.loop-budgets';
+import { noProgressMessage, toolResultMessage } from './two-stage.messages';
 import { checkpoint, counters, type StepOutcome, type TurnState } from './two-stage.state';
 import { askApproval, pendingCall } from './two-stage.approval';
 
@@ -86,7 +86,14 @@ async function* runCall(
     yield sources.toEvent();
   }
   const shownArgs = shownArguments(ctx, call);
-  s.injected.push({ role: 'system', content: toolResultMessage(s.cycleIndex, call.name, shownArgs, result) });
+  const guard = new ToolCallGuard(ctx);
+  // a new call (not a rerun) whose result this tool already gave under other arguments: nothing new
+  const sameAs = previous ? undefined : guard.noProgressOf(call.name, signature, result, s.executed);
+  s.injected.push({
+    role: 'system',
+    content: sameAs ? noProgressMessage(s.cycleIndex, call.name, shownArgs, guard.noProgressText(call.name, sameAs)) : toolResultMessage(s.cycleIndex, call.name, shownArgs, result),
+  });
+  const digest = progressDigest(result);
   s.executed.push({
     signature: signature ?? `unsigned:${call.id}`,
     name: call.name,
@@ -95,8 +102,10 @@ async function* runCall(
     phaseIndex,
     outcome: result.outcome,
     resultDigest: resultDigest(result.outputText),
+    ...(digest ? { progressDigest: digest } : {}),
   });
   if (previous) yield* rerunVerdict(ctx, s, call, previous, s.executed[s.executed.length - 1]);
+  if (sameAs) yield* guard.noProgress(s, call, sameAs, phaseIndex);
 
   if (ctx.signal.aborted) {
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');

@@ -49,6 +49,14 @@ export function refusedRepeatContent(name: string, earlierCallId: string): strin
   });
 }
 
+/**
+ * The tool message of a call that ran and returned what the same tool already returned under
+ * other arguments: the guard's note in place of the result (the model has it in that call's message).
+ */
+export function noProgressContent(name: string, sameAsCallId: string, note: string): string {
+  return JSON.stringify({ no_new_information: true, tool: name, same_result_as: sameAsCallId, note });
+}
+
 /** The tool message answering a call that was never run: no name, or arguments that are not a JSON object. */
 export function invalidCallContent(bad: InvalidToolCall, schema: Record<string, unknown> | undefined, toolNames: string[]): string {
   const name = bad.name ?? '';

@@ -4,12 +4,14 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { offeredTools, phaseEdge, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { actionStream } from '../action-stream';
 import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
-import { assembleMessages } from './unified.budget';
-import type { FinalReason } from './unified.final-answer';
+import { assembleMessages } from './unified.context-budget';
+import type { StepMessages } from './unified.context-budget';
+import { iterationsSpent, type FinalReason } from './unified.loop-budgets';
 import type { StepOutcome, TurnSetup, TurnState } from './unified.turn';
+import { ToolCallGuard } from '../../tool-call-guard';
 
 /** Opens a model step: builds the request inside the context budget and starts the stream. */
-export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason): Generator<ProtocolEvent, ModelStream, undefined> {
+export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason, after: StepMessages[] = []): Generator<ProtocolEvent, ModelStream, undefined> {
   const final = why !== undefined;
   s.phaseIndex += 1;
   s.modelSteps += 1;
@@ -17,7 +19,7 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
   const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
   const offered = final ? [] : offeredTools(ctx, t.specs, { index: s.modelSteps, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
   if (!final) s.lastOffered = offered;
-  const { messages, report } = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: s.steps, specs: offered, budget: t.budget });
+  const { messages, report } = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: after.length ? [...s.steps, ...after] : s.steps, specs: offered, budget: t.budget });
   traceStep(ctx, 'llm_request', {
     phase: 'action_phase',
     phaseIndex: s.phaseIndex,
@@ -35,6 +37,7 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
     stopAtFirstCompleteCall: false,
     ignoreToolCalls: final,
     lead: s.wrote ? PARAGRAPH_BREAK : undefined,
+    contentLoop: ctx.contentLoop,
   });
 }
 
@@ -64,7 +67,16 @@ export function* endStep(ctx: ProtocolExecutionContext, s: TurnState, res: Model
     toolCalls: res.calls.map((c) => ({ id: c.id, name: c.name })),
     invalidCalls: res.invalid.length,
     usage: res.usage ?? null,
+    ...(res.loop ? { contentLoop: { in: res.loop.in, period: res.loop.period, repeats: res.loop.repeats } } : {}),
   });
+  if (res.loop) {
+    // the response repeated itself: stopped where the detector fired, its calls dropped
+    const guard = new ToolCallGuard(ctx);
+    const verdict = yield* guard.contentLoop(s, res.loop, s.phaseIndex);
+    yield* end('content_loop');
+    if (verdict === 'end') return { kind: 'final', stopReason: 'content_loop' };
+    return { kind: 'content_loop', instruction: guard.contentLoopInstruction(res.loop, res.text), said: guard.saidBeforeLoop(res.loop, res.text) };
+  }
   if (callCount === 0) {
     if (res.finishReason === 'length') {
       yield TRUNCATED_NOTICE;
@@ -74,7 +86,7 @@ export function* endStep(ctx: ProtocolExecutionContext, s: TurnState, res: Model
     yield* end('final_answer');
     return { kind: 'final', stopReason: 'final_answer' };
   }
-  if (s.modelSteps >= ctx.budgets.maxIterations) {
+  if (iterationsSpent(s.modelSteps, ctx.budgets)) {
     // the last response stands; its calls are not run and get no tool messages
     traceStep(ctx, 'max_iterations_reached', { maxIterations: ctx.budgets.maxIterations, unrunCalls: res.calls.map((c) => c.name) });
     yield* end('max_iterations');

@@ -370,7 +370,7 @@ describe('UnifiedStrategy', () => {
       expect(ofType(events, 'notice').at(-1)!.message).toBe('Maximum duplicate tool call attempts exceeded (3); the model is asked for its final answer without tools.');
       expect(phases(events).slice(-3)).toEqual(['end:tool_phase:8:4:success', 'start:action_phase:9:4', 'end:action_phase:9:4:duplicate_limit']);
       expect(trace.ofType('duplicate_tool_call').map((r) => r.details!.strikes)).toEqual([1, 2, 3]);
-      expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3 }]);
+      expect(trace.ofType('orchestration_notice').map((r) => r.details)).toEqual([{ code: 'duplicate_limit_reached', strikes: 3, limit: 3, stopReason: 'duplicate_limit' }]);
       expect(trace.ofType('llm_request').map((r) => r.details!.forced ?? null)).toEqual([null, null, null, null, 'duplicate_limit']);
       // every refusal went back as that call's tool message; the file's text reached the model once
       expect(toolMessages(llm.requests[4].messages).map((m) => JSON.parse(m.content!).refused ?? 'result')).toEqual(['result', 'duplicate_call', 'duplicate_call', 'duplicate_call']);

@@ -5,8 +5,8 @@ import { SharedTexts } from '../../../common/util/shared-texts';
 import { ModelStream, type ModelStreamResult } from '../../model-stream';
 import { emptyUsage, type ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
-import { temperatureFor } from '../prompts';
-import { assembleMessages, splitConversation, unifiedBudget, type UnifiedBudget } from './unified.budget';
+import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { assembleMessages, splitConversation, unifiedBudget, type UnifiedBudget } from './unified.context-budget';
 import { finalAnswer } from './unified.final-answer';
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';
@@ -40,11 +40,15 @@ export const DIRECT_RETRIEVAL_TOP_K = 5;
  * again only after every decision (approved calls run, declined ones are answered as declined).
  * Unified keeps no checkpoint: a run whose instance dies while it waits is not continued.
  * After `budgets.maxIterations` model calls, a response that still calls tools is the last one:
- * its calls are NOT run and get no tool messages (nor a `tool_calls` event), the text it
- * streamed stands, `stopReason: max_iterations`.
- * The loop rule is two-stage's (the ToolCallGuard): each refused repeat, and each `rerun` result
- * that repeats, is a strike; after the step whose strikes reach `budgets.maxDuplicateAttempts`
- * one tool-free call writes the answer, `stopReason: duplicate_limit`.
+ * its calls are NOT run and get no tool messages (nor a `tool_calls` event); one tool-free call
+ * then writes the answer after the text it streamed, `stopReason: max_iterations`.
+ * The loop rule is two-stage's (the ToolCallGuard, `unified.loop-budgets.ts`): each refused
+ * repeat, each `rerun` result that repeats, and each call that returned what the same tool
+ * already gave under other arguments (no progress) is a strike; after the step whose strikes
+ * reach `budgets.maxDuplicateAttempts` one tool-free call writes the answer, `stopReason:
+ * duplicate_limit` (or `no_progress`, when that kind of strike spent the budget). A response that
+ * repeats one passage back to back is stopped there (ModelStream's detector) and one tool-free
+ * call writes the answer once; a second such loop ends the turn, `stopReason: content_loop`.
  * `tool_calls` (arguments redacted) comes after an action phase's end edge, before its tool
  * phase opens, as in two-stage.
  *
@@ -76,7 +80,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
   readonly capabilities = { pausePoints: false, resume: false, tools: true };
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
-    const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), sources: new SourcesCollector(), duplicateStrikes: 0, wrote: false };
+    const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), results: [], sources: new SourcesCollector(), duplicateStrikes: 0, contentLoops: 0, wrote: false };
     const caps = await capabilitiesOf(ctx);
     const budget = unifiedBudget(ctx.contextWindow ?? caps?.contextWindow);
     const enabled = ctx.flags?.orchestratorEnabled !== false;
@@ -106,12 +110,13 @@ export class UnifiedStrategy implements ProtocolStrategy {
       const stream = yield* startStep(ctx, s, setup);
       const res = yield* stream.step();
       const outcome = yield* endStep(ctx, s, res);
+      if (outcome.kind === 'content_loop') return yield* finalAnswer(ctx, s, setup, 'content_loop', outcome);
       if (outcome.kind === 'final' && outcome.stopReason === 'max_iterations') return yield* finalAnswer(ctx, s, setup, 'max_iterations');
       if (outcome.kind === 'final') return yield* finish(ctx, s, outcome.stopReason, outcome.error);
 
       const next = yield* toolPhase(ctx, s, res, specs);
       if (next === 'cancelled' || ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
-      if (next === 'spent') return yield* finalAnswer(ctx, s, setup, 'duplicate_limit');
+      if (next === 'spent') return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
     }
   }
 }
@@ -129,7 +134,7 @@ async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: Mode
   const phaseIndex = s.phaseIndex;
   yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
 
-  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, s.executed, specs, s);
+  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s);
   for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
   if (ctx.signal.aborted || outcomes.some((o) => o.interrupted)) {
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
@@ -156,28 +161,42 @@ export async function* direct(ctx: ProtocolExecutionContext, s: TurnState, budge
     return yield done(s, 'cancelled');
   }
   const system = buildDirectSystemPrompt({ retrieval, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens });
-  const { messages, report } = assembleMessages({ system, history, user, steps: [], specs: [], budget });
-  traceStep(ctx, 'llm_request', {
-    phase: 'action_phase',
-    phaseIndex: 1,
-    step: 1,
-    messages: messages.length,
-    tools: [],
-    retrievedSources: retrieval?.sources.length ?? 0,
-    temperature: temperatureFor(ctx.mode),
-    maxTokens: budget.maxResponseTokens,
-    ...report,
-  });
-  const stream = new ModelStream(
-    ctx.llm,
-    { messages, temperature: temperatureFor(ctx.mode), maxTokens: budget.maxResponseTokens, requestId: ctx.requestId, disableReasoning: true },
-    ctx.signal,
-    { ignoreToolCalls: true },
-  );
-  const outcome = yield* endStep(ctx, s, yield* stream.step());
-  const stopReason = outcome.kind === 'final' ? outcome.stopReason : 'final_answer';
-  if (outcome.kind === 'final' && outcome.error) yield errorEvent(outcome.error);
-  yield done(s, stopReason);
+  let afterLoop: { instruction: string; said: string } | undefined;
+  while (true) {
+    // after a content loop (the guard's graded answer): once more, reading what was said and why to write it once
+    const steps = afterLoop?.said.trim() ? [{ assistant: { role: 'assistant' as const, content: afterLoop.said }, tools: [] }] : [];
+    const { messages, report } = assembleMessages({ system: afterLoop ? `${system}\n\n${afterLoop.instruction}` : system, history, user, steps, specs: [], budget });
+    traceStep(ctx, 'llm_request', {
+      phase: 'action_phase',
+      phaseIndex: s.phaseIndex,
+      step: s.modelSteps,
+      messages: messages.length,
+      tools: [],
+      retrievedSources: retrieval?.sources.length ?? 0,
+      temperature: temperatureFor(ctx.mode),
+      maxTokens: budget.maxResponseTokens,
+      ...(afterLoop ? { forced: 'content_loop' } : {}),
+      ...report,
+    });
+    const stream = new ModelStream(
+      ctx.llm,
+      { messages, temperature: temperatureFor(ctx.mode), maxTokens: budget.maxResponseTokens, requestId: ctx.requestId, disableReasoning: true },
+      ctx.signal,
+      { ignoreToolCalls: true, contentLoop: ctx.contentLoop, lead: s.wrote ? PARAGRAPH_BREAK : undefined },
+    );
+    const outcome = yield* endStep(ctx, s, yield* stream.step());
+    if (outcome.kind === 'content_loop') {
+      afterLoop = outcome;
+      s.phaseIndex += 1;
+      s.modelSteps += 1;
+      yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, 0);
+      continue;
+    }
+    const stopReason = outcome.kind === 'final' ? outcome.stopReason : 'final_answer';
+    if (outcome.kind === 'final' && outcome.error) yield errorEvent(outcome.error);
+    // a tool-free answer written after a content loop still says why the turn needed it
+    return yield done(s, afterLoop && stopReason === 'final_answer' ? 'content_loop' : stopReason);
+  }
 }
 
 /** The adapter's capabilities; undefined when it cannot tell (the turn then takes the direct path). */

@@ -4,11 +4,11 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
-import { invalidName, ToolCallGuard, type Strikes } from '../../tool-call-guard';
+import { invalidName, progressDigest, ToolCallGuard, type ResultRecord, type Strikes } from '../../tool-call-guard';
 import { settleApprovals, type WaitingCall } from './unified.approvals';
 import { runOne, waitsForPerson } from './unified.call';
-import type { StepMessages } from './unified.budget';
-import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
+import type { StepMessages } from './unified.context-budget';
+import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, noProgressContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
 /**
  * How many calls of one step run at the same time. A model rarely emits more than a handful
@@ -20,6 +20,8 @@ export const TOOL_CONCURRENCY = 4;
 /** A call that ran in this turn: a later identical call is refused (or, a `rerun` tool's, compared with it). */
 export interface ExecutedCall {
   callId: string;
+  /** its signature digest; null when its arguments have none */
+  digest: string | null;
   name: string;
   /** the tool step (cycleIndex) it ran in */
   step: number;
@@ -33,8 +35,13 @@ export interface ExecutedCall {
 export interface CallOutcome {
   callId: string;
   name: string;
-  /** `duplicate`: the same call twice in one response, answered from the one run; `refused`: a repeat of an earlier step's call */
+  /**
+   * `duplicate`: the same call twice in one response, answered from the one run; `refused`: a
+   * repeat of an earlier step's call; `ran` with `noProgress`: it ran and returned what the same
+   * tool already gave under other arguments (the model reads that instead of the result)
+   */
   kind: 'ran' | 'duplicate' | 'refused' | 'invalid';
+  noProgress?: boolean;
   content: string;
   result?: ToolRunResult;
   /** the call waited for a person and the turn was cancelled before a decision: the turn ends */
@@ -66,6 +73,8 @@ type Planned =
  * - the same call twice in one response runs once: the second is answered from that run (the
  *   model has not seen the result yet), traced and shown as a duplicate, not a strike;
  * - a `rerun` tool's repeat runs again; the same result as before is a strike (the guard's verdict);
+ * - a new call whose result is what the same tool already returned under other arguments in an
+ *   earlier step is no progress: a strike, and its tool message says so instead of the result;
  * - a call without a name or with arguments that are not a JSON object is never run: its tool
  *   message explains the schema (`refused` progress, `invalid_tool_arguments` notice);
  * - with `ctx.approvals`, a call the approval policy reserves for a person does not run: once
@@ -73,7 +82,7 @@ type Planned =
  *   (`settleApprovals`), so the model is not called again before the last one. Such a call shows
  *   `calling`, then nothing until it ran or was declined.
  *
- * Strikes are counted on `strikes` (the turn's state); the caller stops the loop once the guard
+ * Strikes are counted on `s` (the turn's state), and the step's results join `s.results`; the caller stops the loop once the guard
  * says the budget is spent. Returns one outcome per call in call order (index order), so tool
  * messages follow the order of the calls whatever order the tools finished in.
  */
@@ -82,13 +91,15 @@ export async function* runToolStep(
   at: StepPosition,
   calls: CompletedToolCall[],
   invalid: InvalidToolCall[],
-  executed: Map<string, ExecutedCall>,
   specs: LlmToolSpec[],
-  strikes: Strikes,
+  s: Strikes & { executed: Map<string, ExecutedCall>; results: ResultRecord[] },
 ): AsyncGenerator<ProtocolEvent, CallOutcome[], undefined> {
+  const strikes = s;
   const queue = new AsyncEventQueue<ProtocolEvent>();
   const guard = new ToolCallGuard(ctx);
-  const planned = plan(guard, at, calls, invalid, executed);
+  const planned = plan(guard, at, calls, invalid, s.executed);
+  // what the model had seen before this response: calls of one response never strike each other
+  const seen = [...s.results];
 
   // refusals are known at once: shown (and counted) before anything runs
   for (const p of planned) {
@@ -133,7 +144,20 @@ export async function* runToolStep(
           const sameResult = (await p.rerun.previous.result).outputText === result.outputText;
           yield* guard.rerunVerdict(strikes, p.call, p.rerun.digest, sameResult, { firstPhaseIndex: p.rerun.previous.phaseIndex, phaseIndex: at.phaseIndex });
         }
-        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'ran', result, content: toolMessageContent(p.call.name, result), ...(interrupted.has(p.call.id) ? { interrupted: true } : {}) });
+        const digest = p.entry.digest;
+        const sameAs = p.rerun || interrupted.has(p.call.id) ? undefined : guard.noProgressOf(p.call.name, digest, result, seen);
+        if (sameAs) yield* guard.noProgress(strikes, p.call, sameAs, at.phaseIndex);
+        const progress = progressDigest(result);
+        s.results.push({ name: p.call.name, signature: digest ?? `unsigned:${p.call.id}`, phaseIndex: at.phaseIndex, callId: p.call.id, ...(progress ? { progressDigest: progress } : {}) });
+        outcomes.push({
+          callId: p.call.id,
+          name: p.call.name,
+          kind: 'ran',
+          result,
+          content: sameAs ? noProgressContent(p.call.name, sameAs.callId, guard.noProgressText(p.call.name, sameAs)) : toolMessageContent(p.call.name, result),
+          ...(sameAs ? { noProgress: true } : {}),
+          ...(interrupted.has(p.call.id) ? { interrupted: true } : {}),
+        });
         break;
       }
       case 'duplicate': {
@@ -174,22 +198,21 @@ export function stepMessages(text: string, calls: CompletedToolCall[], invalid: 
 function plan(guard: ToolCallGuard, at: StepPosition, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
   const out: Planned[] = [];
   for (const call of calls) {
-    const sig = guard.signature(call);
-    const earlier = sig === null ? undefined : executed.get(sig.canonical);
-    if (earlier && earlier.step === at.step) {
-      // the same call twice in one response is still one call
-      out.push({ kind: 'duplicate', index: call.index, call, digest: sig!.digest, earlier });
+    // the guard classifies; the same call twice in one response is still one call (a twin)
+    const verdict = guard.classify(call, (digest) => executed.get(digest), (earlier) => earlier.step === at.step);
+    if (verdict.kind === 'twin') {
+      out.push({ kind: 'duplicate', index: call.index, call, digest: verdict.signature.digest, earlier: verdict.earlier });
       continue;
     }
-    const rerun = earlier && guard.policy(call.name) === 'rerun';
-    if (earlier && !rerun) {
-      out.push({ kind: 'refused', index: call.index, call, digest: sig!.digest, earlier });
+    if (verdict.kind === 'repeat') {
+      out.push({ kind: 'refused', index: call.index, call, digest: verdict.signature.digest, earlier: verdict.earlier });
       continue;
     }
+    const digest = verdict.signature?.digest ?? null;
     let settle!: (r: ToolRunResult) => void;
-    const entry: ExecutedCall = { callId: call.id, name: call.name, step: at.step, phaseIndex: at.phaseIndex, result: new Promise<ToolRunResult>((resolve) => (settle = resolve)) };
-    if (sig !== null) executed.set(sig.canonical, entry);
-    out.push({ kind: 'run', index: call.index, call, entry, settle, ...(rerun ? { rerun: { digest: sig!.digest, previous: earlier } } : {}) });
+    const entry: ExecutedCall = { callId: call.id, digest, name: call.name, step: at.step, phaseIndex: at.phaseIndex, result: new Promise<ToolRunResult>((resolve) => (settle = resolve)) };
+    if (digest !== null) executed.set(digest, entry);
+    out.push({ kind: 'run', index: call.index, call, entry, settle, ...(verdict.kind === 'rerun' ? { rerun: { digest: verdict.signature.digest, previous: verdict.earlier } } : {}) });
   }
   for (const bad of invalid) out.push({ kind: 'invalid', index: bad.index, bad });
   return out.sort((a, b) => a.index - b.index);

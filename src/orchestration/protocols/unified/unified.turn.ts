@@ -1,12 +1,17 @@
 import type { LlmErrorInfo, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { ProtocolEvent, StopReason, TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
-import type { StepMessages, UnifiedBudget } from './unified.budget';
+import type { StepMessages, UnifiedBudget } from './unified.context-budget';
 import type { SourcesCollector } from './unified.sources';
+import type { ResultRecord, StrikeKind } from '../../tool-call-guard';
 import type { ExecutedCall } from './unified.tool-step';
 
 /** How one model step ended (a typed outcome, so every caller handles each case). */
-export type StepOutcome = { kind: 'run_tools' } | { kind: 'final'; stopReason: StopReason; error?: LlmErrorInfo };
+export type StepOutcome =
+  | { kind: 'run_tools' }
+  | { kind: 'final'; stopReason: StopReason; error?: LlmErrorInfo }
+  /** the response repeated itself and was stopped: one tool-free call writes the answer once */
+  | { kind: 'content_loop'; instruction: string; said: string };
 
 /** Mutable state of one turn. */
 export interface TurnState {
@@ -17,10 +22,16 @@ export interface TurnState {
   modelSteps: number;
   usage: TurnUsage;
   steps: StepMessages[];
+  /** the calls that ran, by signature digest */
   executed: Map<string, ExecutedCall>;
+  /** the results the model has seen, for the no-progress rule (ToolCallGuard.noProgressOf) */
+  results: ResultRecord[];
   sources: SourcesCollector;
-  /** loop strikes (ToolCallGuard): refused repeats, and rerun tools that returned the same result again */
+  /** loop strikes (ToolCallGuard): refused repeats, rerun tools that returned the same result again, calls that learned nothing new */
   duplicateStrikes: number;
+  lastStrike?: StrikeKind;
+  /** content loops this turn (the first gets one tool-free call, a second ends the turn) */
+  contentLoops: number;
   /** some answer text was streamed: the next step's text starts after a paragraph break */
   wrote: boolean;
   /** the tools the latest model step was offered */

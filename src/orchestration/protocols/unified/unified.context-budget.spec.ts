@@ -1,5 +1,5 @@
 import type { LlmMessage } from '../../../llm/llm-adapter.port';
-import { assembleMessages, DEFAULT_CONTEXT_WINDOW, MIN_TOOL_OUTPUT_HEAD_CHARS, shortenOldestFirst, splitConversation, unifiedBudget } from './unified.budget';
+import { assembleMessages, DEFAULT_CONTEXT_WINDOW, MIN_TOOL_OUTPUT_HEAD_CHARS, shortenOldestFirst, splitConversation, unifiedBudget } from './unified.context-budget';
 
 const tool = (id: string, chars: number, fill = 'x'): LlmMessage => ({ role: 'tool', toolCallId: id, name: 't', content: fill.repeat(chars) });
 

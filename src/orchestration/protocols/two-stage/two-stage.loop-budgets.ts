@@ -1,13 +1,18 @@
+import { strikesSpent, type StrikeKind } from '../../tool-call-guard';
+
 /**
- * The two-stage protocol's budgets as named predicates over what the turn recorded
+ * The two-stage protocol's loop budgets as named predicates over what the turn recorded
  * (as docs/API.md describes them: one tool per tool phase, MAX_PHASE_CYCLES_PER_TURN executed tools,
- * MAX_DUPLICATE_ATTEMPTS refused duplicates, then one forced final answer).
+ * MAX_DUPLICATE_ATTEMPTS loop strikes, then one forced final answer; a content loop gets one
+ * tool-free call). The strike limit itself is the ToolCallGuard's `strikesSpent`.
  */
 export interface TwoStageCounters {
   /** tools executed this turn (cycles) */
   executedTools: number;
-  /** refused duplicates and repeated invalid calls */
+  /** loop strikes: refused duplicates, repeated results, calls that learned nothing new, repeated invalid calls */
   duplicateStrikes: number;
+  /** the kind of the latest strike: the stop reason names what spent the budget */
+  lastStrike?: StrikeKind;
 }
 
 export interface TwoStageLimits {
@@ -15,14 +20,14 @@ export interface TwoStageLimits {
   maxDuplicateAttempts: number;
 }
 
-export type ForcedReason = 'cycle_budget' | 'duplicate_limit';
+/** Why the next action phase is a tool-free final answer (its `stopReason`). */
+export type ForcedReason = 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop';
 
 export const cycleBudgetReached = (c: TwoStageCounters, l: TwoStageLimits): boolean => c.executedTools >= l.maxPhaseCycles;
-export const duplicateLimitReached = (c: TwoStageCounters, l: TwoStageLimits): boolean => c.duplicateStrikes >= l.maxDuplicateAttempts;
 
 /** Which budget (if any) forces the next action phase to be the final answer. */
 export function forcedFinal(c: TwoStageCounters, l: TwoStageLimits): ForcedReason | null {
-  if (duplicateLimitReached(c, l)) return 'duplicate_limit';
+  if (strikesSpent(c.duplicateStrikes, l.maxDuplicateAttempts)) return c.lastStrike === 'no_progress' ? 'no_progress' : 'duplicate_limit';
   if (cycleBudgetReached(c, l)) return 'cycle_budget';
   return null;
 }
