@@ -415,7 +415,12 @@ export interface paths {
         /** Every key, revoked ones included (never the key itself) */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create a key bound to projects; the key is shown only in this answer */
+        /**
+         * Create a key bound to projects; the key is shown only in this answer
+         * @description On a service with no key yet (no API_KEYS, no database key: local mode) the first key must be an admin key for every project without expiry (`{"projects": ["*"], "role": "admin"}`, as in the example); any other first key is a 409 `first_key_not_admin` and nothing is stored. From that answer on every route needs a key: give the `key` of the answer to Authorize, then create user keys with it.
+         *
+         *     Example: the first key of a service without keys (it must be this: an admin key for every project, without expiry). Then give the `key` of the answer to Authorize: every route needs a key from now on. A key for a frontend: `{"name": "shop frontend", "projects": ["default"], "role": "user"}`.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
@@ -507,7 +512,10 @@ export interface paths {
         };
         /** The project's webhook settings (never the secret) */
         get: operations["getProjectWebhook"];
-        /** Set the project's default webhook URL; the first call creates its signing secret, shown only in that answer */
+        /**
+         * Set the project's default webhook URL; the first call creates its signing secret, shown only in that answer
+         * @description Example: creates the project's signing secret (shown only in this answer) and leaves its default URL as it is. To receive webhooks put your receiver's URL in `url`: a public address, or one on this machine such as `http://127.0.0.1:8787/orion-webhook` when Orion runs with WEBHOOK_ALLOW_PRIVATE=true; `null` removes it.
+         */
         put: operations["configureProjectWebhook"];
         post?: never;
         delete?: never;
@@ -1416,7 +1424,7 @@ export interface components {
             content: string;
             /**
              * @description added (issue 33): where the run's end is announced, a signed POST (docs/API.md, Webhooks); beats the project's default URL
-             * @example https://hooks.example.com/orion
+             * @example http://127.0.0.1:8787/orion-webhook
              */
             webhookUrl?: string;
             /**
@@ -1716,7 +1724,7 @@ export interface components {
         ConfigureWebhookDto: {
             /**
              * @description the default URL of the project's webhooks (a message's webhookUrl beats it); null removes it; omitted: unchanged
-             * @example https://hooks.example.com/orion
+             * @example http://127.0.0.1:8787/orion-webhook
              */
             url?: string | null;
         };
@@ -2065,6 +2073,18 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        FieldErrorDto: {
+            /**
+             * @description the field by its whole path (`options.multitask`, `messages[0].role`); a path parameter by its name
+             * @example options.multitask
+             */
+            field: string;
+            /**
+             * @description what is wrong and what to send; the same string as in `message`
+             * @example options.multitask must be one of reject, enqueue, interrupt, rollback
+             */
+            message: string;
+        };
         ErrorResponseDto: {
             /** @example 404 */
             statusCode: number;
@@ -2074,10 +2094,12 @@ export interface components {
              */
             error: string;
             /**
-             * @description what went wrong; validation errors list every failed constraint
+             * @description what went wrong; a validation failure lists one message per bad field, each naming the field by its path
              * @example No run 0f8fad5b-d9cb-469f-a165-70867728950e
              */
             message: string | string[];
+            /** @description a validation failure: the bad fields, each with its message (the same strings as `message`) */
+            fields?: components["schemas"]["FieldErrorDto"][];
             /** @description a refused resume or fork: the phase indexes with a stored checkpoint (a paused run resumes from the last; a fork may start from any) */
             checkpoints?: number[];
             /** @description model_not_allowed: the models LLM_MODELS allows */
@@ -2581,7 +2603,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2807,6 +2829,7 @@ export interface operations {
     searchToolIndex: {
         parameters: {
             query: {
+                /** @example list the files of a folder */
                 q: string;
                 k?: number;
                 minScore?: number;
@@ -2860,7 +2883,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3123,7 +3146,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3588,6 +3611,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -3843,6 +3867,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -3902,6 +3927,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -3987,6 +4013,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -4073,6 +4100,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -4159,7 +4187,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4341,7 +4369,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the chat id of POST /api/chat/ui */
+                /**
+                 * @description the chat id of POST /api/chat/ui
+                 * @example my-first-chat
+                 */
                 chatId: string;
             };
             cookie?: never;
@@ -4897,11 +4928,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "shop frontend",
+                 *       "name": "first admin",
                  *       "projects": [
-                 *         "default"
+                 *         "*"
                  *       ],
-                 *       "role": "user"
+                 *       "role": "admin"
                  *     }
                  */
                 "application/json": components["schemas"]["CreateApiKeyDto"];
@@ -4936,6 +4967,15 @@ export interface operations {
             };
             /** @description the key is not an admin key for every project */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description first_key_not_admin: no key exists yet and this one is not an admin key for every project without expiry (nothing is stored) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4979,6 +5019,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b */
                 id: string;
             };
             cookie?: never;
@@ -5124,6 +5165,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example everything__echo */
                 name: string;
             };
             cookie?: never;
@@ -5379,7 +5421,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
@@ -5448,13 +5493,17 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": components["schemas"]["ConfigureWebhookDto"];
             };
         };
@@ -5530,7 +5579,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
@@ -5647,6 +5699,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example orion-unified */
                 model: string;
             };
             cookie?: never;
@@ -5705,7 +5758,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
                 /** @description true: tool steps as readable text in delta.orion_progress (message.orion_progress without stream) */
                 "X-Orion-Progress"?: string;
@@ -5864,6 +5917,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -5923,6 +5977,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -5990,6 +6045,7 @@ export interface operations {
                 "Last-Event-ID"?: string;
             };
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6198,6 +6254,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6284,6 +6341,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6370,6 +6428,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6429,7 +6488,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
+                /** @example 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11 */
                 approvalId: string;
             };
             cookie?: never;
