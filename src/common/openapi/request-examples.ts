@@ -130,7 +130,7 @@ function turn(protocol: 'unified' | 'two-stage', startExtra: Record<string, unkn
     message('chunk', 11, 'action_phase', 3, 1, { content: answer.slice(cut) }),
     message('phase', 12, 'action_phase', 3, 1, { status: 'end', reason: 'final_answer' }),
   ];
-  if (protocol === 'unified') events.push(message('sources', 13, 'action_phase', 3, 1, { data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null }));
+  if (protocol === 'unified') events.push(message('sources', 13, 'action_phase', 3, 1, { data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'none', metrics: null }));
   events.push(
     message('done', events.length + 1, 'complete', 3, 1, {
       fullContent: answer,

@@ -1465,7 +1465,7 @@ export interface components {
             stopReason?: string | null;
             /** @description the model that answered (assistant messages; null otherwise) */
             model?: string | null;
-            /** @description Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}` */
+            /** @description Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex, textOffset}` (textOffset: how much of the answer had streamed when the call was named), `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}` */
             steps?: {
                 [key: string]: unknown;
             }[];
@@ -2964,7 +2964,7 @@ export interface operations {
                      *
                      *     event: sources
                      *     id: 13
-                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}
+                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}
                      *
                      *     event: done
                      *     id: 14
@@ -4260,7 +4260,7 @@ export interface operations {
                      *
                      *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"end","phaseIndex":3,"cycleIndex":1,"reason":"final_answer"}}
                      *
-                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}}
+                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}}
                      *
                      *     data: {"type":"finish-step"}
                      *
@@ -4422,7 +4422,7 @@ export interface operations {
                      *
                      *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"end","phaseIndex":3,"cycleIndex":1,"reason":"final_answer"}}
                      *
-                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}}
+                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}}
                      *
                      *     data: {"type":"finish-step"}
                      *
@@ -6109,7 +6109,7 @@ export interface operations {
                      *
                      *     event: sources
                      *     id: 13
-                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}
+                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}
                      *
                      *     event: done
                      *     id: 14
