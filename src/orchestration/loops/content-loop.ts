@@ -7,18 +7,28 @@
  * period p (R, S: `repeats`/`minSpan` in prose, `codeRepeats`/`codeMinSpan` inside a fenced code
  * block or on a markdown table line). The span S makes short units ("ha", "the ") need more
  * copies than sentences. A passage with no letter or digit (`\p{L}`, `\p{N}`) never counts:
- * whitespace runs, rules (`-----`), table separators, ellipses.
+ * whitespace runs, rules (`-----`), table separators, ellipses, emoji.
  *
- * Cost: bounded memory (a ring of the last `ring` characters, a fixed table of recent 8-grams, at
- * most 8 candidate periods) and O(1) amortised work per character, whatever the delta sizes. Per
- * character: the character goes into the ring; a hash of the last 8 characters (a shift-xor
- * hash, so no character has to be taken out) looks up where that 8-gram was seen last, which
- * proposes a period d (the distance, 1 ≤ d ≤ maxPeriod); a new period is verified backwards once
- * (bounded by the ring) so its run starts where the repetition really starts; each candidate
- * keeps a run of consecutive positions where s[i] = s[i − p] and is dropped when the run breaks.
- * In a periodic stretch the nearest earlier occurrence of every 8-gram is one period back, so the
- * candidate is the smallest period. Deterministic per character: splitting the same text into
- * other deltas gives the same result.
+ * Cost: bounded memory (a ring of the last characters, a table of recent 8-grams, at most 8
+ * candidate periods; both arrays start small and double up to 8 × maxPeriod and 4 × maxPeriod
+ * entries of 16 bits) and O(1) amortised work per character, whatever the delta sizes:
+ *
+ * - every character goes into the ring and into a shift-xor hash of the last 8 characters (no
+ *   character has to be taken out: older ones shift past the 32 bits);
+ * - every 4th position (i ≡ 0 mod 4) enters its 8-gram into the table and reads where that
+ *   8-gram was entered last. In a stretch of period p the answer is d = lcm(p, 4), so the period
+ *   is d, d/2 or d/4: each is verified backwards once (bounded by the ring), the smallest whose
+ *   repetition covers the same stretch becomes a candidate, its run starting where the
+ *   repetition really starts. Only a quarter of the positions touch the table, and since the
+ *   positions that do are the same in every copy of the unit, no other part of the unit can
+ *   overwrite the entry the next copy looks for;
+ * - each candidate keeps a run of consecutive positions where s[i] = s[i − p]; it is dropped
+ *   when the run breaks and fires when the run reaches (needed(p) − 1) × p.
+ *
+ * Everything depends on positions in the text only, so splitting the same text into other
+ * deltas gives the same result. A period is found once the stretch is lcm(p, 4) + 11 characters
+ * long at most, before it can fire when R ≥ 5 (with a smaller R, a loop of an odd period may
+ * fire up to a copy late).
  *
  * Known limits: copies that differ (whitespace, a changing number, a typo) are not one passage;
  * such a loop is caught only once it settles into exact copies. Positions are UTF-16 units; an
@@ -66,14 +76,11 @@ export interface ContentLoop {
 const SLOTS = 8;
 /** the q of the q-gram hash: a new period needs this many matching characters */
 const Q = 8;
-// markdown context bits
-/** the ring's first size: a short answer allocates little */
+/** the ring's first size (characters): a short answer allocates little */
 const FIRST_RING = 256;
-/** every 4th position looks its 8-gram up (every position enters it): a period is found within 4 characters, at a quarter of the cost */
-const LOOKUP_EVERY = 4;
-const NO_PERIOD = 0x7fffffff;
-/** table slots per ring position */
-const TABLE_PER_RING = 1;
+/** the longest period supported: the table holds positions modulo 2^16, and d ≤ 4 × maxPeriod */
+const MAX_PERIOD = 8192;
+// markdown context bits: only whitespace so far on this line; the line starts with `|`; a fence is open
 const LEAD = 1;
 const TABLE = 2;
 const FENCE = 4;
@@ -101,7 +108,7 @@ export class ContentLoopDetector {
   private readonly settings: ContentLoopSettings;
   private readonly off: boolean;
   private readonly maxPeriod: number;
-  /** the ring's and the table's final size: 4 × maxPeriod, a power of two */
+  /** the ring's final size: 8 × maxPeriod rounded up to a power of two (the table's is half) */
   private readonly fullSize: number;
   /**
    * The last `mask + 1` characters fed, by position & mask. Starts small and doubles while the
@@ -110,11 +117,11 @@ export class ContentLoopDetector {
   private ring: Uint16Array;
   private mask: number;
   /**
-   * 8-gram hash → 1 + the last position where it ended, modulo 2^16 (small, so ring and table
-   * stay in the L1 cache; a wrong distance from an older wrap-around fails verification)
+   * 8-gram hash → 1 + the last position ≡ 0 mod 4 where it ended, modulo 2^16 (16 bits keep
+   * ring and table small enough for the L1 cache; a wrong distance fails verification)
    */
   private last: Uint16Array;
-  private tableShift: number;
+  private tableMask: number;
   // candidates: period, run, the run that fires in prose / in code, 1 if the unit has no letter or digit
   private readonly candPeriod = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candRun = [0, 0, 0, 0, 0, 0, 0, 0];
@@ -124,8 +131,7 @@ export class ContentLoopDetector {
   private count = 0;
   private hash = 0;
   private fed = 0;
-  // markdown context, one bit each (LEAD: only whitespace so far on this line, TABLE: the line
-  // starts with `|`, FENCE: a fence is open) and the backticks or tildes opening this line
+  // markdown context (bits above) and the backticks or tildes opening this line
   private ctx = LEAD;
   private fenceChar = 0;
   private ticks = 0;
@@ -134,16 +140,16 @@ export class ContentLoopDetector {
 
   constructor(settings: ContentLoopSettings = DEFAULT_CONTENT_LOOP) {
     this.settings = settings;
-    this.maxPeriod = Math.max(1, Math.floor(settings.maxPeriod));
+    this.maxPeriod = Math.min(MAX_PERIOD, Math.max(1, Math.floor(settings.maxPeriod)));
     this.off = !(settings.repeats > 0);
     let size = 64;
-    while (size < 4 * this.maxPeriod) size *= 2;
+    while (size < 8 * this.maxPeriod) size *= 2;
     this.fullSize = size;
     const first = Math.min(size, FIRST_RING);
     this.ring = new Uint16Array(first);
     this.mask = first - 1;
-    this.last = new Uint16Array(first * TABLE_PER_RING);
-    this.tableShift = 32 - Math.log2(first * TABLE_PER_RING);
+    this.last = new Uint16Array(first / 2);
+    this.tableMask = first / 2 - 1;
   }
 
   /** total chars fed */
@@ -174,8 +180,8 @@ export class ContentLoopDetector {
     const ring = this.ring;
     const mask = this.mask;
     const last = this.last;
-    const shift = this.tableShift;
-    const maxPeriod = this.maxPeriod;
+    const tableMask = this.tableMask;
+    const maxDistance = Math.min(4 * this.maxPeriod, mask + 1);
     const candPeriod = this.candPeriod;
     const candRun = this.candRun;
     let h = this.hash;
@@ -209,10 +215,14 @@ export class ContentLoopDetector {
         } else this.ticks = 0;
       }
       h = (h << 4) ^ c;
-      const slot = Math.imul(h, 0x9e3779b1) >>> shift;
-      // every position enters the table; every LOOKUP_EVERY-th asks it for a period
-      const d = (i & (LOOKUP_EVERY - 1)) === 0 ? (i + 1 - last[slot]) & 0xffff : NO_PERIOD;
-      last[slot] = i + 1;
+      // every 4th position: where this 8-gram was seen last (d: a multiple of 4, 0 for none)
+      let d = 0;
+      if ((i & 3) === 0) {
+        const slot = (Math.imul(h, 0x9e3779b1) >>> 16) & tableMask;
+        d = (i + 1 - last[slot]) & 0xffff;
+        last[slot] = i + 1;
+        if (d > maxDistance || ring[(i - d) & mask] !== c) d = 0;
+      }
       // the candidates' runs: one more matching position, or the run broke
       let fire = -1;
       for (let s = 0, count = this.count; s < count; ) {
@@ -226,7 +236,7 @@ export class ContentLoopDetector {
           count--;
         }
       }
-      if (d <= maxPeriod && fire < 0 && ring[(i - d) & mask] === c) {
+      if (d !== 0 && fire < 0) {
         const s = this.propose(d, i);
         if (s >= 0 && candRun[s] >= (code ? this.candCode[s] : this.candProse[s]) && this.fires(s, i)) fire = s;
       }
@@ -246,17 +256,21 @@ export class ContentLoopDetector {
 
   /**
    * Doubles the ring and the table once the text has filled the ring (nothing was overwritten,
-   * so positions stay where they are). The new table starts empty: rehashing would cost more
-   * than it brings, and a period is found again within one period of new text.
+   * so positions stay where they are). A slot of the old table becomes one of two slots of the
+   * new one (one more bit of the same hash), so the old table is copied into both halves: the
+   * entry is where the next lookup goes, and its twin, a wrong distance, fails verification.
    */
   private grow(): void {
     const size = (this.mask + 1) * 2;
     const ring = new Uint16Array(size);
     ring.set(this.ring);
+    const last = new Uint16Array(size / 2);
+    last.set(this.last);
+    last.set(this.last, size / 4);
     this.ring = ring;
     this.mask = size - 1;
-    this.last = new Uint16Array(size * TABLE_PER_RING);
-    this.tableShift = 32 - Math.log2(size * TABLE_PER_RING);
+    this.last = last;
+    this.tableMask = size / 2 - 1;
   }
 
   /** A fence opens or closes at the third backtick (or tilde) at the start of a line. */
@@ -286,16 +300,36 @@ export class ContentLoopDetector {
     return false;
   }
 
-  /** A period the 8-gram table suggests; verified backwards once. Returns its slot, or -1. */
-  private propose(d: number, i: number): number {
-    for (let s = 0; s < this.count; s++) if (this.candPeriod[s] === d) return -1;
+  /** How many positions back from i, i included, s[j] = s[j − p] holds (bounded by the text and the ring). */
+  private runOf(p: number, i: number): number {
     const ring = this.ring;
     const mask = this.mask;
-    // compare back to the start of the text or of the ring, whichever is nearer
-    const limit = Math.min(i - d + 1, mask + 1 - d);
+    const limit = Math.min(i - p + 1, mask + 1 - p);
     let run = 0;
-    while (run < limit && ring[(i - run) & mask] === ring[(i - run - d) & mask]) run++;
-    if (run < Q) return -1; // a hash collision, or too short to be a repeat yet
+    while (run < limit && ring[(i - run) & mask] === ring[(i - run - p) & mask]) run++;
+    return run;
+  }
+
+  /**
+   * The table's distance d = lcm(p, 4) names a period p among d/4, d/2 and d: the smallest whose
+   * repetition starts no later than d's becomes a candidate. Returns its slot, or -1.
+   */
+  private propose(d: number, i: number): number {
+    const runD = this.runOf(d, i);
+    if (runD < Q) return -1; // a hash collision, or too short to be a repeat yet
+    let p = d;
+    let run = runD;
+    for (const q of [d / 4, d / 2]) {
+      if (!Number.isInteger(q)) continue;
+      const r = this.runOf(q, i);
+      if (r + q >= runD + d) {
+        p = q;
+        run = r;
+        break;
+      }
+    }
+    if (p > this.maxPeriod) return -1;
+    for (let s = 0; s < this.count; s++) if (this.candPeriod[s] === p) return -1;
     let s = this.count;
     if (s === SLOTS) {
       // full: the new period replaces the shortest run, if its own is longer
@@ -304,10 +338,10 @@ export class ContentLoopDetector {
       if (this.candRun[s] >= run) return -1;
     } else this.count++;
     const { repeats, minSpan, codeRepeats, codeMinSpan } = this.settings;
-    this.candPeriod[s] = d;
+    this.candPeriod[s] = p;
     this.candRun[s] = run;
-    this.candProse[s] = (needed(repeats, minSpan, d) - 1) * d;
-    this.candCode[s] = (needed(codeRepeats, codeMinSpan, d) - 1) * d;
+    this.candProse[s] = (needed(repeats, minSpan, p) - 1) * p;
+    this.candCode[s] = (needed(codeRepeats, codeMinSpan, p) - 1) * p;
     this.candInert[s] = 0;
     return s;
   }
