@@ -115,6 +115,18 @@ describe('ContentLoopDetector', () => {
     expect(run([paragraph(1100).repeat(10)])).toBeNull();
   });
 
+  it('release() gives its memory to the next detector, which finds the same loops as a fresh one', () => {
+    const text = 'Start. ' + S48.repeat(40);
+    const fresh = run(split(text, [10, 20, 300]));
+    for (let k = 0; k < 3; k++) {
+      const used = new ContentLoopDetector();
+      used.push(Array.from({ length: 3000 }, (_, i) => `x${i}`).join(' '));
+      used.release();
+      expect(used.push('more')).toBeNull();
+      expect(run(split(text, [10, 20, 300]))).toEqual(fresh);
+    }
+  });
+
   describe('properties', () => {
     // prose (no line starting a fence or a table): letters, digits, spaces and punctuation
     const PROSE = [...'abcdefghijklmnopqrstuvwxyz0123456789 ,.;:!?-中文'];
@@ -174,7 +186,7 @@ describe('ContentLoopDetector', () => {
 
   it('memory stays bounded: megabytes of text leave the same buffers', () => {
     const d = new ContentLoopDetector();
-    const state = d as unknown as { ring: Uint16Array; last: Uint16Array };
+    const state = d as unknown as { buf: Uint16Array };
     let seed = 7;
     const word = () => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -182,15 +194,16 @@ describe('ContentLoopDetector', () => {
     };
     const chunk = () => Array.from({ length: 2000 }, word).join(' ') + ' ';
     d.push(chunk());
-    const sizes = [state.ring.length, state.last.length];
+    const size = state.buf.length;
     let fed = 0;
     while (fed < 4_000_000) {
       const c = chunk();
       expect(d.push(c)).toBeNull();
       fed += c.length;
     }
-    expect([state.ring.length, state.last.length]).toEqual(sizes);
-    expect(state.ring.length).toBeLessThanOrEqual(4 * 1024 * 2);
+    expect(state.buf.length).toBe(size);
+    // a ring of 8 × maxPeriod characters and a table of 2 × maxPeriod entries, 16 bits each
+    expect(state.buf.length).toBe(10 * D.maxPeriod);
     expect(d.length).toBeGreaterThan(4_000_000);
   });
 });

@@ -78,12 +78,9 @@ const SLOTS = 8;
 const Q = 8;
 /** the ring's first size (characters): a short answer allocates little */
 const FIRST_RING = 256;
+const EMPTY = new Uint16Array(0);
 /** the longest period supported: the table holds positions modulo 2^16, and d ≤ 4 × maxPeriod */
 const MAX_PERIOD = 8192;
-// markdown context bits: only whitespace so far on this line; the line starts with `|`; a fence is open
-const LEAD = 1;
-const TABLE = 2;
-const FENCE = 4;
 
 /** BMP code unit → 1 letter or digit, 2 neither, 0 not classified yet (shared, filled lazily). */
 const CLASS = new Uint8Array(65536);
@@ -99,6 +96,27 @@ function alnumUnit(c: number): boolean {
   return k === 1;
 }
 
+/**
+ * Table and ring of one detector, in one array: the table in [0, T), the ring in [T, T + size).
+ * A typed array is a separate allocation that costs about as much as scanning a short answer,
+ * so `release()` hands the array to a small pool that the next detector takes it from (the
+ * table zeroed; the ring's old content is never read: every position read was written first).
+ */
+const POOL = new Map<number, Uint16Array[]>();
+/** arrays kept per length (at most 24 KB each with the default maxPeriod) */
+const POOL_PER_SIZE = 16;
+
+function takeArray(length: number, table: number): Uint16Array {
+  const reused = POOL.get(length)?.pop();
+  return reused ? reused.fill(0, 0, table) : new Uint16Array(length);
+}
+
+function giveArray(a: Uint16Array): void {
+  let list = POOL.get(a.length);
+  if (!list) POOL.set(a.length, (list = []));
+  if (list.length < POOL_PER_SIZE) list.push(a);
+}
+
 /** Copies of a passage of period p that make a loop: at least two, whatever the settings. */
 export function needed(repeats: number, minSpan: number, p: number): number {
   return Math.max(2, repeats, Math.ceil(minSpan / p));
@@ -106,50 +124,62 @@ export function needed(repeats: number, minSpan: number, p: number): number {
 
 export class ContentLoopDetector {
   private readonly settings: ContentLoopSettings;
-  private readonly off: boolean;
   private readonly maxPeriod: number;
-  /** the ring's final size: 8 × maxPeriod rounded up to a power of two (the table's is half) */
+  /** the ring's final size: 8 × maxPeriod rounded up to a power of two */
   private readonly fullSize: number;
+  /** table slots: 2 × maxPeriod rounded up (a quarter of the positions of 4 × maxPeriod enter it: half full at most) */
+  private readonly table: number;
+  /** periods are looked for up to this distance: lcm(p, 4) ≤ 4p */
+  private readonly maxDistance: number;
   /**
-   * The last `mask + 1` characters fed, by position & mask. Starts small and doubles while the
-   * text is shorter than it (nothing is overwritten yet), so a short answer costs little.
+   * [0, table): 8-gram hash → 1 + the last position ≡ 0 mod 4 where it ended, modulo 2^16 (16
+   * bits keep everything small enough for the L1 cache; a wrong distance fails verification).
+   * [table, table + mask + 1): the last `mask + 1` characters fed, by position & mask; the ring
+   * starts small and doubles before a delta would fill it (positions stay where they are), so a
+   * short answer costs little. Empty once released.
    */
-  private ring: Uint16Array;
+  private buf: Uint16Array;
   private mask: number;
-  /**
-   * 8-gram hash → 1 + the last position ≡ 0 mod 4 where it ended, modulo 2^16 (16 bits keep
-   * ring and table small enough for the L1 cache; a wrong distance fails verification)
-   */
-  private last: Uint16Array;
-  private tableMask: number;
-  // candidates: period, run, the run that fires in prose / in code, 1 if the unit has no letter or digit
+  // candidates: period, run, the run that fires in prose / in code / the lower of the two, 1 if the unit has no letter or digit
   private readonly candPeriod = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candRun = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candProse = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candCode = [0, 0, 0, 0, 0, 0, 0, 0];
+  private readonly candMin = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candInert = [0, 0, 0, 0, 0, 0, 0, 0];
   private count = 0;
   private hash = 0;
   private fed = 0;
-  // markdown context (bits above) and the backticks or tildes opening this line
-  private ctx = LEAD;
+  // markdown context: where the current line starts, whether a fence is open (and with which
+  // character), whether the newline that ended the last line was in code, whether the current
+  // line is a table line (-1: not known yet)
+  private lineStart = 0;
+  private fence = false;
   private fenceChar = 0;
-  private ticks = 0;
-  private tickChar = 0;
+  private endedCode = false;
+  private lineTable = -1;
   private found: ContentLoop | null = null;
 
   constructor(settings: ContentLoopSettings = DEFAULT_CONTENT_LOOP) {
     this.settings = settings;
     this.maxPeriod = Math.min(MAX_PERIOD, Math.max(1, Math.floor(settings.maxPeriod)));
-    this.off = !(settings.repeats > 0);
     let size = 64;
     while (size < 8 * this.maxPeriod) size *= 2;
     this.fullSize = size;
+    this.table = size / 4;
+    this.maxDistance = 4 * this.maxPeriod;
     const first = Math.min(size, FIRST_RING);
-    this.ring = new Uint16Array(first);
     this.mask = first - 1;
-    this.last = new Uint16Array(first / 2);
-    this.tableMask = first / 2 - 1;
+    this.buf = settings.repeats > 0 ? takeArray(this.table + first, this.table) : EMPTY;
+  }
+
+  /**
+   * Optional: the response is over, so the detector's memory goes back to a pool for the next
+   * one (it also does when a loop is found). Afterwards `push` only counts the length.
+   */
+  release(): void {
+    if (this.buf.length > 0) giveArray(this.buf);
+    this.buf = EMPTY;
   }
 
   /** total chars fed */
@@ -161,75 +191,40 @@ export class ContentLoopDetector {
   push(text: string): ContentLoop | null {
     const start = this.fed;
     const n = text.length;
-    this.fed += n;
-    if (this.found !== null || this.off) return this.found;
-    // the ring grows at fixed positions (when the text reaches its size), whatever the deltas
-    let from = 0;
-    while (start + n > this.mask + 1 && this.mask + 1 < this.fullSize) {
-      const to = this.mask + 1 - start;
-      if (to > from && this.scan(text, start, from, to)) return this.found;
-      from = Math.max(from, to);
-      this.grow();
-    }
-    this.scan(text, start, from, n);
-    return this.found;
-  }
-
-  /** Reads text[from, to) (the text starts at position `start`); true when the loop was found. */
-  private scan(text: string, start: number, from: number, n: number): boolean {
-    const ring = this.ring;
+    this.fed = start + n;
+    if (this.buf.length === 0) return this.found;
+    if (start + n > this.mask + 1 && this.mask + 1 < this.fullSize) this.grow(start + n);
+    const buf = this.buf;
     const mask = this.mask;
-    const last = this.last;
-    const tableMask = this.tableMask;
-    const maxDistance = Math.min(4 * this.maxPeriod, mask + 1);
+    const T = this.table;
+    const tableMask = T - 1;
+    const maxDistance = this.maxDistance;
     const candPeriod = this.candPeriod;
     const candRun = this.candRun;
+    const candMin = this.candMin;
     let h = this.hash;
-    let ctx = this.ctx;
-    for (let k = from; k < n; k++) {
+    let count = this.count;
+    for (let k = 0; k < n; k++) {
       const i = start + k;
       const c = text.charCodeAt(k);
-      ring[i & mask] = c;
-      // markdown context of this character (a newline belongs to the line it ends)
-      let code = ctx & (TABLE | FENCE);
-      if (c === 10) {
-        ctx = (ctx & FENCE) | LEAD;
-        this.ticks = 0;
-      } else if (ctx & LEAD) {
-        if (c !== 32 && c !== 9) {
-          ctx &= ~LEAD;
-          if (c === 124) {
-            ctx |= TABLE;
-            code = TABLE;
-          } else if (c === 96 || c === 126) {
-            this.ticks = 1;
-            this.tickChar = c;
-          }
-        }
-      } else if (this.ticks !== 0) {
-        if (c === this.tickChar) {
-          if (++this.ticks === 3) {
-            ctx = this.toggleFence(ctx, c);
-            code = ctx & FENCE;
-          }
-        } else this.ticks = 0;
-      }
+      buf[T + (i & mask)] = c;
+      // a line ended: is it a fence or a table line (looked at once per line, at its end)
+      if (c === 10) this.endLine(i);
       h = (h << 4) ^ c;
       // every 4th position: where this 8-gram was seen last (d: a multiple of 4, 0 for none)
       let d = 0;
       if ((i & 3) === 0) {
         const slot = (Math.imul(h, 0x9e3779b1) >>> 16) & tableMask;
-        d = (i + 1 - last[slot]) & 0xffff;
-        last[slot] = i + 1;
-        if (d > maxDistance || ring[(i - d) & mask] !== c) d = 0;
+        d = (i + 1 - buf[slot]) & 0xffff;
+        buf[slot] = i + 1;
+        if (d > maxDistance || buf[T + ((i - d) & mask)] !== c) d = 0;
       }
       // the candidates' runs: one more matching position, or the run broke
       let fire = -1;
-      for (let s = 0, count = this.count; s < count; ) {
+      for (let s = 0; s < count; ) {
         const p = candPeriod[s];
-        if (ring[(i - p) & mask] === c) {
-          const run = ++candRun[s];
-          if (run >= (code ? this.candCode[s] : this.candProse[s]) && (fire < 0 || p < candPeriod[fire]) && this.fires(s, i)) fire = s;
+        if (buf[T + ((i - p) & mask)] === c) {
+          if (++candRun[s] >= candMin[s] && (fire < 0 || p < candPeriod[fire]) && this.reached(s, i)) fire = s;
           s++;
         } else {
           this.remove(s);
@@ -238,60 +233,94 @@ export class ContentLoopDetector {
       }
       if (d !== 0 && fire < 0) {
         const s = this.propose(d, i);
-        if (s >= 0 && candRun[s] >= (code ? this.candCode[s] : this.candProse[s]) && this.fires(s, i)) fire = s;
+        count = this.count;
+        if (s >= 0 && candRun[s] >= candMin[s] && this.reached(s, i)) fire = s;
       }
       if (fire >= 0) {
         const p = candPeriod[fire];
         const run = candRun[fire];
-        this.hash = h;
-        this.ctx = ctx;
         this.found = { kind: 'content', period: p, repeats: Math.floor((run + p) / p), atChar: i + 1 - run - p, endChar: i + 1 };
-        return true;
+        this.release();
+        return this.found;
       }
     }
     this.hash = h;
-    this.ctx = ctx;
-    return false;
+    return null;
+  }
+
+  /** The ring doubles until it holds `upTo` characters (or its full size); table and positions stay where they are. */
+  private grow(upTo: number): void {
+    let size = this.mask + 1;
+    while (size < upTo && size < this.fullSize) size *= 2;
+    const next = takeArray(this.table + size, 0);
+    next.set(this.buf);
+    giveArray(this.buf);
+    this.buf = next;
+    this.mask = size - 1;
   }
 
   /**
-   * Doubles the ring and the table once the text has filled the ring (nothing was overwritten,
-   * so positions stay where they are). A slot of the old table becomes one of two slots of the
-   * new one (one more bit of the same hash), so the old table is copied into both halves: the
-   * entry is where the next lookup goes, and its twin, a wrong distance, fails verification.
+   * The line that started at lineStart ended with the newline at i: a fence line (three
+   * backticks or tildes after any indentation) opens or closes a fence, and the newline itself
+   * belongs to the line it ends (a table row's newline is on a table line). A line longer than
+   * the ring has lost its start and counts as prose.
    */
-  private grow(): void {
-    const size = (this.mask + 1) * 2;
-    const ring = new Uint16Array(size);
-    ring.set(this.ring);
-    const last = new Uint16Array(size / 2);
-    last.set(this.last);
-    last.set(this.last, size / 4);
-    this.ring = ring;
-    this.mask = size - 1;
-    this.last = last;
-    this.tableMask = size / 2 - 1;
+  private endLine(i: number): void {
+    const buf = this.buf;
+    const T = this.table;
+    const mask = this.mask;
+    const start = this.lineStart;
+    let first = -1;
+    let j = start;
+    if (i - start <= mask) {
+      while (j < i && (buf[T + (j & mask)] === 32 || buf[T + (j & mask)] === 9)) j++;
+      if (j < i) first = buf[T + (j & mask)];
+    }
+    this.endedCode = this.fence || first === 124;
+    if ((first === 96 || first === 126) && j + 2 < i && buf[T + ((j + 1) & mask)] === first && buf[T + ((j + 2) & mask)] === first) {
+      if (!this.fence) {
+        this.fence = true;
+        this.fenceChar = first;
+      } else if (first === this.fenceChar) this.fence = false;
+    }
+    this.lineStart = i + 1;
+    this.lineTable = -1;
   }
 
-  /** A fence opens or closes at the third backtick (or tilde) at the start of a line. */
-  private toggleFence(ctx: number, c: number): number {
-    if (!(ctx & FENCE)) {
-      this.fenceChar = c;
-      return ctx | FENCE;
+  /** Whether position i is inside a fence or on a table line (its line's first character so far, looked up once). */
+  private codeAt(i: number): boolean {
+    if (i === this.lineStart - 1) return this.endedCode;
+    if (this.fence) return true;
+    if (this.lineTable < 0) {
+      const buf = this.buf;
+      const T = this.table;
+      const mask = this.mask;
+      if (i - this.lineStart > mask) return false;
+      let j = this.lineStart;
+      while (j <= i && (buf[T + (j & mask)] === 32 || buf[T + (j & mask)] === 9)) j++;
+      if (j > i) return false; // only indentation so far
+      this.lineTable = buf[T + (j & mask)] === 124 ? 1 : 0;
     }
-    return c === this.fenceChar ? ctx & ~FENCE : ctx;
+    return this.lineTable === 1;
+  }
+
+  /** The candidate's run passed the lower of its two thresholds: does it fire here? */
+  private reached(s: number, i: number): boolean {
+    if (this.candInert[s]) return false;
+    return this.candRun[s] >= (this.codeAt(i) ? this.candCode[s] : this.candProse[s]) && this.fires(s, i);
   }
 
   /** The candidate's run reached its threshold: it fires unless its unit has no letter or digit. */
   private fires(s: number, i: number): boolean {
     if (this.candInert[s]) return false;
     const p = this.candPeriod[s];
-    const ring = this.ring;
+    const buf = this.buf;
+    const T = this.table;
     const mask = this.mask;
     for (let j = i - p + 1; j <= i; j++) {
-      const c = ring[j & mask];
+      const c = buf[T + (j & mask)];
       if (c >= 0xdc00 && c <= 0xdfff && j > i - p + 1) {
-        const hi = ring[(j - 1) & mask];
+        const hi = buf[T + ((j - 1) & mask)];
         if (hi >= 0xd800 && hi <= 0xdbff && ALNUM.test(String.fromCharCode(hi, c))) return true;
       } else if (alnumUnit(c)) return true;
     }
@@ -302,11 +331,12 @@ export class ContentLoopDetector {
 
   /** How many positions back from i, i included, s[j] = s[j − p] holds (bounded by the text and the ring). */
   private runOf(p: number, i: number): number {
-    const ring = this.ring;
+    const buf = this.buf;
+    const T = this.table;
     const mask = this.mask;
     const limit = Math.min(i - p + 1, mask + 1 - p);
     let run = 0;
-    while (run < limit && ring[(i - run) & mask] === ring[(i - run - p) & mask]) run++;
+    while (run < limit && buf[T + ((i - run) & mask)] === buf[T + ((i - run - p) & mask)]) run++;
     return run;
   }
 
@@ -315,6 +345,8 @@ export class ContentLoopDetector {
    * repetition starts no later than d's becomes a candidate. Returns its slot, or -1.
    */
   private propose(d: number, i: number): number {
+    // a multiple of a period already followed is that period's repetition (a run still unbroken)
+    for (let s = 0; s < this.count; s++) if (d % this.candPeriod[s] === 0) return -1;
     const runD = this.runOf(d, i);
     if (runD < Q) return -1; // a hash collision, or too short to be a repeat yet
     let p = d;
@@ -342,6 +374,7 @@ export class ContentLoopDetector {
     this.candRun[s] = run;
     this.candProse[s] = (needed(repeats, minSpan, p) - 1) * p;
     this.candCode[s] = (needed(codeRepeats, codeMinSpan, p) - 1) * p;
+    this.candMin[s] = Math.min(this.candProse[s], this.candCode[s]);
     this.candInert[s] = 0;
     return s;
   }
@@ -353,6 +386,7 @@ export class ContentLoopDetector {
     this.candRun[s] = this.candRun[t];
     this.candProse[s] = this.candProse[t];
     this.candCode[s] = this.candCode[t];
+    this.candMin[s] = this.candMin[t];
     this.candInert[s] = this.candInert[t];
   }
 }
