@@ -9,9 +9,9 @@
  * copies than sentences. A passage with no letter or digit (`\p{L}`, `\p{N}`) never counts:
  * whitespace runs, rules (`-----`), table separators, ellipses, emoji.
  *
- * Cost: bounded memory (a ring of the last characters, a table of recent 8-grams, at most 8
- * candidate periods; both arrays start small and double up to 8 × maxPeriod and 4 × maxPeriod
- * entries of 16 bits) and O(1) amortised work per character, whatever the delta sizes:
+ * Cost: bounded memory (one array of 16-bit entries: a table of recent 8-grams, 2 × maxPeriod
+ * slots, and a ring of the last characters, which starts at 256 and doubles up to 8 × maxPeriod;
+ * at most 8 candidate periods) and O(1) amortised work per character, whatever the delta sizes:
  *
  * - every character goes into the ring and into a shift-xor hash of the last 8 characters (no
  *   character has to be taken out: older ones shift past the 32 bits);
@@ -19,16 +19,19 @@
  *   8-gram was entered last. In a stretch of period p the answer is d = lcm(p, 4), so the period
  *   is d, d/2 or d/4: each is verified backwards once (bounded by the ring), the smallest whose
  *   repetition covers the same stretch becomes a candidate, its run starting where the
- *   repetition really starts. Only a quarter of the positions touch the table, and since the
- *   positions that do are the same in every copy of the unit, no other part of the unit can
- *   overwrite the entry the next copy looks for;
+ *   repetition really starts. Only a quarter of the positions touch the table, so it holds
+ *   fewer entries to collide (a unit whose period divides 4 writes a single one);
  * - each candidate keeps a run of consecutive positions where s[i] = s[i − p]; it is dropped
  *   when the run breaks and fires when the run reaches (needed(p) − 1) × p.
  *
  * Everything depends on positions in the text only, so splitting the same text into other
- * deltas gives the same result. A period is found once the stretch is lcm(p, 4) + 11 characters
- * long at most, before it can fire when R ≥ 5 (with a smaller R, a loop of an odd period may
- * fire up to a copy late).
+ * deltas gives the same result. A period is found once its stretch is lcm(p, 4) + 11 ≤ 4p + 11
+ * characters long (later only if a table collision hides an entry), so it fires on time
+ * whenever needed(p) × p ≥ 4p + 11: with the defaults, always.
+ *
+ * A detector allocates its array when it is made; `release()` (when the response is over) gives
+ * it to a small pool for the next one, which saves the allocation (it costs about as much as
+ * scanning a short answer). Measured by `npm run bench:loops` (bench/README.md).
  *
  * Known limits: copies that differ (whitespace, a changing number, a typo) are not one passage;
  * such a loop is caught only once it settles into exact copies. Positions are UTF-16 units; an
