@@ -288,6 +288,7 @@ export class ContentLoopDetector {
     }
     this.lineStart = i + 1;
     this.lineTable = -1;
+    for (let s = 0; s < this.count; s++) if (!this.candInert[s]) this.candMin[s] = Math.min(this.candProse[s], this.candCode[s]);
   }
 
   /** Whether position i is inside a fence or on a table line (its line's first character so far, looked up once). */
@@ -307,10 +308,27 @@ export class ContentLoopDetector {
     return this.lineTable === 1;
   }
 
-  /** The candidate's run passed the lower of its two thresholds: does it fire here? */
+  /**
+   * The candidate's run passed `candMin`, the lower of its two thresholds: does it fire here? If
+   * not, `candMin` becomes the threshold that applies, so the next characters of the line skip
+   * this call (endLine lowers it again: a new line may be prose); an inert candidate never
+   * comes back.
+   */
   private reached(s: number, i: number): boolean {
-    if (this.candInert[s]) return false;
-    return this.candRun[s] >= (this.codeAt(i) ? this.candCode[s] : this.candProse[s]) && this.fires(s, i);
+    if (this.candInert[s]) {
+      this.candMin[s] = Infinity;
+      return false;
+    }
+    const threshold = this.codeAt(i) ? this.candCode[s] : this.candProse[s];
+    if (this.candRun[s] >= threshold) {
+      if (this.fires(s, i)) return true;
+      this.candMin[s] = Infinity;
+      return false;
+    }
+    // only once this line's context is settled: not on the newline (it belongs to the line
+    // before), not while the line has had nothing but indentation
+    if (i !== this.lineStart - 1 && (this.fence || this.lineTable >= 0)) this.candMin[s] = threshold;
+    return false;
   }
 
   /** The candidate's run reached its threshold: it fires unless its unit has no letter or digit. */
