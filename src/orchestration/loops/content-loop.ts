@@ -106,7 +106,7 @@ function alnumUnit(c: number): boolean {
  * table zeroed; the ring's old content is never read: every position read was written first).
  */
 const POOL = new Map<number, Uint16Array[]>();
-/** arrays kept per length (at most 24 KB each with the default maxPeriod) */
+/** arrays kept per length (20 KB at most each with the default maxPeriod; six lengths: about 1 MB at worst) */
 const POOL_PER_SIZE = 16;
 
 function takeArray(length: number, table: number): Uint16Array {
@@ -165,7 +165,8 @@ export class ContentLoopDetector {
 
   constructor(settings: ContentLoopSettings = DEFAULT_CONTENT_LOOP) {
     this.settings = settings;
-    this.maxPeriod = Math.min(MAX_PERIOD, Math.max(1, Math.floor(settings.maxPeriod)));
+    const maxPeriod = Math.floor(settings.maxPeriod);
+    this.maxPeriod = maxPeriod >= 1 ? Math.min(MAX_PERIOD, maxPeriod) : 1;
     let size = 64;
     while (size < 8 * this.maxPeriod) size *= 2;
     this.fullSize = size;
