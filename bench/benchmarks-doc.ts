@@ -25,6 +25,7 @@ const ORDER = [
   'decoders',
   'readable-text',
   'statements',
+  'loops',
   'faults',
   'outage',
 ];
