@@ -13,10 +13,11 @@
  *    the real ModelStream, with and without the detector's push on each delta, (a) from an
  *    in-process scripted adapter (the model events handed over directly: the least the path
  *    costs) and (b) through the OpenAI-compatible adapter decoding the same answer from SSE bytes
- *    (what a provider's stream costs, without the network). Goal: ≤ 5 %.
- *
- * Until ModelStream runs the detector itself, the bench calls push on each streamed chunk beside
- * it (`withDetector` below); once it does, that one line becomes the ModelStream setting.
+ *    (what a provider's stream costs, without the network), with ModelStream's own detector on
+ *    or off (its `contentLoop` setting); and (c) the whole service in one process (HTTP,
+ *    validation, rows, the two-stage generator, real file tools, stored events, SSE, trace: what a
+ *    turn costs), with the detector on (LOOP_CONTENT_REPEATS' default) or off (0), rounds
+ *    alternating on the same instance. Goal: ≤ 5 %. Needs `nest build` (for c).
  */
 import { performance } from 'node:perf_hooks';
 import type { LlmAdapter, LlmStreamEvent } from '../src/llm/llm-adapter.port';
@@ -25,9 +26,16 @@ import { ModelStream } from '../src/orchestration/model-stream';
 import { ContentLoopDetector, DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from '../src/orchestration/loops/content-loop';
 import { deltasOf, textSamples, type TextSample } from '../test/fixtures/loops/corpus';
 import { BenchReport } from './report';
+import { serviceInProcess } from './support/service-in-process';
+import { TEXT_DELTAS } from './support/scripted-model';
+
+// runtime from dist (the service's classes carry Nest's decorator metadata there), types from src
+/* eslint-disable @typescript-eslint/no-require-imports */
+const { OrchestrationService } = require('../dist/orchestration/orchestration.service') as typeof import('../src/orchestration/orchestration.service');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const TURNS = Number(process.env.BENCH_TURNS ?? 1000);
+const SERVICE_TURNS = Number(process.env.BENCH_SERVICE_TURNS ?? 100);
 const DELTAS_PER_TURN = 100;
 
 const samples = textSamples();
@@ -232,18 +240,17 @@ class InProcessOpenAi extends OpenAiCompatibleAdapter {
 const decoded = new InProcessOpenAi({ baseUrl: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 60_000, idleTimeoutMs: 30_000, contextWindow: 32768 });
 
 const ASK = { messages: [{ role: 'user' as const, content: 'Explain it.' }] };
+/** The detector off: what LOOP_CONTENT_REPEATS=0 gives a turn. */
+const OFF: ContentLoopSettings = { ...DEFAULT_CONTENT_LOOP, repeats: 0 };
 async function turn(llm: LlmAdapter, withDetector: boolean): Promise<number> {
   turnNo++;
-  const stream = new ModelStream(llm, ASK, new AbortController().signal, {});
-  // the one line that becomes a ModelStream setting once ModelStream runs the detector itself
-  const contentLoop = withDetector ? new ContentLoopDetector() : null;
+  // ModelStream runs the detector on what it streams (and releases it when the response is over)
+  const stream = new ModelStream(llm, ASK, new AbortController().signal, { contentLoop: withDetector ? DEFAULT_CONTENT_LOOP : OFF });
   const step = stream.step();
   let chars = 0;
-  for (let r = await step.next(); !r.done; r = await step.next()) {
-    chars += r.value.content.length;
-    if (contentLoop?.push(r.value.content)) throw new Error('a legitimate answer fired the detector');
-  }
-  contentLoop?.release(); // as ModelStream.close() would
+  let r = await step.next();
+  for (; !r.done; r = await step.next()) chars += r.value.content.length;
+  if (r.value.loop) throw new Error('a legitimate answer fired the detector');
   return chars;
 }
 async function turnsCpu(llm: LlmAdapter, withDetector: boolean): Promise<number> {
@@ -281,6 +288,45 @@ async function pathCost(llm: LlmAdapter): Promise<{ without: number; with: numbe
   return { without, with: withD, added: (ratios[Math.floor(ratios.length / 2)] - 1) * 100 };
 }
 
+/**
+ * (c) The whole service in one process, two-stage turns of the scripted model (2 tool cycles, 240
+ * text deltas): CPU per turn with the detector on and off, alternating rounds on one instance. The
+ * switch is the settings object OrchestrationService hands every turn (what LOOP_CONTENT_REPEATS
+ * sets at start-up), swapped between rounds: the same process, database and warm JIT on both sides.
+ */
+async function serviceCost(): Promise<{ without: number; with: number; added: number; deltas: number }> {
+  const { app, turn: serviceTurn } = await serviceInProcess();
+  try {
+    const orchestration = app.get(OrchestrationService, { strict: false }) as unknown as { loopSettings?: ContentLoopSettings };
+    const cpuPerTurn = async (on: boolean) => {
+      orchestration.loopSettings = on ? DEFAULT_CONTENT_LOOP : OFF;
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < SERVICE_TURNS; i++) await serviceTurn();
+      const c = process.cpuUsage(c0);
+      return (c.user + c.system) / SERVICE_TURNS;
+    };
+    await cpuPerTurn(false);
+    await cpuPerTurn(true);
+    let without = Infinity;
+    let withD = Infinity;
+    const ratios: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const [first, second] = r % 2 ? [true, false] : [false, true];
+      const x = await cpuPerTurn(first);
+      const y = await cpuPerTurn(second);
+      const on = first ? x : y;
+      const off = first ? y : x;
+      withD = Math.min(withD, on);
+      without = Math.min(without, off);
+      ratios.push(on / off);
+    }
+    ratios.sort((p, q) => p - q);
+    return { without, with: withD, added: (ratios[Math.floor(ratios.length / 2)] - 1) * 100, deltas: TEXT_DELTAS };
+  } finally {
+    await app.close();
+  }
+}
+
 async function main() {
   const t0 = performance.now();
   const added = (p: { added: number }) => p.added;
@@ -295,6 +341,11 @@ async function main() {
   for (const p of paths) {
     console.log(`  ${p.text} answers (${p.chars.toFixed(0)} chars), ${pathName[p.path]}: ${p.without.toFixed(1)} µs CPU/turn, with the detector ${p.with.toFixed(1)} µs (+${added(p).toFixed(1)} %, goal ≤ 5 %: ${added(p) <= 5 ? 'met' : 'NOT met'})`);
   }
+  const service = await serviceCost();
+  console.log(
+    `  (c) the whole service, one process (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite in memory'}), two-stage turn with ${service.deltas} text deltas: ` +
+      `${(service.without / 1000).toFixed(2)} ms CPU/turn, with the detector ${(service.with / 1000).toFixed(2)} ms (${service.added >= 0 ? '+' : ''}${service.added.toFixed(2)} %, goal ≤ 5 %: ${service.added <= 5 ? 'met' : 'NOT met'})`,
+  );
   console.log(`(${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 
   const report = new BenchReport(
@@ -336,6 +387,9 @@ async function main() {
       paths.map((p) => [p.text, pathName[p.path], p.chars.toFixed(0), p.without.toFixed(1), p.with.toFixed(1), `${added(p).toFixed(1)} %`]),
       2,
     )
+    .add('service.cpu.off.ms', '(c) whole service, two-stage turn: CPU per turn, detector off (ms)', service.without / 1000, 'ms')
+    .add('service.cpu.on.ms', '(c) whole service, two-stage turn: CPU per turn, detector on (ms)', service.with / 1000, 'ms', { floor: service.without / 1000 })
+    .add('service.added.pct', "(c) whole service: the detector's added CPU per turn (median of rounds; goal ≤ 5 %)", service.added, '%')
     .table('sweep', 'Each setting moved alone, the others at their defaults', ['setting', 'value', 'default', 'false positives', 'loops caught', 'most copies of a prose sentence of 12+ chars'], sweepRows, 2)
     .table('kinds', 'Per kind of sample', ['sample', 'kind', 'samples', 'caught', 'false positives', 'repeated chars reached the client, mean / max', 'copies, max'], kindRows, 2)
     .write();
