@@ -16,7 +16,7 @@
  *    (what a provider's stream costs, without the network), with ModelStream's own detector on
  *    or off (its `contentLoop` setting); and (c) the whole service in one process (HTTP,
  *    validation, rows, the two-stage generator, real file tools, stored events, SSE, trace: what a
- *    turn costs), with the detector on (LOOP_CONTENT_REPEATS' default) or off (0), rounds
+ *    turn costs), with the detector on (LOOP_CONTENT_REPEATS' default) or off (0), turn by turn
  *    alternating on the same instance. Goal: ≤ 5 %. Needs `nest build` (for c).
  */
 import { performance } from 'node:perf_hooks';
@@ -290,7 +290,7 @@ async function pathCost(llm: LlmAdapter): Promise<{ without: number; with: numbe
 
 /**
  * (c) The whole service in one process, two-stage turns of the scripted model (2 tool cycles, 240
- * text deltas): CPU per turn with the detector on and off, alternating rounds on one instance. The
+ * text deltas): CPU per turn with the detector on and off, turn by turn, on one instance. The
  * switch is the settings object OrchestrationService hands every turn (what LOOP_CONTENT_REPEATS
  * sets at start-up), swapped between rounds: the same process, database and warm JIT on both sides.
  */
@@ -298,26 +298,32 @@ async function serviceCost(): Promise<{ without: number; with: number; added: nu
   const { app, turn: serviceTurn } = await serviceInProcess();
   try {
     const orchestration = app.get(OrchestrationService, { strict: false }) as unknown as { loopSettings?: ContentLoopSettings };
-    const cpuPerTurn = async (on: boolean) => {
+    // turns alternate on and off one by one, each timed alone: drift (the database growing, the
+    // load of a shared machine) falls on both sides alike; a round's ratio is its two means'
+    const oneTurn = async (on: boolean) => {
       orchestration.loopSettings = on ? DEFAULT_CONTENT_LOOP : OFF;
       const c0 = process.cpuUsage();
-      for (let i = 0; i < SERVICE_TURNS; i++) await serviceTurn();
+      await serviceTurn();
       const c = process.cpuUsage(c0);
-      return (c.user + c.system) / SERVICE_TURNS;
+      return c.user + c.system;
     };
-    await cpuPerTurn(false);
-    await cpuPerTurn(true);
+    for (let i = 0; i < 20; i++) await oneTurn(i % 2 === 0);
     let without = Infinity;
     let withD = Infinity;
     const ratios: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const [first, second] = r % 2 ? [true, false] : [false, true];
-      const x = await cpuPerTurn(first);
-      const y = await cpuPerTurn(second);
-      const on = first ? x : y;
-      const off = first ? y : x;
-      withD = Math.min(withD, on);
-      without = Math.min(without, off);
+      let on = 0;
+      let off = 0;
+      for (let i = 0; i < SERVICE_TURNS; i++) {
+        // the order within a pair swaps every pair
+        const first = (i + r) % 2 === 0;
+        const x = await oneTurn(first);
+        const y = await oneTurn(!first);
+        on += first ? x : y;
+        off += first ? y : x;
+      }
+      withD = Math.min(withD, on / SERVICE_TURNS);
+      without = Math.min(without, off / SERVICE_TURNS);
       ratios.push(on / off);
     }
     ratios.sort((p, q) => p - q);
