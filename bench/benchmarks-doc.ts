@@ -26,6 +26,7 @@ const ORDER = [
   'decoders',
   'readable-text',
   'statements',
+  'loops',
   'faults',
   'outage',
 ];

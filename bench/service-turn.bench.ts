@@ -11,23 +11,13 @@
  *
  * Embedded PGlite in memory unless DATABASE_URL is set.
  */
-import { request } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { Test } from '@nestjs/testing';
-import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ScriptedAdapter, TEXT_DELTAS } from './support/scripted-model';
+import { serviceInProcess } from './support/service-in-process';
 import { BenchReport } from './report';
 
 // runtime from dist (Nest's DI needs the decorator metadata tsc emits), types from src
 /* eslint-disable @typescript-eslint/no-require-imports */
-const { AppModule } = require('../dist/app.module') as typeof import('../src/app.module');
-const { configureApp } = require('../dist/bootstrap') as typeof import('../src/bootstrap');
-const { LLM_ADAPTER } = require('../dist/llm/llm-adapter.port') as typeof import('../src/llm/llm-adapter.port');
-const { LlmModels } = require('../dist/llm/llm-models') as typeof import('../src/llm/llm-models');
 const { TwoStageStrategy } = require('../dist/orchestration/protocols/two-stage/two-stage.strategy') as typeof import('../src/orchestration/protocols/two-stage/two-stage.strategy');
 const { OrchestrationService } = require('../dist/orchestration/orchestration.service') as typeof import('../src/orchestration/orchestration.service');
 const { RunExecutorService } = require('../dist/runs/run-executor.service') as typeof import('../src/runs/run-executor.service');
@@ -38,19 +28,6 @@ const { TRACE_SINK } = require('../dist/trace/trace-sink.port') as typeof import
 const TURNS = Number(process.env.BENCH_SERVICE_TURNS ?? 200);
 const WARMUP = 30;
 const ROUNDS = Number(process.env.BENCH_SERVICE_ROUNDS ?? 5);
-
-/** One turn over HTTP; resolves with the bytes of the SSE response once it ends. */
-function turn(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/api/chat/messages_two_stage', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let bytes = 0;
-      res.on('data', (c: Buffer) => (bytes += c.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`HTTP ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end('{"content":"Summarize docs/roadmap.md"}');
-  });
-}
 
 /** CPU (user + system) and wall time per call of `fn`, after a warm-up. */
 async function cpuPer(fn: () => Promise<unknown>, n: number): Promise<{ cpuMs: number; wallMs: number }> {
@@ -63,38 +40,10 @@ async function cpuPer(fn: () => Promise<unknown>, n: number): Promise<{ cpuMs: n
 }
 
 async function main() {
-  const workspace = mkdtempSync(join(tmpdir(), 'orion-bench-'));
-  mkdirSync(join(workspace, 'default', 'docs'), { recursive: true });
-  writeFileSync(join(workspace, 'default', 'docs', 'roadmap.md'), '# Roadmap\n\nShip the runs module.\n');
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      AppModule.forRoot({
-        DATABASE_URL: process.env.DATABASE_URL ?? 'memory://',
-        WORKSPACE_ROOT: workspace,
-        TWO_STAGE_ENABLED: 'true',
-        MCP_CONFIG: '',
-        LOG_LEVEL: 'error',
-        ...(process.env.PGLITE_PROFILE ? { PGLITE_PROFILE: process.env.PGLITE_PROFILE } : {}),
-      }),
-    ],
-  })
-    // terminus checks its optional peers with import.meta.resolve, which fails under tsx's
-    // loader; the benchmark never probes health, so the database indicator is left out
-    .overrideProvider(TypeOrmHealthIndicator)
-    .useValue({})
-    .overrideProvider(LLM_ADAPTER)
-    .useValue(new ScriptedAdapter())
-    // turns pick their model's client from LlmModels; without it every turn uses LLM_ADAPTER
-    .overrideProvider(LlmModels)
-    .useValue(null)
-    .compile();
-  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
-  configureApp(app);
-  await app.listen(0, '127.0.0.1');
-  const port = (app.getHttpServer().address() as AddressInfo).port;
+  const { app, turn } = await serviceInProcess();
   try {
-    const bytes = await turn(port);
-    const service = await cpuPer(() => turn(port), TURNS);
+    const bytes = await turn();
+    const service = await cpuPer(turn, TURNS);
 
     // the floor: the same turn through the bare generator, in-memory tools, nothing stored or sent
     const strategy = new TwoStageStrategy();

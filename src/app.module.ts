@@ -1,6 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
-import { ValidationPipe } from '@nestjs/common';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { TraceModule } from './trace/trace.module';
@@ -28,6 +27,7 @@ import { TurnLimitGuard } from './common/limits/turn-limit.guard';
 import { AppConfigService } from './config/app-config.service';
 import { SecretsModule } from './common/secrets/secrets.module';
 import { CloseIdleOnShutdown } from './common/sse/close-idle-on-shutdown';
+import { FieldValidationPipe } from './common/errors/field-errors';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
 @Module({})
@@ -49,7 +49,7 @@ export class AppModule {
       providers: [
     {
       provide: APP_PIPE,
-      useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, transformOptions: { enableImplicitConversion: false } }),
+      useValue: new FieldValidationPipe(),
     },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },

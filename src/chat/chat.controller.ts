@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Patch, Query, RequestMethod, Res, Sse, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, Patch, Query, RequestMethod, Res, Sse, UseGuards } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
 import { ApiIdempotentSend, IDEMPOTENCY_CONFLICT } from '../common/idempotency/api-idempotent-send.decorator';
@@ -18,6 +18,7 @@ import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
 import { RenameConversationDto } from './dto/rename-conversation.dto';
 import { ConversationSettingsDto, ForkRunDto, ListConversationsQueryDto, ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
 import { TwoStageEnabledGuard } from './two-stage-enabled.guard';
+import { UuidParamPipe } from '../common/errors/field-errors';
 
 const SSE_DESCRIPTION =
   'Server-Sent Events: start, phase, chunk, tool_calls, tool_progress, tool_phase, sources, notice, error, then exactly one done (or paused). Every data carries requestId, projectId, conversationId, seq (= SSE id), phase, phaseIndex, cycleIndex.';
@@ -111,7 +112,7 @@ export class ChatController {
   @ApiNotFoundResponse({ description: 'run_not_found, or checkpoint_not_found (the body lists its checkpoints)' })
   @ApiConflictResponse({ description: 'run_in_progress: the run is running (pause or cancel it first); run_not_resumable: it is not two-stage, or its checkpoint cannot be read' })
   async fork(
-    @Param('requestId', new ParseUUIDPipe()) requestId: string,
+    @Param('requestId', new UuidParamPipe()) requestId: string,
     @Body() dto: ForkRunDto,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
@@ -132,7 +133,7 @@ export class ChatController {
   @ApiOperation({ operationId: 'listConversationMessages', summary: 'Messages of a conversation, oldest first' })
   @ApiOkResponse({ type: [ChatMessageDto] })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
-  messages(@Param('id', new ParseUUIDPipe()) id: string): Promise<ChatMessageDto[]> {
+  messages(@Param('id', new UuidParamPipe()) id: string): Promise<ChatMessageDto[]> {
     return this.conversations.messages(id);
   }
 
@@ -142,7 +143,7 @@ export class ChatController {
   @ApiOkResponse({ type: ConversationDto })
   @ApiBadRequestResponse({ description: 'id not a UUID, or title missing, blank or over 120 characters (nothing changes)' })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
-  rename(@Param('id', new ParseUUIDPipe()) id: string, @Body() dto: RenameConversationDto): Promise<ConversationDto> {
+  rename(@Param('id', new UuidParamPipe()) id: string, @Body() dto: RenameConversationDto): Promise<ConversationDto> {
     return this.conversations.rename(id, dto.title);
   }
 
@@ -157,7 +158,7 @@ export class ChatController {
   @ApiBadRequestResponse({ description: 'id not a UUID (nothing is deleted)' })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
   @ApiConflictResponse({ description: 'run_in_progress: a run of the conversation is still running (cancel it first); nothing is deleted' })
-  async remove(@Param('id', new ParseUUIDPipe()) id: string): Promise<void> {
+  async remove(@Param('id', new UuidParamPipe()) id: string): Promise<void> {
     await this.conversations.remove(id);
   }
 
@@ -166,7 +167,7 @@ export class ChatController {
   @ApiOperation({ operationId: 'updateConversationSettings', summary: 'Per-conversation settings (orchestratorEnabled overrides ORCHESTRATOR_ENABLED)' })
   @ApiOkResponse({ type: ConversationDto })
   @ApiNotFoundResponse({ description: 'unknown conversation' })
-  settings(@Param('id', new ParseUUIDPipe()) id: string, @Body() dto: ConversationSettingsDto): Promise<ConversationDto> {
+  settings(@Param('id', new UuidParamPipe()) id: string, @Body() dto: ConversationSettingsDto): Promise<ConversationDto> {
     return this.conversations.updateSettings(id, dto);
   }
 }

@@ -6,11 +6,14 @@ import { DatabaseInfo, DatabaseInfoModule } from './database-info';
 import { openDatabase, type DatabaseTarget } from './data-source';
 import { DbNotifierService } from './db-notifier.service';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { TIME_PARTITIONS } from './time-partitions.port';
+import { TimePartitionsService } from './time-partitions.service';
 
 /**
  * The TypeORM data source: embedded PGlite (default, `DATA_DIR`), in-memory PGlite
  * (`DATABASE_URL=memory://`) or PostgreSQL (`postgres://…`). Migrations run at start;
- * PGlite is closed after TypeORM lets go of it, so its files are flushed.
+ * PGlite is closed after TypeORM lets go of it, so its files are flushed. TIME_PARTITIONS: the
+ * daily partitions of run_events and trace_events (created ahead here, dropped by retention).
  */
 @Global()
 @Module({
@@ -44,8 +47,8 @@ import { IdempotencyKeyStore } from './idempotency-key.store';
       },
     }),
   ],
-  providers: [DbNotifierService, IdempotencyKeyStore],
-  exports: [DatabaseInfoModule, DbNotifierService, IdempotencyKeyStore],
+  providers: [DbNotifierService, IdempotencyKeyStore, TimePartitionsService, { provide: TIME_PARTITIONS, useExisting: TimePartitionsService }],
+  exports: [DatabaseInfoModule, DbNotifierService, IdempotencyKeyStore, TIME_PARTITIONS],
 })
 export class DatabaseModule {}
 

@@ -1,8 +1,9 @@
 /**
  * The seam between the storage worker's retention (issue 43) and time partitions of `run_events`
- * and `trace_events` on PostgreSQL: when a provider of TIME_PARTITIONS is registered, the worker
- * asks it first to drop whole partitions past retention, then deletes the rows still expired in
- * bounded batches (without a provider, only the batches run).
+ * and `trace_events` (TimePartitionsService, registered by the global DatabaseModule, on
+ * PostgreSQL and PGlite alike): the worker asks it first to drop whole partitions past
+ * retention, then deletes the rows still expired in bounded batches (without a provider, only
+ * the batches run).
  */
 export const TIME_PARTITIONS = Symbol('TIME_PARTITIONS');
 

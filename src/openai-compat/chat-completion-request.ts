@@ -3,6 +3,7 @@ import { validateSync, type ValidationError } from 'class-validator';
 import type { LlmMessage } from '../llm/llm-adapter.port';
 import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
 import { invalidRequest } from './openai-error';
+import { fieldErrors } from '../common/errors/field-errors';
 
 /** The longest user message a turn takes (the chat routes' `content` limit). */
 export const MAX_CONTENT_CHARS = 32_000;
@@ -46,15 +47,16 @@ export function readCompletionRequest(body: unknown): ChatCompletionRequestDto {
   const errors = validateSync(dto, { whitelist: true, forbidNonWhitelisted: true });
   if (errors.length) {
     const { path, error } = firstLeaf(errors[0]);
-    const constraints = Object.entries(error.constraints ?? {});
-    if (constraints.some(([k]) => k === 'whitelistValidation')) throw invalidRequest(`Unrecognized request argument supplied: ${path}`, path, 'unknown_parameter');
-    throw invalidRequest(constraints.map(([, m]) => m).join('; ') || `Invalid value for ${path}`, path, 'invalid_value');
+    if ('whitelistValidation' in (error.constraints ?? {})) throw invalidRequest(`Unrecognized request argument supplied: ${path}`, path, 'unknown_parameter');
+    // one message for the field, as on the other routes (OpenAI answers one error at a time)
+    const [first] = fieldErrors([errors[0]]);
+    throw invalidRequest(first?.message ?? `Invalid value for ${path}`, first?.field ?? path, 'invalid_value');
   }
   return dto;
 }
 
 function firstLeaf(e: ValidationError, prefix = ''): { path: string; error: ValidationError } {
-  const path = prefix ? `${prefix}.${e.property}` : e.property;
+  const path = !prefix ? e.property : /^\d+$/.test(e.property) ? `${prefix}[${e.property}]` : `${prefix}.${e.property}`;
   return e.children?.length ? firstLeaf(e.children[0], path) : { path, error: e };
 }
 

@@ -1,23 +1,11 @@
 import { callTool, finish, say, ScriptedLlm } from '../../test/support/scripted-llm';
+import { modelStep } from '../../test/support/model-step';
 import type { LlmStreamEvent } from '../llm/llm-adapter.port';
 import { ModelStream, type ModelStreamOptions, type ModelStreamResult } from './model-stream';
 
 const ASK = { messages: [{ role: 'user' as const, content: 'go' }] };
 
-/** Runs one model step as a protocol does: the chunks it streamed and how it ended. */
-async function step(events: LlmStreamEvent[], opts: ModelStreamOptions, signal = new AbortController().signal) {
-  const llm = new ScriptedLlm([events]);
-  const stream = new ModelStream(llm, ASK, signal, opts);
-  const it = stream.step();
-  const chunks: string[] = [];
-  let r = await it.next();
-  while (!r.done) {
-    chunks.push(r.value.content);
-    r = await it.next();
-  }
-  const res: ModelStreamResult = r.value;
-  return { chunks, res, llm };
-}
+const step = modelStep;
 
 const TWO_STAGE: ModelStreamOptions = { stopAtFirstCompleteCall: true };
 const UNIFIED: ModelStreamOptions = { stopAtFirstCompleteCall: false };

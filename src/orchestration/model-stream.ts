@@ -256,6 +256,9 @@ export class ModelStream {
     if (!this.closed) {
       this.closed = true;
       this.local.dispose();
+      // the detectors' memory goes back to their pool for the next response
+      this.textLoop?.release();
+      this.reasoningLoop?.release();
       // a clean end of stream is a boundary too; a failed stream's open calls are never run
       if (!this.result.error) this.acc.finish();
       const complete = this.acc.completed;

@@ -32,6 +32,8 @@ export interface TurnToolStep {
   /** the tool's own reason when it failed */
   message?: string;
   phaseIndex?: number;
+  /** how many characters of the answer had been streamed when the call was first named: where it sits in the text */
+  textOffset?: number;
 }
 
 /**

@@ -73,12 +73,14 @@ export class RunEventsService {
         for (const r of rows) {
           yield { seq: r.seq, type: r.type, data: r.data };
           last = r.seq;
-          if (r.type === 'done' || r.type === 'paused') ended = true;
+          // following (not waitForEnd), a paused that a resume followed is not the end: the run goes on
+          if (r.type === 'done' || (waitForEnd && r.type === 'paused')) ended = true;
         }
         if (ended) break;
         await flow.ready();
         if (rows.length === PAGE) continue;
-        if (rows.length === 0 && !waitForEnd) {
+        // a stored paused last: the end unless the run was resumed meanwhile (then its leg follows)
+        if ((rows.length === 0 || rows.at(-1)!.type === 'paused') && !waitForEnd) {
           const run = await this.runs.findById(requestId);
           // an ended run with nothing more to send: the stream is complete
           if (!run || (run.status !== 'running' && run.status !== 'awaiting_approval')) {

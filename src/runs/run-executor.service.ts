@@ -87,7 +87,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const stopLease = keepLease(this.runs, this.control, p.requestId, this.config.get('RUN_LEASE_MS'));
     const state: RunState = { ended: null, leaseLost: false, clientSeq: p.lastSeq };
     const stream = this.openStream(p, state);
-    const leg: Leg = { content: p.priorContent, steps: new TurnStepsRecorder(p.priorSteps) };
+    const leg: Leg = { content: p.priorContent, steps: new TurnStepsRecorder(p.priorSteps, p.priorContent.length) };
     try {
       await this.drive(p, stream, leg, live.abort.signal, state);
     } catch (err) {
@@ -198,6 +198,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     if (!text) return null;
     const content = redactString(stripNul(text), this.secrets.values());
     leg.content += content;
+    leg.steps.apply('chunk', { content });
     return stream.chunk(content);
   }
 

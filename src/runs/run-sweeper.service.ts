@@ -131,7 +131,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const prefix = row ? await forkPrefix(this.runs, this.events, row) : '';
     const content = prefix + textUpTo(stored, Infinity);
     const stopReason = status === 'failed' ? 'error' : 'cancelled';
-    const steps = new TurnStepsRecorder(TurnStepsRecorder.fromStored(stored));
+    const steps = new TurnStepsRecorder(TurnStepsRecorder.fromStored(stored, Infinity, prefix.length));
     if (status === 'failed') steps.apply('error', { code: 'instance_lost', message: INSTANCE_LOST_MESSAGE });
     const { message } = await this.conversations.insertAssistantOnce(run.conversationId, run.requestId, content, status === 'failed' ? 'error' : 'cancelled', {
       stopReason,

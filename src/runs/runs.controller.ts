@@ -1,4 +1,4 @@
-import { BadRequestException, Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, ParseUUIDPipe, Post, Query, Req, Res, Sse } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, Post, Query, Req, Res, Sse } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { EMPTY, map, type Observable } from 'rxjs';
@@ -16,6 +16,7 @@ import { QueryTokenAllowed } from '../common/auth/public.decorator';
 import { LOCAL_PRINCIPAL, principalOf } from '../common/auth/principal';
 import { ApprovalDto, DecideApprovalDto } from './approvals/approval.dto';
 import { ApprovalsService } from './approvals/approvals.service';
+import { UuidParamPipe } from '../common/errors/field-errors';
 
 @ApiTags('runs')
 @Controller('api/chat/runs')
@@ -31,7 +32,7 @@ export class RunsController {
   @ApiOperation({ operationId: 'getRun', summary: 'Status, protocol, counters and checkpoints of a run' })
   @ApiOkResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
-  get(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<RunDto> {
+  get(@Param('requestId', new UuidParamPipe()) requestId: string): Promise<RunDto> {
     return this.runs.get(requestId);
   }
 
@@ -45,7 +46,7 @@ export class RunsController {
   @ApiBadRequestResponse({ description: 'Last-Event-ID is not a non-negative integer' })
   @ApiNotFoundResponse({ description: 'unknown run' })
   async events(
-    @Param('requestId', new ParseUUIDPipe()) requestId: string,
+    @Param('requestId', new UuidParamPipe()) requestId: string,
     @Query() q: RunEventsQueryDto,
     @Headers('last-event-id') lastEventIdHeader: string | undefined,
     @Res({ passthrough: true }) res: Response,
@@ -69,7 +70,7 @@ export class RunsController {
   @ApiAcceptedResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
   @ApiConflictResponse({ description: 'the run already ended' })
-  cancel(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<RunDto> {
+  cancel(@Param('requestId', new UuidParamPipe()) requestId: string): Promise<RunDto> {
     return this.runs.cancel(requestId);
   }
 
@@ -80,7 +81,7 @@ export class RunsController {
   @ApiAcceptedResponse({ type: RunDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
   @ApiConflictResponse({ description: 'the run is not running' })
-  pause(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<RunDto> {
+  pause(@Param('requestId', new UuidParamPipe()) requestId: string): Promise<RunDto> {
     return this.runs.pause(requestId);
   }
 
@@ -89,7 +90,7 @@ export class RunsController {
   @ApiOperation({ operationId: 'listRunApprovals', summary: 'The run\'s approvals, oldest first: what was asked (arguments as shown), status, decision, who decided, when' })
   @ApiOkResponse({ type: [ApprovalDto] })
   @ApiNotFoundResponse({ description: 'unknown run' })
-  listApprovals(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<ApprovalDto[]> {
+  listApprovals(@Param('requestId', new UuidParamPipe()) requestId: string): Promise<ApprovalDto[]> {
     return this.approvals.list(requestId);
   }
 
@@ -105,8 +106,8 @@ export class RunsController {
   @ApiNotFoundResponse({ description: 'run_not_found (or another project\'s run); approval_not_found: the run asked for no such approval' })
   @ApiConflictResponse({ description: 'approval_not_pending: already approved, denied, expired or void (the body says which, and by whom); run_not_awaiting' })
   decideApproval(
-    @Param('requestId', new ParseUUIDPipe()) requestId: string,
-    @Param('approvalId', new ParseUUIDPipe()) approvalId: string,
+    @Param('requestId', new UuidParamPipe()) requestId: string,
+    @Param('approvalId', new UuidParamPipe()) approvalId: string,
     @Body() body: DecideApprovalDto,
     @Req() req: Request,
   ): Promise<ApprovalDto> {

@@ -3,19 +3,23 @@ import { TurnStepsRecorder } from './turn-steps';
 const ev = (type: string, data: Record<string, unknown>, phaseIndex = 1) => ({ type, data: { phaseIndex, ...data } });
 
 describe('TurnStepsRecorder', () => {
-  it('a call id reused by a later model step is a second call, not an update of the first', () => {
+  it('a call id reused by a later model step is a second call, not an update of the first; each call knows where it sits in the text', () => {
     const steps = TurnStepsRecorder.fromStored([
+      ev('chunk', { content: 'Let me look. ' }),
       ev('tool_calls', { calls: [{ id: 'call_0', name: 'list_files', arguments: '{"path":"a"}' }] }),
       ev('tool_progress', { callId: 'call_0', tool: 'list_files', action: 'calling', params: { path: 'a' } }),
       ev('tool_progress', { callId: 'call_0', tool: 'list_files', action: 'completed', outcome: 'success', durationMs: 3, isError: false }),
+      ev('chunk', { content: 'Now the file.' }, 3),
       ev('tool_calls', { calls: [{ id: 'call_0', name: 'read_file', arguments: '{"path":"a/b"}' }] }, 3),
       ev('tool_progress', { callId: 'call_0', tool: 'read_file', action: 'calling', params: { path: 'a/b' } }, 3),
     ]);
     expect(steps).toEqual([
-      { type: 'tool', callId: 'call_0', name: 'list_files', status: 'completed', isError: false, arguments: { path: 'a' }, outcome: 'success', durationMs: 3, phaseIndex: 1 },
+      { type: 'tool', callId: 'call_0', name: 'list_files', status: 'completed', isError: false, arguments: { path: 'a' }, outcome: 'success', durationMs: 3, phaseIndex: 1, textOffset: 'Let me look. '.length },
       // the turn ended while it ran: it stays `running`
-      { type: 'tool', callId: 'call_0', name: 'read_file', status: 'running', isError: false, arguments: { path: 'a/b' }, phaseIndex: 3 },
+      { type: 'tool', callId: 'call_0', name: 'read_file', status: 'running', isError: false, arguments: { path: 'a/b' }, phaseIndex: 3, textOffset: 'Let me look. Now the file.'.length },
     ]);
+    // a leg that goes on after earlier text (a resume, a fork's prefix) counts from there
+    expect(TurnStepsRecorder.fromStored([ev('tool_calls', { calls: [{ id: 'c', name: 'x', arguments: '{}' }] })], Infinity, 7)).toEqual([expect.objectContaining({ callId: 'c', textOffset: 7 })]);
   });
 
   it("a tool_phase error gives the call its reason; the call's final progress keeps it an error", () => {
@@ -24,7 +28,7 @@ describe('TurnStepsRecorder', () => {
     r.apply('tool_phase', { toolId: 'fetch_page', stage: 'searching', message: 'Fetching…', metadata: {} });
     r.apply('tool_phase', { toolId: 'fetch_page', stage: 'error', message: 'HTTP 404', metadata: { callId: 'x', outcome: 'exception' } });
     r.apply('tool_progress', { callId: 'x', tool: 'fetch_page', action: 'failed', outcome: 'exception', isError: true, durationMs: 12 });
-    expect(r.steps()).toEqual([{ type: 'tool', callId: 'x', name: 'fetch_page', status: 'failed', isError: true, message: 'HTTP 404', arguments: { url: 'http://h/' }, outcome: 'exception', durationMs: 12 }]);
+    expect(r.steps()).toEqual([{ type: 'tool', callId: 'x', name: 'fetch_page', status: 'failed', isError: true, message: 'HTTP 404', arguments: { url: 'http://h/' }, outcome: 'exception', durationMs: 12, textOffset: 0 }]);
   });
 
   it('a resumed leg starts from the first leg’s steps up to its checkpoint, and steps() hands out copies', () => {

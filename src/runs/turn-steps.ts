@@ -15,13 +15,17 @@ export class TurnStepsRecorder {
   /** the open entry of each call id: servers that reuse ids per response start a new one */
   private readonly openCalls = new Map<string, TurnToolStep>();
 
-  constructor(prior: readonly TurnStep[] = []) {
+  /** characters of answer text so far (a resumed leg's start with the earlier legs' text) */
+  private textLength: number;
+
+  constructor(prior: readonly TurnStep[] = [], priorTextLength = 0) {
     if (prior.length > 0) this.list.push(...structuredClone(prior));
+    this.textLength = priorTextLength;
   }
 
-  /** Steps of stored events (`data` enveloped as sent), those after `maxPhaseIndex` left out. */
-  static fromStored(events: ReadonlyArray<{ type: string; data: Record<string, unknown> }>, maxPhaseIndex = Infinity): TurnStep[] {
-    const r = new TurnStepsRecorder();
+  /** Steps of stored events (`data` enveloped as sent), those after `maxPhaseIndex` left out; `priorTextLength`: answer text before them (a fork's prefix). */
+  static fromStored(events: ReadonlyArray<{ type: string; data: Record<string, unknown> }>, maxPhaseIndex = Infinity, priorTextLength = 0): TurnStep[] {
+    const r = new TurnStepsRecorder([], priorTextLength);
     for (const e of events) if (!(Number(e.data.phaseIndex) > maxPhaseIndex)) r.apply(e.type, e.data);
     return r.steps();
   }
@@ -101,8 +105,12 @@ export class TurnStepsRecorder {
       case 'error':
         this.list.push({ type: 'error', code: String(d.code ?? 'error'), message: String(d.message ?? '') });
         return;
+      case 'chunk':
+        // the answer itself, not a step: counted so that each call knows where it sits in the text
+        if (typeof d.content === 'string') this.textLength += d.content.length;
+        return;
       default:
-        return; // chunks are the answer; start/checkpoint/paused/done are not steps
+        return; // start/checkpoint/paused/done are not steps
     }
   }
 
@@ -128,7 +136,7 @@ export class TurnStepsRecorder {
   private call(callId: string, name: string, starting: boolean, phaseIndex: number | undefined): TurnToolStep {
     const open = this.openCalls.get(callId);
     if (open && !(starting && open.status !== 'requested' && open.status !== 'running')) return open;
-    const step: TurnToolStep = { type: 'tool', callId, name, status: 'requested', isError: false, ...(phaseIndex !== undefined ? { phaseIndex } : {}) };
+    const step: TurnToolStep = { type: 'tool', callId, name, status: 'requested', isError: false, ...(phaseIndex !== undefined ? { phaseIndex } : {}), textOffset: this.textLength };
     this.list.push(step);
     this.openCalls.set(callId, step);
     return step;

@@ -1,5 +1,6 @@
 import { ProjectScope } from '../common/auth/project-scope.decorator';
-import { Controller, Get, Query, ValidationPipe } from '@nestjs/common';
+import { Controller, Get, Query } from '@nestjs/common';
+import { FieldValidationPipe } from '../common/errors/field-errors';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ToolSummaryDto, mapToolSummary } from './dto/tool-summary.dto';
 import { ToolsQueryDto } from './dto/tools-query.dto';
@@ -23,7 +24,7 @@ export class ToolsController {
   @ApiOperation({ operationId: 'listTools', summary: "Registered tools (built-ins and MCP) with their schemas, whether each can run now and whether its calls wait for a person's approval in the project" })
   @ApiOkResponse({ type: [ToolSummaryDto] })
   @ApiBadRequestResponse({ description: 'projectId does not match [A-Za-z0-9_-]{1,64}' })
-  async list(@Query(new ValidationPipe({ transform: true })) query: ToolsQueryDto): Promise<ToolSummaryDto[]> {
+  async list(@Query(new FieldValidationPipe()) query: ToolsQueryDto): Promise<ToolSummaryDto[]> {
     // the project the route is scoped to (absent = `default`, as ProjectScope reads it): its override applies
     const projectId = query.projectId ?? 'default';
     const summaries = await this.registry.summaries();

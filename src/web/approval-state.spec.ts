@@ -16,6 +16,7 @@ const approvals = require('./public/assets/approval-state.js') as {
   parseEditedArguments: (text: string) => { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
   decisionBody: (decision: 'approve' | 'deny', extra?: { reason?: string; arguments?: Record<string, unknown> }) => Record<string, unknown>;
   decisionText: (a: State) => string;
+  approvalTitle: (a: State) => string;
   prettyArguments: (args: unknown) => string;
 };
 const toolOnly = require('./public/assets/tool-only-approvals.js') as {
@@ -23,7 +24,7 @@ const toolOnly = require('./public/assets/tool-only-approvals.js') as {
   withApprovedCalls: (body: Record<string, unknown>, approved: Array<{ tool: string; arguments: Record<string, unknown> }>) => Record<string, unknown>;
 };
 const { createTurnState, applyEvent, stateFromStored, isErrorStep, outcomeLabel } = turn;
-const { pendingApprovals, approvalFromRow, approvalSending, approvalRefused, canDecide, parseEditedArguments, decisionBody, decisionText, prettyArguments } = approvals;
+const { pendingApprovals, approvalFromRow, approvalSending, approvalRefused, canDecide, parseEditedArguments, decisionBody, decisionText, approvalTitle, prettyArguments } = approvals;
 
 const env = (seq: number) => ({ requestId: 'r1', projectId: 'default', conversationId: 'c1', seq, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1 });
 const required = (seq: number, approvalId: string, extra: Record<string, unknown> = {}) => ({
@@ -55,6 +56,12 @@ describe('approval cards: state', () => {
     expect(s.approvals[0]).toMatchObject({ status: 'approved', edited: true, by: 'key-7' });
     expect(canDecide(s.approvals[0])).toBe(false);
     expect(decisionText(s.approvals[0])).toBe('Approved by key-7 with edited arguments');
+  });
+
+  it('heads a card "Approval needed:" only while it waits; decided, it says how', () => {
+    expect(['pending', 'approved', 'denied', 'expired', 'void'].map((status) => approvalTitle({ status }))).toEqual([
+      'Approval needed: ', 'Approved: ', 'Denied: ', 'Expired, denied: ', 'No longer waiting: ',
+    ]);
   });
 
   it('keeps a waiting call as one tool step: waiting, then run once approved', () => {

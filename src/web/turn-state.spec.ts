@@ -5,11 +5,12 @@ const turn = require('./public/assets/turn-state.js') as {
   applyEvent: (s: TurnState, type: string, data: Record<string, unknown>) => boolean;
   isSettled: (status: string) => boolean;
   phaseLabel: (phase: string | null) => string;
-  stepLabel: (p: TurnState, tools: TurnState[]) => string;
+  stepLabel: (p: TurnState, tools: TurnState[], approvals?: TurnState[]) => string;
   stateFromStored: (m: Record<string, unknown>) => TurnState;
   outcomeLabel: (outcome: string | null | undefined) => string;
+  turnFlow: (s: TurnState) => Array<{ kind: 'text'; text: string } | { kind: 'tools'; tools: TurnState[] }>;
 };
-const { createTurnState, applyEvent, isSettled, phaseLabel, stepLabel, stateFromStored, outcomeLabel } = turn;
+const { createTurnState, applyEvent, isSettled, phaseLabel, stepLabel, stateFromStored, outcomeLabel, turnFlow } = turn;
 
 const ids = { requestId: 'r1', projectId: 'default', conversationId: 'c1' };
 type Ev = [string, Record<string, unknown>];
@@ -59,7 +60,40 @@ describe('turn state', () => {
       '3:action_phase:true:final_answer',
     ]);
     // the call belongs to the action phase that called it (its tool_calls event)
-    expect(s.tools).toEqual([{ callId: 'call_1', name: 'list_files', status: 'completed', isError: false, outcome: 'success', hasOutput: false, phaseIndex: 1 }]);
+    // and sits after the text streamed before it ("Looking. ")
+    expect(s.tools).toEqual([{ callId: 'call_1', name: 'list_files', status: 'completed', isError: false, outcome: 'success', hasOutput: false, phaseIndex: 1, textOffset: 9 }]);
+    expect(turnFlow(s).map((p) => (p.kind === 'text' ? p.text : p.tools.map((t) => t.name)))).toEqual(['Looking. ', ['list_files'], 'Two files.']);
+  });
+
+  it('draws text and tool rows in the order they happened, live and stored alike', () => {
+    const s = createTurnState();
+    applyEvent(s, 'chunk', { ...ids, seq: 1, content: 'Let me look at the files first.' });
+    applyEvent(s, 'tool_calls', { ...ids, seq: 2, calls: [{ id: 'a', name: 'list_files' }, { id: 'b', name: 'read_file' }] });
+    applyEvent(s, 'chunk', { ...ids, seq: 3, content: ' Found two. Reading the roadmap.' });
+    applyEvent(s, 'tool_calls', { ...ids, seq: 4, calls: [{ id: 'c', name: 'read_file' }] });
+    applyEvent(s, 'chunk', { ...ids, seq: 5, content: ' It has one item.' });
+    const parts = (st: TurnState) => turnFlow(st).map((p) => (p.kind === 'text' ? p.text : p.tools.map((t) => t.callId).join('+')));
+    expect(parts(s)).toEqual(['Let me look at the files first.', 'a+b', ' Found two. Reading the roadmap.', 'c', ' It has one item.']);
+    const stored = stateFromStored({
+      content: s.content,
+      status: 'complete',
+      requestId: 'r1',
+      steps: s.tools.map((t: TurnState) => ({ type: 'tool', callId: t.callId, name: t.name, status: 'completed', textOffset: t.textOffset })),
+    });
+    expect(parts(stored)).toEqual(parts(s));
+    // an answer stored before offsets were kept: its tools before the text, as before
+    const old = stateFromStored({ content: 'Answer.', status: 'complete', requestId: 'r2', steps: [{ type: 'tool', callId: 'x', name: 'list_files', status: 'completed' }] });
+    expect(parts(old)).toEqual(['x', 'Answer.']);
+    // a turn without tools is its text
+    expect(parts(createTurnState({ content: 'Just text.' }))).toEqual(['Just text.']);
+  });
+
+  it('a tool phase whose call waits for approval says so, not "Ran"', () => {
+    const tools = [{ callId: 'c1', name: 'read_file', status: 'calling', phaseIndex: 1 }];
+    const p = { phaseIndex: 2, phase: 'tool_phase', ended: false };
+    expect(stepLabel(p, tools, [{ approvalId: 'a1', callId: 'c1', status: 'pending' }])).toBe('Waiting for approval: read_file');
+    expect(stepLabel(p, tools, [{ approvalId: 'a1', callId: 'c1', status: 'approved' }])).toBe('Ran read_file');
+    expect(stepLabel(p, tools)).toBe('Ran read_file');
   });
 
   it('applies each seq once: a replay after a reconnect adds nothing twice', () => {
@@ -111,7 +145,7 @@ describe('turn state', () => {
     applyEvent(s, 'tool_phase', { ...ids, seq: 2, toolId: 'rag_query', stage: 'search', message: 'Searching the knowledge base…' });
     applyEvent(s, 'tool_progress', { ...ids, seq: 3, tool: 'rag_query', callId: 'c9', action: 'failed', isError: true, outcome: 'timeout', output: { error: 'slow' } });
     expect(s.tools).toEqual([
-      { callId: 'c9', name: 'rag_query', status: 'failed', isError: true, outcome: 'timeout', detail: 'Searching the knowledge base…', output: { error: 'slow' }, hasOutput: true },
+      { callId: 'c9', name: 'rag_query', status: 'failed', isError: true, outcome: 'timeout', detail: 'Searching the knowledge base…', output: { error: 'slow' }, hasOutput: true, textOffset: 0 },
     ]);
   });
 

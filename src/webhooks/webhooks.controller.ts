@@ -1,9 +1,10 @@
-import { Controller, Get, Param, ParseUUIDPipe } from '@nestjs/common';
+import { Controller, Get, Param } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ProjectScope } from '../common/auth/project-scope.decorator';
 import { WebhookLogDto } from './dto/webhook.dto';
 import { webhookIdOf } from './webhook-event';
 import { WebhookSettingsService } from './webhook-settings.service';
+import { UuidParamPipe } from '../common/errors/field-errors';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -17,7 +18,7 @@ export class WebhooksController {
   @ApiOperation({ operationId: 'getRunWebhooks', summary: 'Delivery log of the run\'s webhooks: each event, its tries, status codes, next try and final state' })
   @ApiOkResponse({ type: WebhookLogDto })
   @ApiNotFoundResponse({ description: 'unknown run' })
-  async log(@Param('requestId', new ParseUUIDPipe()) requestId: string): Promise<WebhookLogDto> {
+  async log(@Param('requestId', new UuidParamPipe()) requestId: string): Promise<WebhookLogDto> {
     const rows = await this.webhooks.log(requestId);
     return {
       requestId,

@@ -60,7 +60,31 @@ describeBrowser('chat page: approval cards', () => {
     return page.locator(`[data-testid=approval-card][data-approval-id="${await waiting.getAttribute('data-approval-id')}"]`);
   };
   const scriptRead = (answer: string) =>
-    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }]), respond.turn([{ text: answer }]));
+    llm.enqueue(respond.turn([{ text: 'Let me look at the files first.' }, { toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }]), respond.turn([{ text: answer }]));
+  /** While the call waits: worded as waiting (not "Ran", not running), its text drawn before its row. */
+  const expectWaiting = async (card: ReturnType<Page['locator']>) => {
+    // the turn being answered (an earlier turn's article keeps its class)
+    const live = page.locator('.message.live').last();
+    expect(await card.locator('[data-testid=approval-title]').textContent()).toBe('Approval needed: ');
+    const phases = await live.locator('.phase').allTextContents();
+    expect(phases.filter((p) => p.includes('Ran read_file'))).toEqual([]);
+    const row = live.locator('.tool[data-tool="read_file"]');
+    expect(await row.locator('.tool-status').textContent()).toBe('waiting for approval');
+    expect(await live.locator('.tool-status').allTextContents()).not.toContain('running');
+    expect(await live.locator('.status-pill').textContent()).toBe('Waiting for approval');
+    await expectTextBeforeRow(live);
+    return phases;
+  };
+  /** "Let me look at the files first." comes before the read_file row it announced. */
+  const expectTextBeforeRow = async (turn: ReturnType<Page['locator']>) => {
+    const order = await turn.evaluate((root) => {
+      const text = [...root.querySelectorAll('.markdown')].find((e) => e.textContent?.includes('Let me look at the files first.'));
+      const row = root.querySelector('.tool[data-tool="read_file"]');
+      if (!text || !row) return 'missing';
+      return text.compareDocumentPosition(row) & Node.DOCUMENT_POSITION_FOLLOWING ? 'text first' : 'row first';
+    });
+    expect(order).toBe('text first');
+  };
 
   jest.setTimeout(60_000);
 
@@ -79,13 +103,17 @@ describeBrowser('chat page: approval cards', () => {
     expect(await first.locator('[data-testid=approval-tool]').textContent()).toBe('read_file');
     expect(await first.locator('[data-testid=approval-arguments]').textContent()).toContain('docs/roadmap.md');
     expect(llm.chatRequests).toHaveLength(1);
+    await expectWaiting(first);
     await screenshot(page.locator('.message.live'), 'approval-card-pending');
     await first.locator('[data-testid=approval-approve]').click();
     await waitDone();
     expect(await first.getAttribute('data-status')).toBe('approved');
+    expect(await first.locator('[data-testid=approval-title]').textContent()).toBe('Approved: ');
+    expect(await page.locator('.message.live .tool[data-tool="read_file"] .tool-status').textContent()).toBe('done');
     const approvedText = (await first.locator('[data-testid=approval-decision]').textContent()) ?? '';
     expect(approvedText).toMatch(/^Approved by \S+/);
-    expect(await page.locator('.message.live .markdown').textContent()).toContain('The roadmap says: ship it.');
+    expect(await page.locator('.message.live .turn-flow').textContent()).toContain('The roadmap says: ship it.');
+    await expectTextBeforeRow(page.locator('.message.live'));
     expect(JSON.stringify(llm.chatRequests[1].body.messages)).toContain('Ship it.');
 
     // two-stage: Deny with a reason; the model hears it and the turn answers anyway
@@ -94,10 +122,15 @@ describeBrowser('chat page: approval cards', () => {
     scriptRead('Understood, I will not read it.');
     await send('Read the roadmap again');
     const second = await pendingCard();
+    // two-stage: its tool phase says it waits
+    expect(await expectWaiting(second)).toContain('2 · Waiting for approval: read_file');
+    await screenshot(page.locator('.message.live').last(), 'approval-card-pending-two-stage');
     await second.locator('[data-testid=approval-deny-reason]').fill('not during the freeze');
     await second.locator('[data-testid=approval-deny]').click();
     await waitDone();
     expect(await second.getAttribute('data-status')).toBe('denied');
+    expect(await second.locator('[data-testid=approval-title]').textContent()).toBe('Denied: ');
+    expect(await page.locator('.message.live').last().locator('.phase').allTextContents()).toContain('2 · Ran read_file');
     const deniedText = (await second.locator('[data-testid=approval-decision]').textContent()) ?? '';
     expect(deniedText).toMatch(/^Denied by \S+: not during the freeze$/);
     expect(JSON.stringify(llm.chatRequests.at(-1)!.body.messages)).toContain('not during the freeze');
@@ -114,6 +147,9 @@ describeBrowser('chat page: approval cards', () => {
     expect(await cards.locator('[data-testid=approval-decision]').allTextContents()).toEqual([approvedText, deniedText]);
     expect(await cards.locator('[data-testid=approval-approve]').evaluateAll((els) => els.filter((e) => (e as HTMLElement).offsetParent !== null).length)).toBe(0);
     expect(approvalRequests).toEqual([]);
+    expect(await cards.locator('[data-testid=approval-title]').allTextContents()).toEqual(['Approved: ', 'Denied: ']);
+    // the stored turns draw their text and rows in the order they happened, as the live ones did
+    for (const turn of await page.locator('.message.assistant').all()) await expectTextBeforeRow(turn);
     await screenshot(page, 'approval-cards-reloaded', true);
     expect(problems.errors.filter((e) => !e.startsWith('HTTP 401 GET /api/'))).toEqual([]);
   });

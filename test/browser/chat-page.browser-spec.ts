@@ -421,6 +421,28 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     expect(problems.errors).toEqual([]);
   });
 
+  it('a unified turn without sources: no confidence anywhere ("None confidence" is never drawn), and its sources event says none', async () => {
+    await open();
+    await page.click('#settings summary');
+    await page.selectOption('#route', 'unified');
+    // a tool-free turn: its sources event, as the page got it
+    llm.enqueue(respond.turn([{ text: 'Hello there.' }]));
+    await send('Say hello');
+    const first = await waitForState((s) => s.status === 'done');
+    expect(first.sources).toMatchObject({ data: [], confidence: 'none', metrics: null });
+    // a rag_query that finds nothing (the knowledge base has no such text)
+    llm.enqueue(respond.turn([{ toolCall: { name: 'rag_query', args: { query: 'zebra migration patterns' } } }]), respond.turn([{ text: 'Nothing about zebras.' }]));
+    await send('What do the docs say about zebra migration?');
+    const second = await waitForState((s) => s.status === 'done' && s.content === 'Nothing about zebras.');
+    expect(second.sources).toMatchObject({ data: [], confidence: 'none' });
+    const text = (await page.locator('#messages').innerText()).toLowerCase();
+    expect(text).not.toContain('none confidence');
+    expect(await page.locator('.confidence').count()).toBe(0);
+    // the rag turn says what its retrieval found instead
+    expect(await page.locator('.message.live .retrieval-metric[data-metric="confidence"]').textContent()).toBe('nothing relevant found');
+    expect(problems.errors).toEqual([]);
+  });
+
   it('has an Agentic mode switch per conversation, disabled with the reason when the model cannot call tools', async () => {
     llm.enqueue(respond.turn([{ text: 'Hello.' }]));
     await open();

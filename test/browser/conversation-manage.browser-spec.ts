@@ -91,6 +91,14 @@ describeBrowser('chat page: rename and delete conversations', () => {
     await seed('keep me', 'br-delete');
     await open('br-delete', doomed);
     expect(await page.locator('#conversation-title').textContent()).toBe('delete me');
+    // the icons are drawn (inline SVG), not emoji that need an emoji font: no pictographs anywhere on the page
+    const del = page.getByRole('button', { name: 'Delete delete me' });
+    expect(await del.locator('svg').count()).toBe(1);
+    expect((await del.textContent())?.trim()).toBe('');
+    expect(await page.getByRole('button', { name: 'Rename delete me' }).locator('svg').count()).toBe(1);
+    expect((await page.locator('body').innerText()).match(/\p{Extended_Pictographic}/gu)).toBeNull();
+    await del.hover();
+    await screenshot(page.locator('#conversation-list'), 'conversation-actions');
 
     const dialogs: string[] = [];
     // counts the DELETEs the page starts: a refused confirmation must start none

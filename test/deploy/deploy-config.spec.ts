@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
 import { parse as parseDotenv } from 'dotenv';
@@ -22,6 +23,8 @@ type Service = {
   environment?: Record<string, string>;
   env_file?: EnvService['env_file'];
   entrypoint?: string[];
+  init?: boolean;
+  user?: string;
   depends_on?: Record<string, { condition?: string; required?: boolean }>;
   volumes?: string[];
   healthcheck?: { test: string[] };
@@ -51,21 +54,20 @@ const orionVariables = new Set(
 
 /** The metric names Orion's /metrics exposes that the dashboard relies on. */
 const ORION_METRICS = ['orion_turns_total', 'orion_tool_executions_total', 'orion_turn_duration_seconds', 'orion_model_call_duration_seconds', 'orion_open_streams'];
-const READY_URL = /http:\/\/127\.0\.0\.1:.*3000.*\/api\/health\/ready/;
 
 describe('docker-compose.yml', () => {
   it('starts PostgreSQL with pgvector, SearXNG and Orion by default; Ollama and the observability stack only in their profiles', () => {
     const byDefault = Object.keys(services).filter((s) => inProfile(s).length === 0);
-    expect(byDefault.sort()).toEqual(['app', 'db', 'searxng']);
+    expect(byDefault.sort()).toEqual(['app', 'db', 'searxng', 'workspace-init']);
     expect(services.db.image).toMatch(/^pgvector\/pgvector:/);
     expect(services.app.build).toBe('.');
     expect(['ollama', 'ollama-pull'].map(inProfile)).toEqual([['ollama'], ['ollama']]);
     expect(['otel-collector', 'prometheus', 'grafana'].map(inProfile)).toEqual([['observability'], ['observability'], ['observability']]);
   });
 
-  it('restarts every service on failure and names a tag for every image', () => {
+  it('restarts every service on failure, Orion on any exit but a stop (its health check may end it), and names a tag for every image', () => {
     for (const [name, s] of Object.entries(services)) {
-      expect([name, s.restart]).toEqual([name, 'on-failure']);
+      expect([name, s.restart]).toEqual([name, name === 'app' ? 'unless-stopped' : 'on-failure']);
       if (s.image) expect([name, s.image]).toEqual([name, expect.stringMatching(/^[\w./-]+:[\w.-]+$/)]);
     }
   });
@@ -74,9 +76,47 @@ describe('docker-compose.yml', () => {
     const unchecked = Object.keys(services).filter((s) => !services[s].healthcheck);
     // ollama-pull is a one-shot job; the collector image has no shell or HTTP client; Jaeger is
     // reached through the collector's retried exports
-    expect(unchecked.sort()).toEqual(['jaeger', 'ollama-pull', 'otel-collector']);
-    expect(services.app.healthcheck!.test.join(' ')).toMatch(READY_URL);
+    expect(unchecked.sort()).toEqual(['jaeger', 'ollama-pull', 'otel-collector', 'workspace-init']);
+    // the image's own check (scripts/container-health.mjs, which asks /api/health/ready)
+    expect(services.app.healthcheck!.test).toEqual(['CMD', ...JSON.parse(readDockerfile().find((st) => st.keyword === 'HEALTHCHECK')!.args.replace(/^.*?CMD\s+/, ''))]);
+    expect(readFileSync(join(ROOT, 'scripts', 'container-health.mjs'), 'utf8')).toMatch(/http:\/\/127\.0\.0\.1:\$\{port\}\/api\/health\/ready/);
   });
+
+  it('an unhealthy Orion is restarted: its check ends it (after 5 failures) and nothing but a stop keeps it down; the init lets SIGKILL reach it', () => {
+    const hc = services.app.healthcheck as { test: string[]; retries?: number };
+    expect(hc.test).toEqual(['CMD', 'node', 'scripts/container-health.mjs']);
+    // the check's default limit is Docker's retries: Orion is ended when Docker would call it unhealthy
+    expect(readFileSync(join(ROOT, 'scripts', 'container-health.mjs'), 'utf8')).toContain(`ORION_HEALTH_RESTART_AFTER ?? ${hc.retries}`);
+    expect(services.app.restart).toBe('unless-stopped');
+    expect(services.app.init).toBe(true);
+  });
+
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0 ? it : it.skip;
+  asRoot('workspace-init hands a root-owned ./workspace (what Docker creates) to uid 1000, the node user, and leaves a folder of its own user as it is', () => {
+    const [shell, flag, script] = interpolateTree(services['workspace-init'].command!, {});
+    const mount = services['workspace-init'].volumes![0].split(':')[1];
+    const run = (owner: number) => {
+      const dir = mkdtempSync(join(tmpdir(), 'orion-ws-init-'));
+      chownSync(dir, owner, owner);
+      const r = spawnSync(shell, [flag, script.replaceAll(mount, dir)], { encoding: 'utf8' });
+      const uid = statSync(dir).uid;
+      rmSync(dir, { recursive: true, force: true });
+      return [r.status, uid];
+    };
+    expect(run(0)).toEqual([0, 1000]);
+    expect(run(1234)).toEqual([0, 1234]);
+  });
+
+  it('starts Orion after its one-shot jobs succeeded: the workspace handed to the node user, and (Ollama profile) the model pulled', () => {
+    expect(services.app.depends_on!['workspace-init']).toEqual({ condition: 'service_completed_successfully' });
+    expect(services.app.depends_on!['ollama-pull']).toEqual({ condition: 'service_completed_successfully', required: false });
+    expect(services['ollama-pull'].depends_on!.ollama.condition).toBe('service_healthy');
+    // the same host folder, where Orion's WORKSPACE_ROOT is
+    const mountOf = (name: string) => services[name].volumes!.find((v) => v.startsWith('./workspace:'));
+    expect(mountOf('workspace-init')).toBe(mountOf('app'));
+    expect(mountOf('app')!.split(':')[1]).toBe(services.app.environment!.WORKSPACE_ROOT);
+  });
+
 
   it('waits only for dependencies that exist; a dependency outside the default set is optional', () => {
     for (const [name, s] of Object.entries(services)) {
@@ -87,7 +127,7 @@ describe('docker-compose.yml', () => {
         if (optional) expect([name, dep, cond.required]).toEqual([name, dep, false]);
       }
     }
-    expect(Object.keys(services.app.depends_on ?? {}).sort()).toEqual(['db', 'ollama', 'searxng']);
+    expect(Object.keys(services.app.depends_on ?? {}).sort()).toEqual(['db', 'ollama', 'ollama-pull', 'searxng', 'workspace-init']);
   });
 
   it('mounts only files that exist in the repository, and declares every named volume', () => {
@@ -351,6 +391,41 @@ describe('deploy/ configs', () => {
     expect(services.app.ports![0]).toMatch(/:3000$/);
   });
 
+  describe('Prometheus with API_KEYS in .env (/metrics needs a key then)', () => {
+    const prometheus = services.prometheus;
+    const job = readYaml('deploy/prometheus/prometheus.yml').scrape_configs.find((j: { job_name: string }) => j.job_name === 'orion');
+    const keyFile = job.authorization?.credentials_file as string;
+    /** The entrypoint as the container runs it: the key file in a temporary folder, Prometheus replaced by an echo of its flags. */
+    const start = (dotenv: Record<string, string>) => {
+      const dir = mkdtempSync(join(tmpdir(), 'orion-prom-'));
+      const [shell, flag, script, ...args] = prometheus.entrypoint!.map((a) => interpolate(a, {}));
+      const env = interpolateTree(prometheus.environment!, dotenv);
+      const run = spawnSync(shell, [flag, script.replaceAll(keyFile, join(dir, 'key')).replace('exec /bin/prometheus', 'exec echo'), ...args], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
+      const key = readFileSync(join(dir, 'key'), 'utf8');
+      rmSync(dir, { recursive: true, force: true });
+      return { run, key };
+    };
+
+    it('sends a bearer token read from the file the entrypoint writes, in the volume Prometheus can write to', () => {
+      expect(job.authorization.type).toBe('Bearer');
+      expect(keyFile.startsWith('/prometheus/')).toBe(true);
+      expect(prometheus.volumes).toContain('prometheus:/prometheus');
+    });
+
+    it('the token is ORION_METRICS_KEY, else the first key of API_KEYS (an admin key of Orion, which /metrics takes), else empty', () => {
+      expect(start({ API_KEYS: 'first-key,second-key' }).key).toBe('first-key');
+      expect(start({ API_KEYS: 'first-key', ORION_METRICS_KEY: 'metrics-only' }).key).toBe('metrics-only');
+      expect(start({}).key).toBe('');
+    });
+
+    it('still starts Prometheus with its configuration and storage', () => {
+      const { run } = start({ API_KEYS: 'k' });
+      expect([run.status, run.stderr]).toEqual([0, '']);
+      const config = prometheus.volumes!.find((v) => v.startsWith('./deploy/prometheus/prometheus.yml:'))!.split(':')[1];
+      expect(run.stdout.trim()).toBe(`--config.file=${config} --storage.tsdb.path=/prometheus`);
+    });
+  });
+
   it('Grafana is provisioned with that Prometheus and the checked-in dashboard, which charts Orion metrics only', () => {
     const sources = readYaml('deploy/grafana/provisioning/datasources/prometheus.yml').datasources;
     expect(sources).toHaveLength(1);
@@ -388,10 +463,29 @@ describe('Dockerfile', () => {
     expect(inFinal('USER').map((s) => s.args)).toEqual(['node']);
     const [health] = inFinal('HEALTHCHECK');
     expect(health.args).toMatch(/CMD \[/); // exec form: no shell needed in the image
-    expect(health.args).toMatch(READY_URL);
+    // the check is a script the final stage copies in; it asks /api/health/ready
+    expect(JSON.parse(health.args.replace(/^.*?CMD\s+/, ''))).toEqual(['node', 'scripts/container-health.mjs']);
+    expect(inFinal('COPY').map((c) => c.args)).toContain('scripts/container-health.mjs ./scripts/');
+    const check = readFileSync(join(ROOT, 'scripts', 'container-health.mjs'), 'utf8');
+    expect(check).toMatch(/http:\/\/127\.0\.0\.1:\$\{port\}\/api\/health\/ready/);
+    expect(check).toContain("const port = process.env.PORT || '3000';");
     expect(JSON.parse(inFinal('CMD')[0].args)).toEqual(['node', 'dist/main.js']);
     const port = /PORT=(\d+)/.exec(inFinal('ENV').map((s) => s.args).join(' '))?.[1];
     expect(inFinal('EXPOSE').map((s) => s.args)).toEqual([port]);
+  });
+
+  it("npm ci can run each workspace's prepare script (the typed client builds itself): its sources are copied before it", () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] };
+    const ci = steps.findIndex((st) => st.keyword === 'RUN' && /\bnpm ci\b/.test(st.args));
+    const copiedBefore = steps.slice(0, ci).filter((st) => st.keyword === 'COPY').flatMap((st) => st.args.split(/\s+/).slice(0, -1));
+    for (const ws of pkg.workspaces) {
+      const manifest = JSON.parse(readFileSync(join(ROOT, ws, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+      expect(copiedBefore).toContain(`${ws}/package.json`);
+      if (!manifest.scripts?.prepare) continue;
+      // what its build reads: its tsconfig and its sources
+      expect(manifest.scripts.build).toBe('tsc -p tsconfig.json');
+      expect([ws, copiedBefore]).toEqual([ws, expect.arrayContaining([`${ws}/tsconfig.json`, `${ws}/src`])]);
+    }
   });
 
   it('copies only files that exist and that .dockerignore lets into the context, which leaves out node_modules, dist, data and .git', () => {

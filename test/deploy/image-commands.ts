@@ -52,7 +52,9 @@ async function main(): Promise<number> {
   const log = (msg: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${msg}`);
   let server: ReturnType<typeof spawn> | undefined;
   try {
-    for (const step of steps.filter((s) => s.stage === 0)) {
+    // the build stage's steps, then what the final stage copies from the context (scripts/…):
+    // both land in the one folder the final stage's CMD runs in
+    for (const step of steps.filter((s) => s.stage === 0 || (s.stage === final && s.keyword === 'COPY' && !s.args.startsWith('--from')))) {
       if (step.keyword === 'COPY') {
         const parts = step.args.split(/\s+/);
         const dest = parts.pop()!;
@@ -92,6 +94,10 @@ async function main(): Promise<number> {
     const [cmd, ...args] = argv(steps.filter((s) => s.stage === final && s.keyword === 'CMD').pop()!.args);
     log(`CMD ${cmd} ${args.join(' ')} (PORT=${env.PORT})`);
     server = spawn(cmd, args, { cwd: app, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    // the check's own restart (it ends Orion after failures in a row) is tested by
+    // test/deploy/container-health.spec.ts; here it is polled every second while the service
+    // starts, so it only reports, and it never looks for a process on this machine
+    Object.assign(env, { ORION_HEALTH_RESTART_AFTER: '0', ORION_HEALTH_PID: String(server.pid), ORION_HEALTH_STATE: join(dir, 'health-failures') });
     const exited = new Promise<Ended>((resolve) => server!.once('exit', (code, signal) => resolve({ code, signal })));
     const health = steps.find((s) => s.stage === final && s.keyword === 'HEALTHCHECK');
     if (!health) throw new Error('the final stage has no HEALTHCHECK');

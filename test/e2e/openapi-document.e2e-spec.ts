@@ -12,9 +12,11 @@ const UI_STREAMS = new Set(['sendUiMessage', 'resumeUiStream']);
 
 type Json = unknown;
 type MediaType = { schema: Record<string, unknown>; example?: unknown; examples?: Record<string, { summary: string; value: Record<string, unknown> }> };
+type Parameter = { name: string; in: string; required?: boolean; example?: unknown; schema?: { example?: unknown; default?: unknown } };
 type Operation = {
   operationId: string;
   security?: unknown[];
+  parameters?: Parameter[];
   requestBody?: { content: Record<string, MediaType> };
   responses: Record<string, { content?: Record<string, MediaType> }>;
 };
@@ -183,6 +185,28 @@ describe('the OpenAPI document', () => {
       tried.push(op.operationId);
     }
     expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'openAiCreateChatCompletion', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage']);
+  });
+
+  it('gives every required path and query parameter a value, so that Execute runs with nothing typed in (issue #42)', () => {
+    const missing = operations(served).flatMap(([, , op]) =>
+      (op.parameters ?? []).filter((p) => (p.in === 'path' || p.in === 'query') && p.required && p.example === undefined && p.schema?.example === undefined && p.schema?.default === undefined).map((p) => `${op.operationId} ${p.in} ${p.name}`),
+    );
+    expect(missing).toEqual([]);
+    const param = (operationId: string, name: string) => operations(served).find(([, , op]) => op.operationId === operationId)![2].parameters!.find((p) => p.name === name)!;
+    expect([param('searchToolIndex', 'q').example, param('configureProjectWebhook', 'projectId').example, param('resumeUiStream', 'chatId').example]).toEqual([
+      expect.any(String),
+      'default',
+      // the chat of the sendUiMessage example
+      (operations(served).find(([, , op]) => op.operationId === 'sendUiMessage')![2].requestBody!.content['application/json'].example as { id: string }).id,
+    ]);
+  });
+
+  it('no request example names a destination off this machine (issue #42)', () => {
+    // every URL in a request example or a parameter example, body property examples included
+    const urls = JSON.stringify(served.paths).match(/https?:\/\/[^"\s\\)`]+/g) ?? [];
+    const hosts = [...new Set(urls.map((u) => new URL(u).hostname))];
+    expect(hosts.filter((h) => !['127.0.0.1', 'localhost', '[::1]'].includes(h))).toEqual([]);
+    expect(JSON.stringify(served.components.schemas).match(/"example":"https?:\/\/[^"]+"/g)?.filter((u) => !u.includes('127.0.0.1')) ?? []).toEqual([]);
   });
 
   it('describes the error body of every error answer', () => {

@@ -175,9 +175,28 @@ describe('database keys without API_KEYS', () => {
   it('runs in local mode until the first key exists, then needs a key', async () => {
     t = await startApp({ API_KEYS: undefined });
     expect((await fetch(`${t.url}/api/tools`)).status).toBe(200);
-    const res = await fetch(`${t.url}/api/admin/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ops', projects: ['*'], role: 'admin' }) });
+    const create = (body: unknown, key?: string) =>
+      fetch(`${t.url}/api/admin/keys`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key && { authorization: `Bearer ${key}` }) }, body: JSON.stringify(body) });
+    // issue #42: a first key that could not create keys would lock its creator out; each is refused and nothing is stored
+    const future = new Date(Date.now() + 86_400_000).toISOString();
+    for (const body of [
+      { name: 'shop frontend', projects: ['default'], role: 'user' },
+      { name: 'u', projects: ['*'], role: 'user' },
+      { name: 'a', projects: ['default'], role: 'admin' },
+      { name: 'a', projects: ['*'], role: 'admin', expiresAt: future },
+    ]) {
+      const refused = await create(body);
+      expect([body, refused.status, await refused.json()]).toEqual([body, 409, expect.objectContaining({ error: 'first_key_not_admin', message: expect.stringContaining('the first key must be {"projects": ["*"], "role": "admin"} without expiresAt') })]);
+    }
+    expect((await fetch(`${t.url}/api/tools`)).status).toBe(200);
+    const res = await create({ name: 'ops', projects: ['*'], role: 'admin' });
+    expect(res.status).toBe(201);
     const { key } = await res.json();
     expect((await fetch(`${t.url}/api/tools`)).status).toBe(401);
     expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    // with an admin key in place, user keys are made as before
+    const user = await create({ name: 'shop frontend', projects: ['default'], role: 'user' }, key);
+    expect(user.status).toBe(201);
+    expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${(await user.json()).key}` } })).status).toBe(200);
   });
 });

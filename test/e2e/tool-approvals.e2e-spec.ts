@@ -92,10 +92,10 @@ describe('tool approvals: policy, project override, tool-only route', () => {
 
   it.each([
     ['not an array', { approvedCalls: 'all' }, /approvedCalls must be an array/],
-    ['no arguments', { approvedCalls: [{ tool: 'fs__write_file' }] }, /arguments must be a JSON object/],
-    ['arguments an array', { approvedCalls: [{ tool: 'fs__write_file', arguments: ['a'] }] }, /arguments must be a JSON object/],
+    ['no arguments', { approvedCalls: [{ tool: 'fs__write_file' }] }, /"approvedCalls\[0\]\.arguments is required \(a JSON object\)"/],
+    ['arguments an array', { approvedCalls: [{ tool: 'fs__write_file', arguments: ['a'] }] }, /"approvedCalls\[0\]\.arguments must be a JSON object/],
     ['a bad tool name', { approvedCalls: [{ tool: '../x', arguments: {} }] }, /tool must be a tool name/],
-    ['an unknown field', { approvedCalls: [{ tool: 'x', arguments: {}, extra: 1 }] }, /extra should not exist/],
+    ['an unknown field', { approvedCalls: [{ tool: 'x', arguments: {}, extra: 1 }] }, /extra is not allowed \(unknown field/],
     ['21 entries', { approvedCalls: Array.from({ length: 21 }, () => ({ tool: 'x', arguments: {} })) }, /approvedCalls must contain no more than 20/],
   ])('tool-only: a malformed approvedCalls (%s) is a 400 and the model is not asked', async (_label, extra, message) => {
     const { status, body } = await execute({ userInput: 'write', ...extra });
@@ -112,12 +112,12 @@ describe('tool approvals: policy, project override, tool-only route', () => {
     });
 
     it.each([
-      ['exempt missing', { require: ['read_file'] }, /exempt must be an array/],
+      ['exempt missing', { require: ['read_file'] }, /"exempt is required \(an array\)"/],
       ['a space in a name', { require: ['read file'], exempt: [] }, /each entry must be a tool name or glob/],
       ['a number', { require: [42], exempt: [] }, /require must be a string|each entry must be/],
       ['required and exempt', { require: ['fs__*'], exempt: ['fs__*'] }, /both required and exempt: fs__\*/],
       ['201 entries', { require: Array.from({ length: 201 }, (_, i) => `t${i}`), exempt: [] }, /no more than 200/],
-      ['an unknown field', { require: [], exempt: [], extra: true }, /extra should not exist/],
+      ['an unknown field', { require: [], exempt: [], extra: true }, /extra is not allowed \(unknown field/],
     ])('bad input (%s) is a 400 and changes nothing', async (_label, body, message) => {
       await json('PUT', route('guarded'), { require: ['read_file'], exempt: [] });
       const res = await json('PUT', route('guarded'), body);

@@ -321,6 +321,60 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
     expect(await orion.runs.get(requestId)).toMatchObject({ status: 'completed', forks: [{ requestId: start.requestId, fromPhaseIndex: 2 }] });
   });
 
+  it('runs.events() follows a run through its stored paused and the resume to done: while the resumed leg is live, and after it', async () => {
+    const held = gate();
+    const resumedHeld = gate();
+    llm.enqueue(
+      heldTurn([{ text: 'Looking. ' }, { toolCall: { name: 'probe_first', args: { step: 'one' }, id: 'c1' } }], 'Looking.', held.opened),
+      heldTurn([{ text: 'Resumed ' }, { text: 'answer.' }], 'Resumed', resumedHeld.opened),
+    );
+    const turn = orion.chat.send({ content: 'Find it, then follow it' }, { route: 'two-stage' });
+    const first: RunEvent[] = [];
+    for await (const event of turn) {
+      first.push(event);
+      if (event.type === 'chunk' && first.filter((e) => e.type === 'chunk').length === 1) {
+        await turn.pause();
+        held.open();
+      }
+    }
+    const paused = first.at(-1)!;
+    if (paused.type !== 'paused') throw new Error(`the last event is ${paused.type}`);
+    const requestId = turn.requestId!;
+
+    // paused and not resumed: the events route's stream ends at the paused
+    const whilePaused: RunEvent[] = [];
+    for await (const event of orion.runs.events(requestId)) whilePaused.push(event);
+    expect(whilePaused).toEqual(first);
+
+    // the resumed leg streams up to its first chunk and holds: a follower from seq 0 reads past the paused into the live leg
+    const second: RunEvent[] = [];
+    const resumed = (async () => {
+      for await (const event of orion.runs.resume({ requestId, resumeFromPhaseIndex: paused.resumeFromPhaseIndex })) second.push(event);
+    })();
+    const follower = orion.runs.events(requestId);
+    const followed: RunEvent[] = [];
+    try {
+      for await (const event of follower) {
+        followed.push(event);
+        if (event.type === 'chunk' && event.seq > paused.seq) resumedHeld.open();
+      }
+    } finally {
+      resumedHeld.open();
+      await resumed;
+    }
+    expect(followed.map((e) => e.type)).toContain('paused');
+    expect(followed.at(-1)).toMatchObject({ type: 'done', stopReason: 'final_answer', fullContent: 'Looking. Resumed answer.' });
+    expect(followed).toEqual([...first, ...second]);
+    expect(seqs(followed)).toEqual(oneToN(followed.length));
+    // the service kept the stream open across the paused: no reconnection was needed
+    expect(follower.reconnects).toBe(0);
+
+    // and read again once the run is done: everything through done, as curl gets it
+    const after: RunEvent[] = [];
+    for await (const event of orion.runs.events(requestId)) after.push(event);
+    expect(after).toEqual(followed);
+  });
+
   it('the JSON routes: knowledge, tool-only execution, conversations, and errors as OrionError', async () => {
     mkdirSync(join(t.workspace, 'default', 'notes'), { recursive: true });
     writeFileSync(join(t.workspace, 'default', 'notes', 'roadmap.md'), '# Roadmap\n\nThe typed client ships in the autumn release.\n');

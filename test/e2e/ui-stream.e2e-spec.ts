@@ -235,7 +235,7 @@ describe('AI SDK UI message stream (POST /api/chat/ui, GET /api/chat/ui/:chatId/
       ['no messages', { id: 'c1', messages: [] }, 'messages must not be empty'],
       ['unknown trigger', { id: 'c1', messages: [user], trigger: 'resume' }, 'trigger must be'],
       ['a chat id with a slash', { id: 'a/b', messages: [user] }, 'id must be 1-200 characters'],
-      ['an unknown field', { id: 'c1', messages: [user], temperature: 2 }, 'property temperature should not exist'],
+      ['an unknown field', { id: 'c1', messages: [user], temperature: 2 }, 'temperature is not allowed (unknown field; accepted: id, messages, trigger, messageId, projectId, mode, options)'],
       ['a bad role', { id: 'c1', messages: [{ ...user, role: 'tool' }] }, 'role must be'],
       ['too long', { id: 'c1', messages: [{ ...user, parts: [{ type: 'text', text: 'x'.repeat(32_001) }] }] }, 'at most 32000 characters'],
     ];

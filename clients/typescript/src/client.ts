@@ -3,7 +3,7 @@ import type { Approval, ApprovalDecision } from './approvals';
 import { OrionError } from './errors';
 import type { components, paths } from './generated/openapi';
 import type { ExecuteStreamEvent } from './events';
-import { messages, RunEventStream, type StreamOptions, type StreamTransport } from './run-stream';
+import { messages, RunEventStream, type StreamExtent, type StreamOptions, type StreamTransport } from './run-stream';
 
 type Schemas = components['schemas'];
 export type SendMessage = Schemas['SendMessageDto'];
@@ -72,8 +72,8 @@ export function createOrion(options: OrionOptions) {
   };
 
   const transport: StreamTransport = { request, runs };
-  const stream = (path: string, method: 'GET' | 'POST', body: unknown, opts?: StreamOptions, headers?: Record<string, string>) =>
-    new RunEventStream(transport, (signal) => request(path, { method, body, headers, signal }), opts);
+  const stream = (path: string, method: 'GET' | 'POST', body: unknown, opts?: StreamOptions, headers?: Record<string, string>, extent?: StreamExtent) =>
+    new RunEventStream(transport, (signal) => request(path, { method, body, headers, signal }), opts, extent);
   const runPath = (requestId: string) => `/api/chat/runs/${encodeURIComponent(requestId)}`;
 
   return {
@@ -94,9 +94,13 @@ export function createOrion(options: OrionOptions) {
         stream('/api/chat/messages_two_stage/resume', 'POST', body, opts),
       /** a new run from a checkpoint of a paused or ended two-stage run (its own requestId; start.parentRequestId names this one) */
       fork: (requestId: string, body: { fromPhaseIndex: number }, opts?: StreamOptions): RunEventStream => stream(`${runPath(requestId)}/fork`, 'POST', body, opts),
-      /** a run's events after `lastEventId` (default: all of them), then its live events until it ends */
+      /**
+       * a run's events after `lastEventId` (default: all of them), then its live events until it ends:
+       * through a `paused` and the resume that followed it to `done`; a run that is paused and not
+       * resumed yet ends the stream at its `paused`
+       */
       events: (requestId: string, opts: StreamOptions & { lastEventId?: number } = {}): RunEventStream =>
-        stream(`${runPath(requestId)}/events`, 'GET', undefined, opts, { 'last-event-id': String(opts.lastEventId ?? 0) }),
+        stream(`${runPath(requestId)}/events`, 'GET', undefined, opts, { 'last-event-id': String(opts.lastEventId ?? 0) }, 'run'),
     },
     approvals: {
       /** the run's approvals, waiting and decided */

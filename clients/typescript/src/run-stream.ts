@@ -23,6 +23,13 @@ export interface StreamOptions {
 }
 
 /**
+ * How far a stream reads: `leg` ends at the first `done` or `paused` (a send, a resume, a fork: one
+ * leg of a run); `run` reads on past a `paused` that a resume followed, to the run's `done` (the
+ * events route), and ends at a `paused` only when nothing came after it.
+ */
+export type StreamExtent = 'leg' | 'run';
+
+/**
  * A run's events as an async iterable: `for await (const event of stream)`. The request is made
  * when iteration starts (once: a stream is iterated once). When the connection drops before the
  * run's last event (`done`, or `paused`), the stream reconnects to
@@ -45,6 +52,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     private readonly transport: StreamTransport,
     private readonly open: (signal: AbortSignal) => Promise<Response>,
     private readonly options: StreamOptions = {},
+    private readonly extent: StreamExtent = 'leg',
   ) {}
 
   /** Cancels the run (`POST /api/chat/runs/:requestId/cancel`); the stream then ends with `done {stopReason: "cancelled"}`. */
@@ -57,7 +65,10 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     return this.transport.runs.pause(this.started$());
   }
 
-  /** The events in order, each once; ends after `done` or `paused`, or when the service has nothing more. */
+  /**
+   * The events in order, each once; ends after `done` or `paused` (the events route's stream: after
+   * `done`, or a `paused` that no resume followed yet), or when the service has nothing more.
+   */
   async *[Symbol.asyncIterator](): AsyncIterator<RunEvent> {
     if (this.started) throw new Error('a RunEventStream is iterated once');
     this.started = true;
@@ -71,6 +82,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
       // the events route of a run that ended with nothing after Last-Event-ID
       if (res.status === 204) return;
       let dropped: unknown;
+      let pausedLast = false;
       for (;;) {
         if (res) {
           try {
@@ -79,12 +91,22 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
               if (!event) continue;
               failures = 0;
               yield event;
-              if (FINAL_EVENTS.has(event.type)) return;
+              if (this.extent === 'leg' && FINAL_EVENTS.has(event.type)) return;
+              if (event.type === 'done') return;
+              pausedLast = event.type === 'paused';
             }
           } catch (err) {
             if (signal.aborted) throw err;
             dropped = err;
           }
+        }
+        if (pausedLast && !dropped) {
+          // the events route ended its body at a paused: ask once for what came after it (a resume's
+          // leg); a 204 says nothing did, and the stream ends with the paused
+          pausedLast = false;
+          ({ res, failure: dropped } = await this.reconnect(signal));
+          if (res?.status === 204) return;
+          continue;
         }
         // the body ended or broke before the run's last event (or the last reconnection failed): pick the run up where it was
         if (!this.requestId) throw new OrionStreamError('the stream ended before its first event (no run to reconnect to)', undefined, 0, dropped);

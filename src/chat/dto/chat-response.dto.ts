@@ -23,7 +23,7 @@ export class ChatMessageDto {
     type: 'array',
     items: { type: 'object', additionalProperties: true },
     description:
-      'Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}`',
+      'Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex, textOffset}` (textOffset: how much of the answer had streamed when the call was named), `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}`',
   })
   steps?: TurnStep[];
   /** added (issue 13): the answer of a forked run names the run it was forked from; null otherwise */

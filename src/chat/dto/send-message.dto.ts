@@ -59,7 +59,7 @@ export class SendMessageDto {
 
   @ApiPropertyOptional({
     maxLength: WEBHOOK_URL_MAX,
-    example: 'https://hooks.example.com/orion',
+    example: 'http://127.0.0.1:8787/orion-webhook',
     description: 'added (issue 33): where the run\'s end is announced, a signed POST (docs/API.md, Webhooks); beats the project\'s default URL',
   })
   @IsOptional() @IsUrl(WEBHOOK_URL_RULE, { message: 'webhookUrl must be an http(s) URL' }) @MaxLength(WEBHOOK_URL_MAX, { message: `webhookUrl must be at most ${WEBHOOK_URL_MAX} characters` })

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from './database-unavailable';
+import { notAnObject } from './field-errors';
 import { OrionException } from './orion.exception';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -41,6 +42,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
 
   private toBody(exception: unknown, req: Request): { status: number; body: Record<string, unknown> } {
     if (isJsonParseError(exception)) {
+      // body-parser's strict mode refuses JSON that is not an object or array (`null`, `42`, `"x"`)
+      // as a parse error, whose message ("\"null\" is not valid JSON") would send the caller looking for a typo
+      const parsed = parsedJson((exception as { body?: unknown }).body);
+      if (parsed.ok) return { status: 400, body: { statusCode: 400, error: 'Bad Request', message: notAnObject(parsed.value) } };
       const detail = (exception as Error).message;
       return { status: 400, body: { statusCode: 400, error: 'Bad Request', message: `Request body is not valid JSON: ${detail}` } };
     }
@@ -85,4 +90,14 @@ export class AllExceptionsFilter implements ExceptionFilter {
 function isJsonParseError(e: unknown): boolean {
   const x = e as { type?: string; status?: number; name?: string; cause?: { type?: string } } | null;
   return !!x && (x.type === 'entity.parse.failed' || x.cause?.type === 'entity.parse.failed' || (x.name === 'SyntaxError' && x.status === 400));
+}
+
+/** The body as JSON, when it is JSON at all. */
+function parsedJson(body: unknown): { ok: true; value: unknown } | { ok: false } {
+  if (typeof body !== 'string') return { ok: false };
+  try {
+    return { ok: true, value: JSON.parse(body) };
+  } catch {
+    return { ok: false };
+  }
 }

@@ -1,5 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
+/** One bad field of a 400 (issue #42): its path and the message about it. */
+export class FieldErrorDto {
+  @ApiProperty({ example: 'options.multitask', description: 'the field by its whole path (`options.multitask`, `messages[0].role`); a path parameter by its name' })
+  field: string;
+  @ApiProperty({ example: 'options.multitask must be one of reject, enqueue, interrupt, rollback', description: 'what is wrong and what to send; the same string as in `message`' })
+  message: string;
+}
+
 /**
  * The body of every error answer (AllExceptionsFilter): Nest's shape, with the domain code in
  * `error` when there is one. Some codes add fields (a refused resume or fork lists the run's
@@ -13,9 +21,11 @@ export class ErrorResponseDto {
   @ApiProperty({
     oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
     example: 'No run 0f8fad5b-d9cb-469f-a165-70867728950e',
-    description: 'what went wrong; validation errors list every failed constraint',
+    description: 'what went wrong; a validation failure lists one message per bad field, each naming the field by its path',
   })
   message: string | string[];
+  @ApiPropertyOptional({ type: [FieldErrorDto], description: 'a validation failure: the bad fields, each with its message (the same strings as `message`)' })
+  fields?: FieldErrorDto[];
   @ApiPropertyOptional({ type: [Number], description: 'a refused resume or fork: the phase indexes with a stored checkpoint (a paused run resumes from the last; a fork may start from any)' })
   checkpoints?: number[];
   @ApiPropertyOptional({ type: [String], description: 'model_not_allowed: the models LLM_MODELS allows' })

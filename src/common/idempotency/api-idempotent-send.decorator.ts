@@ -13,7 +13,14 @@ export const IDEMPOTENCY_REUSED = 'idempotency_key_reused: the Idempotency-Key w
 /** The `Idempotency-Key` header, and (unless the route documents its errors in another shape) its 422. */
 export function ApiIdempotentSend(opts: { errors?: boolean } = {}): MethodDecorator {
   return applyDecorators(
-    ApiHeader({ name: 'Idempotency-Key', required: false, description: IDEMPOTENCY_HEADER_DESCRIPTION, schema: { type: 'string', minLength: 1, maxLength: 255, example: '5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10' } }),
+    // no example value: Swagger UI's "Try it out" sends an optional parameter's example, so one
+    // key would go with every route's example, and the second route's would be a 422 (issue #42)
+    ApiHeader({
+      name: 'Idempotency-Key',
+      required: false,
+      description: `${IDEMPOTENCY_HEADER_DESCRIPTION} Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10).`,
+      schema: { type: 'string', minLength: 1, maxLength: 255 },
+    }),
     ...(opts.errors === false ? [] : [ApiUnprocessableEntityResponse({ description: IDEMPOTENCY_REUSED })]),
   );
 }

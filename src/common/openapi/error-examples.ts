@@ -23,7 +23,9 @@ const example = (status: number, error: string, message: string | string[], summ
 
 /** By code: the domain codes, and the generic ones (HTTP status text) every operation may answer. */
 export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
-  'Bad Request': example(400, 'Bad Request', ['content must not be empty'], 'invalid body or query: every failed constraint is listed'),
+  'Bad Request': example(400, 'Bad Request', ['content is required (a string)'], 'invalid body, query or path parameter: one message per bad field', {
+    fields: [{ field: 'content', message: 'content is required (a string)' }],
+  }),
   Unauthorized: example(401, 'Unauthorized', 'Missing or invalid API key: send Authorization: Bearer <key>', 'API_KEYS (or a database key) is set and the key is missing or wrong'),
   Forbidden: example(403, 'Forbidden', 'This route needs an admin key', 'a user key on an admin route, or a project-bound key on a route that reads every project'),
   'Not Found': example(404, 'Not Found', 'Not Found', 'nothing by that id'),
@@ -85,6 +87,12 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   invalid_approval: example(400, 'invalid_approval', 'The edited arguments cannot be used for read_file: /path must be string', 'arguments with deny, or edited arguments the tool refuses; nothing changed', {
     errors: ['/path must be string'],
   }),
+  first_key_not_admin: example(
+    409,
+    'first_key_not_admin',
+    'The first key turns keys on for good: from then on every route needs a key, and only an admin key for every project can create keys. So the first key must be {"projects": ["*"], "role": "admin"} without expiresAt; create it, give it to Authorize (or send Authorization: Bearer <key>), then create user keys with it',
+    'no key exists yet and this one is not an admin key for every project without expiry; nothing is stored',
+  ),
   invalid_idempotency_key: example(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters, e.g. a UUID (got 300 characters); nothing was started or stored', 'an Idempotency-Key header that is empty, too long or not printable ASCII'),
   idempotency_key_reused: example(
     422,
@@ -128,6 +136,7 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   executeToolsStream: ['unknown_mode', ...TURN],
   ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
   approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],
+  createApiKey: ['first_key_not_admin'],
   listRunApprovals: ['run_not_found'],
   decideApproval: ['invalid_approval', 'run_not_found', 'approval_not_found', 'approval_not_pending', 'run_not_awaiting'],
 };

@@ -3,7 +3,7 @@ import { DocumentBuilder, getSchemaPath, SwaggerModule, type OpenAPIObject } fro
 import { ErrorResponseDto } from '../errors/error-response.dto';
 import { mappedRoutes, toOpenApiPath } from '../auth/route-inventory';
 import { ERROR_EXAMPLES, OPERATION_ERRORS, STATUS_EXAMPLES } from './error-examples';
-import { REQUEST_EXAMPLE_NOTES, REQUEST_EXAMPLES, STREAM_EXAMPLES } from './request-examples';
+import { PARAMETER_EXAMPLES, REQUEST_EXAMPLE_NOTES, REQUEST_EXAMPLES, STREAM_EXAMPLES } from './request-examples';
 import { addSseEventUnions } from '../sse/sse-event-union';
 
 /** The security scheme Swagger UI's Authorize button fills in (API_KEYS). */
@@ -48,7 +48,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       const isPublic = publicOps.has(`${method} ${path}`);
       if (isPublic) op.security = [];
       else op.responses['401'] ??= { description: 'API_KEYS is set and the request has no valid key' };
-      // the global ValidationPipe (and ParseUUIDPipe) refuse bad input on every route that takes any
+      // the global FieldValidationPipe (and UuidParamPipe) refuse bad input on every route that takes any
       if ((op.requestBody || op.parameters?.length) && !op.responses['400']) op.responses['400'] = { description: 'invalid parameters or body (nothing changes)' };
       // the body checks (RequestBodyGuard) apply to every body, also one sent where none is
       // expected (a cancel, a delete); the key throttler to every keyed route
@@ -65,6 +65,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         }
       }
       addRequestExample(op, id);
+      addParameterExamples(op, id);
       const stream = op.responses['200'] && 'content' in op.responses['200'] ? op.responses['200'].content?.['text/event-stream'] : undefined;
       if (stream && STREAM_EXAMPLES[id]) stream.example = STREAM_EXAMPLES[id];
     }
@@ -91,6 +92,17 @@ function errorExamples(operationId: string, status: number): Record<string, Exam
   const codes = [...(generic && (own.length === 0 || status !== 404) ? [generic] : []), ...own.filter((c) => c !== generic)];
   if (codes.length === 0) return undefined;
   return Object.fromEntries(codes.map((code) => [code, { summary: ERROR_EXAMPLES[code].summary, value: ERROR_EXAMPLES[code].body }]));
+}
+
+/** The value of every required path or query parameter without one, so that Execute runs with nothing typed in (issue #42). */
+function addParameterExamples(op: OperationObject, operationId: string): void {
+  for (const p of op.parameters ?? []) {
+    if ('$ref' in p || !(p.in === 'path' || p.in === 'query') || !p.required) continue;
+    const schema = p.schema && !('$ref' in p.schema) ? p.schema : undefined;
+    if (p.example !== undefined || p.examples || schema?.example !== undefined || schema?.default !== undefined) continue;
+    const value = PARAMETER_EXAMPLES[operationId]?.[p.name] ?? PARAMETER_EXAMPLES['*'][p.name];
+    if (value !== undefined) p.example = value;
+  }
 }
 
 /** The body "Try it out" starts from (see request-examples.ts), and what to put in it where it needs an id of yours. */

@@ -48,7 +48,12 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
     options: { maxCalls: 1, narrowTopK: 5, minScoreThreshold: 0, locale: 'en' },
   },
   ingestKnowledge: { projectId: 'default', path: '.' },
-  createApiKey: { name: 'shop frontend', projects: ['default'], role: 'user' },
+  // the only first key a service without keys accepts (first_key_not_admin otherwise): a user key
+  // would turn keys on with nobody left who may create keys
+  createApiKey: { name: 'first admin', projects: ['*'], role: 'admin' },
+  // the signing secret only: the default URL stays as it is (none on a fresh service), so no
+  // answer of a later turn is sent anywhere
+  configureProjectWebhook: {},
   approveMcpTool: { hash: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' },
   putToolApprovals: { require: ['fs__*'], exempt: ['fs__read*', 'fs__list*'] },
   putProjectRetention: { runs: '30d', trace: '7d', conversations: 'forever' },
@@ -64,9 +69,36 @@ export const REQUEST_EXAMPLE_NOTES: Readonly<Record<string, string>> = {
     'Example: put the requestId of one of your two-stage runs that is not running in the path, and one of its `checkpoints` (GET /api/chat/runs/{requestId}).',
   approveMcpTool: 'Example: put the `pendingHash` GET /api/admin/mcp-tools lists for the tool you reviewed.',
   putToolApprovals: 'Example: put the project in the path (`default`); this replaces its whole override, and empty lists clear it.',
+  createApiKey:
+    'Example: the first key of a service without keys (it must be this: an admin key for every project, without expiry). Then give the `key` of the answer to Authorize: every route needs a key from now on. A key for a frontend: `{"name": "shop frontend", "projects": ["default"], "role": "user"}`.',
+  configureProjectWebhook:
+    "Example: creates the project's signing secret (shown only in this answer) and leaves its default URL as it is. To receive webhooks put your receiver's URL in `url`: a public address, or one on this machine such as `http://127.0.0.1:8787/orion-webhook` when Orion runs with WEBHOOK_ALLOW_PRIVATE=true; `null` removes it.",
   putProjectRetention: 'Example: put the project in the path (`default`). Omitted fields stay as they were; null gives a field back to the deployment\'s RETENTION_* value.',
   decideApproval:
     'Example: put the requestId and approvalId of an `approval_required` event in the path. Deny: `{"decision": "deny", "reason": "…"}`; edit: `{"decision": "approve", "arguments": {…}}`.',
+};
+
+const RUN_ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
+
+/**
+ * The value "Try it out" puts in each required path or query parameter that has no example of
+ * its own, by operationId and name (the operation's own first, then the name's). Ids of things
+ * that exist only once you made them (a run, a conversation, a key, an approval) are made-up
+ * UUIDs: Execute answers the documented 404 until you put one of yours; the rest name what a
+ * fresh service has (the `default` project, the chat of the sendUiMessage example, a model).
+ */
+export const PARAMETER_EXAMPLES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  '*': {
+    requestId: RUN_ID,
+    approvalId: '3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11',
+    id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427',
+    projectId: 'default',
+    chatId: 'my-first-chat',
+    name: 'everything__echo',
+    model: 'orion-unified',
+  },
+  revokeApiKey: { id: '6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b' },
+  searchToolIndex: { q: 'list the files of a folder' },
 };
 
 const ENVELOPE = { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', projectId: 'default', conversationId: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' };
@@ -100,7 +132,7 @@ function turn(protocol: 'unified' | 'two-stage', startExtra: Record<string, unkn
     message('chunk', 11, 'action_phase', 3, 1, { content: answer.slice(cut) }),
     message('phase', 12, 'action_phase', 3, 1, { status: 'end', reason: 'final_answer' }),
   ];
-  if (protocol === 'unified') events.push(message('sources', 13, 'action_phase', 3, 1, { data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null }));
+  if (protocol === 'unified') events.push(message('sources', 13, 'action_phase', 3, 1, { data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'none', metrics: null }));
   events.push(
     message('done', events.length + 1, 'complete', 3, 1, {
       fullContent: answer,

@@ -10,7 +10,8 @@ import { Approvals1764440000000 } from './1764440000000-approvals';
 import { ConversationTurns1764460000000 } from './1764460000000-conversation-turns';
 import { Webhooks1764500000000 } from './1764500000000-webhooks';
 import { IdempotencyKeys1764520000000 } from './1764520000000-idempotency-keys';
-import { StorageLifecycle1764540000000 } from './1764540000000-storage-lifecycle';
+import { TimePartitions1764540000000 } from './1764540000000-time-partitions';
+import { StorageLifecycle1764560000000 } from './1764560000000-storage-lifecycle';
 
 /** Every migration, oldest first. Add new ones at the end. */
-export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000, RunForks1764213000000, SharedLimits1764250000000, PackedChunks1764300000000, ToolApprovalOverrides1764420000000, Approvals1764440000000, ConversationTurns1764460000000, Webhooks1764500000000, IdempotencyKeys1764520000000, StorageLifecycle1764540000000];
+export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000, RunForks1764213000000, SharedLimits1764250000000, PackedChunks1764300000000, ToolApprovalOverrides1764420000000, Approvals1764440000000, ConversationTurns1764460000000, Webhooks1764500000000, IdempotencyKeys1764520000000, TimePartitions1764540000000, StorageLifecycle1764560000000];

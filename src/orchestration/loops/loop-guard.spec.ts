@@ -1,28 +1,15 @@
-import { callTool, finish, say, ScriptedLlm } from '../../../test/support/scripted-llm';
+import { callTool, finish, say } from '../../../test/support/scripted-llm';
+import { modelStep } from '../../../test/support/model-step';
 import type { LlmStreamEvent } from '../../llm/llm-adapter.port';
-import { ModelStream, type ModelStreamOptions, type ModelStreamResult } from '../model-stream';
 import { forcedFinal } from '../protocols/two-stage/two-stage.loop-budgets';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION } from '../run-state/run-checkpoint';
 import { progressDigest } from '../tool-call-guard';
 import { DEFAULT_CONTENT_LOOP } from './content-loop';
 import { contentLoopSettings } from './loop-settings';
 
-const ASK = { messages: [{ role: 'user' as const, content: 'go' }] };
 const SENTENCE = 'Restart the server and clear the cache before you try again. ';
 
-async function step(events: LlmStreamEvent[], opts: ModelStreamOptions = {}) {
-  const llm = new ScriptedLlm([events]);
-  const stream = new ModelStream(llm, ASK, new AbortController().signal, opts);
-  const it = stream.step();
-  const chunks: string[] = [];
-  let r = await it.next();
-  while (!r.done) {
-    chunks.push(r.value.content);
-    r = await it.next();
-  }
-  const res: ModelStreamResult = r.value;
-  return { chunks, res, llm };
-}
+const step = modelStep;
 
 /** Splits a text into deltas of `size` characters, as a model streams it. */
 const deltas = (text: string, size: number) => say(...Array.from({ length: Math.ceil(text.length / size) }, (_, i) => text.slice(i * size, (i + 1) * size)));

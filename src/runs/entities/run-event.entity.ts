@@ -27,4 +27,8 @@ export class RunEventEntity {
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
+
+  /** the run's start (runs.created_at): the table is partitioned by it, one partition per day */
+  @Column({ name: 'run_created_at', type: 'timestamptz' })
+  runCreatedAt: Date;
 }

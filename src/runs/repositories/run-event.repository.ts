@@ -149,12 +149,12 @@ function tracedCte(param: string): string {
  */
 export function appendManyStatement(source: string, traceParam?: string): string {
   return `WITH ${source},${traceParam ? `\n       ${tracedCte(traceParam)},` : ''}
-       lease AS (SELECT r.request_id, r.lease_owner FROM runs r
+       lease AS (SELECT r.request_id, r.lease_owner, r.created_at FROM runs r
                   WHERE r.request_id IN (SELECT request_id FROM v) AND r.lease_owner IN (SELECT owner FROM v) AND r.status IN ('running', 'awaiting_approval')
                   ORDER BY r.request_id FOR NO KEY UPDATE OF r),
        ${PROGRESS_CTE}
-       INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT v.request_id, v.seq, v.last_seq, v.type, v.data FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
+       INSERT INTO run_events (request_id, seq, last_seq, type, data, run_created_at)
+       SELECT v.request_id, v.seq, v.last_seq, v.type, v.data, lease.created_at FROM v JOIN lease ON lease.request_id = v.request_id AND lease.lease_owner = v.owner
        RETURNING request_id, ${EVENTS_IN_ROW} AS events`;
 }
 
@@ -170,12 +170,16 @@ const APPEND_MANY_TRACED = appendManyStatement(MANY_SOURCE, '$2');
 export class RunEventRepository {
   constructor(@InjectRepository(RunEventEntity) private readonly events: Repository<RunEventEntity>) {}
 
-  /** One multi-row INSERT; (request_id, seq) is unique, so a double write fails loudly. */
+  /**
+   * One multi-row INSERT; (request_id, seq) is unique, so a double write fails loudly (the
+   * unique key also holds run_created_at, the partition key, which is the run's start: one value
+   * per run).
+   */
   async insertMany(requestId: string, rows: StoredRunEvent[]): Promise<void> {
     if (rows.length === 0) return;
     await this.events.query(
-      `INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT $1::uuid, ${PACKED_CELLS} FROM jsonb_array_elements($2::jsonb) AS e`,
+      `INSERT INTO run_events (request_id, seq, last_seq, type, data, run_created_at)
+       SELECT $1::uuid, ${PACKED_CELLS}, COALESCE((SELECT created_at FROM runs WHERE request_id = $1::uuid), now()) FROM jsonb_array_elements($2::jsonb) AS e`,
       [requestId, packedRows(rows)],
     );
   }
@@ -226,9 +230,9 @@ export class RunEventRepository {
     // prepared: one of sixteen texts (not closing, closing paused or ended with or without its webhook; with a phase row or not; with trace records or not)
     const res = await preparedQuery(
       this.events.manager.connection,
-      `WITH lease AS (SELECT request_id FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
-       INSERT INTO run_events (request_id, seq, last_seq, type, data)
-       SELECT lease.request_id, ${PACKED_CELLS} FROM lease, jsonb_array_elements($3::jsonb) AS e
+      `WITH lease AS (SELECT request_id, created_at FROM runs WHERE request_id = $1 AND lease_owner = $2 AND status IN ('running', 'awaiting_approval') FOR ${closing ? 'UPDATE' : 'NO KEY UPDATE'})${update}
+       INSERT INTO run_events (request_id, seq, last_seq, type, data, run_created_at)
+       SELECT lease.request_id, ${PACKED_CELLS}, lease.created_at FROM lease, jsonb_array_elements($3::jsonb) AS e
        RETURNING seq`,
       params,
     );

@@ -16,7 +16,7 @@ export class WebhookProjectParamDto {
 
 /** Body of PUT /api/admin/projects/:projectId/webhook. */
 export class ConfigureWebhookDto {
-  @ApiPropertyOptional({ type: String, nullable: true, maxLength: WEBHOOK_URL_MAX, example: 'https://hooks.example.com/orion', description: 'the default URL of the project\'s webhooks (a message\'s webhookUrl beats it); null removes it; omitted: unchanged' })
+  @ApiPropertyOptional({ type: String, nullable: true, maxLength: WEBHOOK_URL_MAX, example: 'http://127.0.0.1:8787/orion-webhook', description: 'the default URL of the project\'s webhooks (a message\'s webhookUrl beats it); null removes it; omitted: unchanged' })
   @IsOptional()
   @ValidateIf((_, v) => v !== null)
   @IsUrl(WEBHOOK_URL_RULE, { message: 'url must be an http(s) URL' })

@@ -415,7 +415,12 @@ export interface paths {
         /** Every key, revoked ones included (never the key itself) */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create a key bound to projects; the key is shown only in this answer */
+        /**
+         * Create a key bound to projects; the key is shown only in this answer
+         * @description On a service with no key yet (no API_KEYS, no database key: local mode) the first key must be an admin key for every project without expiry (`{"projects": ["*"], "role": "admin"}`, as in the example); any other first key is a 409 `first_key_not_admin` and nothing is stored. From that answer on every route needs a key: give the `key` of the answer to Authorize, then create user keys with it.
+         *
+         *     Example: the first key of a service without keys (it must be this: an admin key for every project, without expiry). Then give the `key` of the answer to Authorize: every route needs a key from now on. A key for a frontend: `{"name": "shop frontend", "projects": ["default"], "role": "user"}`.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
@@ -507,7 +512,10 @@ export interface paths {
         };
         /** The project's webhook settings (never the secret) */
         get: operations["getProjectWebhook"];
-        /** Set the project's default webhook URL; the first call creates its signing secret, shown only in that answer */
+        /**
+         * Set the project's default webhook URL; the first call creates its signing secret, shown only in that answer
+         * @description Example: creates the project's signing secret (shown only in this answer) and leaves its default URL as it is. To receive webhooks put your receiver's URL in `url`: a public address, or one on this machine such as `http://127.0.0.1:8787/orion-webhook` when Orion runs with WEBHOOK_ALLOW_PRIVATE=true; `null` removes it.
+         */
         put: operations["configureProjectWebhook"];
         post?: never;
         delete?: never;
@@ -1437,7 +1445,7 @@ export interface components {
             content: string;
             /**
              * @description added (issue 33): where the run's end is announced, a signed POST (docs/API.md, Webhooks); beats the project's default URL
-             * @example https://hooks.example.com/orion
+             * @example http://127.0.0.1:8787/orion-webhook
              */
             webhookUrl?: string;
             /**
@@ -1478,7 +1486,7 @@ export interface components {
             stopReason?: string | null;
             /** @description the model that answered (assistant messages; null otherwise) */
             model?: string | null;
-            /** @description Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex}`, `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}` */
+            /** @description Steps of the turn in order: `{type: "tool", callId, name, status, arguments, outcome, isError, durationMs, message?, phaseIndex, textOffset}` (textOffset: how much of the answer had streamed when the call was named), `{type: "sources", data, sourceTypes, ragCount, webCount, confidence, metrics}`, `{type: "notice", code, message}`, `{type: "error", code, message}`, `{type: "phase", phase, phaseIndex, cycleIndex, endReason}`, `{type: "approval", approvalId, tool, callId, arguments, reason, expiresAt, status, decision, edited, by, decisionReason, phaseIndex}` */
             steps?: {
                 [key: string]: unknown;
             }[];
@@ -1737,7 +1745,7 @@ export interface components {
         ConfigureWebhookDto: {
             /**
              * @description the default URL of the project's webhooks (a message's webhookUrl beats it); null removes it; omitted: unchanged
-             * @example https://hooks.example.com/orion
+             * @example http://127.0.0.1:8787/orion-webhook
              */
             url?: string | null;
         };
@@ -2140,6 +2148,18 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        FieldErrorDto: {
+            /**
+             * @description the field by its whole path (`options.multitask`, `messages[0].role`); a path parameter by its name
+             * @example options.multitask
+             */
+            field: string;
+            /**
+             * @description what is wrong and what to send; the same string as in `message`
+             * @example options.multitask must be one of reject, enqueue, interrupt, rollback
+             */
+            message: string;
+        };
         ErrorResponseDto: {
             /** @example 404 */
             statusCode: number;
@@ -2149,10 +2169,12 @@ export interface components {
              */
             error: string;
             /**
-             * @description what went wrong; validation errors list every failed constraint
+             * @description what went wrong; a validation failure lists one message per bad field, each naming the field by its path
              * @example No run 0f8fad5b-d9cb-469f-a165-70867728950e
              */
             message: string | string[];
+            /** @description a validation failure: the bad fields, each with its message (the same strings as `message`) */
+            fields?: components["schemas"]["FieldErrorDto"][];
             /** @description a refused resume or fork: the phase indexes with a stored checkpoint (a paused run resumes from the last; a fork may start from any) */
             checkpoints?: number[];
             /** @description model_not_allowed: the models LLM_MODELS allows */
@@ -2656,7 +2678,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2882,6 +2904,7 @@ export interface operations {
     searchToolIndex: {
         parameters: {
             query: {
+                /** @example list the files of a folder */
                 q: string;
                 k?: number;
                 minScore?: number;
@@ -2935,7 +2958,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3016,7 +3039,7 @@ export interface operations {
                      *
                      *     event: sources
                      *     id: 13
-                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}
+                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}
                      *
                      *     event: done
                      *     id: 14
@@ -3198,7 +3221,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3663,6 +3686,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -3918,6 +3942,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -3977,6 +4002,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -4062,6 +4088,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -4148,6 +4175,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1b4e28ba-2fa1-11d2-883f-0016d3cca427 */
                 id: string;
             };
             cookie?: never;
@@ -4234,7 +4262,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4307,7 +4335,7 @@ export interface operations {
                      *
                      *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"end","phaseIndex":3,"cycleIndex":1,"reason":"final_answer"}}
                      *
-                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}}
+                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}}
                      *
                      *     data: {"type":"finish-step"}
                      *
@@ -4416,7 +4444,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the chat id of POST /api/chat/ui */
+                /**
+                 * @description the chat id of POST /api/chat/ui
+                 * @example my-first-chat
+                 */
                 chatId: string;
             };
             cookie?: never;
@@ -4466,7 +4497,7 @@ export interface operations {
                      *
                      *     data: {"type":"data-phase","id":"phase-3","data":{"phase":"action_phase","status":"end","phaseIndex":3,"cycleIndex":1,"reason":"final_answer"}}
                      *
-                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}}
+                     *     data: {"type":"data-sources","id":"sources","data":{"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}}
                      *
                      *     data: {"type":"finish-step"}
                      *
@@ -4972,11 +5003,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "shop frontend",
+                 *       "name": "first admin",
                  *       "projects": [
-                 *         "default"
+                 *         "*"
                  *       ],
-                 *       "role": "user"
+                 *       "role": "admin"
                  *     }
                  */
                 "application/json": components["schemas"]["CreateApiKeyDto"];
@@ -5011,6 +5042,15 @@ export interface operations {
             };
             /** @description the key is not an admin key for every project */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description first_key_not_admin: no key exists yet and this one is not an admin key for every project without expiry (nothing is stored) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5054,6 +5094,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b */
                 id: string;
             };
             cookie?: never;
@@ -5199,6 +5240,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example everything__echo */
                 name: string;
             };
             cookie?: never;
@@ -5454,7 +5496,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
@@ -5523,13 +5568,17 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": components["schemas"]["ConfigureWebhookDto"];
             };
         };
@@ -5605,7 +5654,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
@@ -5871,6 +5923,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example orion-unified */
                 model: string;
             };
             cookie?: never;
@@ -5929,7 +5982,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. */
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
                 "Idempotency-Key"?: string;
                 /** @description true: tool steps as readable text in delta.orion_progress (message.orion_progress without stream) */
                 "X-Orion-Progress"?: string;
@@ -6088,6 +6141,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6147,6 +6201,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6214,6 +6269,7 @@ export interface operations {
                 "Last-Event-ID"?: string;
             };
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6277,7 +6333,7 @@ export interface operations {
                      *
                      *     event: sources
                      *     id: 13
-                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"high","metrics":null}
+                     *     data: {"requestId":"0f8fad5b-d9cb-469f-a165-70867728950e","projectId":"default","conversationId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","seq":13,"phase":"action_phase","phaseIndex":3,"cycleIndex":1,"data":[],"sourceTypes":[],"ragCount":0,"webCount":0,"confidence":"none","metrics":null}
                      *
                      *     event: done
                      *     id: 14
@@ -6422,6 +6478,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6508,6 +6565,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6594,6 +6652,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
             };
             cookie?: never;
@@ -6653,7 +6712,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0f8fad5b-d9cb-469f-a165-70867728950e */
                 requestId: string;
+                /** @example 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11 */
                 approvalId: string;
             };
             cookie?: never;

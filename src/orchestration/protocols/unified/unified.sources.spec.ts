@@ -6,8 +6,8 @@ const run = (sources: ToolSource[], output: unknown = {}, outcome: ToolRunResult
 });
 
 describe('SourcesCollector', () => {
-  it('is empty and high-confidence for a tool-free turn', () => {
-    expect(new SourcesCollector().toEvent()).toEqual({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'high', metrics: null });
+  it('is empty with no confidence (none) for a tool-free turn', () => {
+    expect(new SourcesCollector().toEvent()).toEqual({ type: 'sources', data: [], sourceTypes: [], ragCount: 0, webCount: 0, confidence: 'none', metrics: null });
   });
 
   it('dedupes by url or path, keeping the best score in first-seen order', () => {
@@ -27,10 +27,19 @@ describe('SourcesCollector', () => {
     expect(c.toEvent()).toMatchObject({ sourceTypes: ['rag', 'web'], ragCount: 2, webCount: 1, confidence: 'medium', metrics: { returned: 2, ragCalls: 2 } });
   });
 
-  it('reports low confidence when rag_query ran but failed', () => {
+  it('reports no confidence (none) when rag_query ran but failed or found nothing: there are no sources', () => {
+    const failed = new SourcesCollector();
+    failed.addToolResult('rag_query', run([], { error: 'timeout' }, 'timeout'));
+    expect(failed.toEvent()).toMatchObject({ data: [], ragCount: 0, confidence: 'none' });
+    const empty = new SourcesCollector();
+    empty.addToolResult('rag_query', run([], { confidence: 'high', metrics: { returned: 0 } }));
+    expect(empty.toEvent()).toMatchObject({ data: [], confidence: 'none', metrics: { returned: 0 } });
+  });
+
+  it('reports low confidence when rag_query returned sources but no confidence', () => {
     const c = new SourcesCollector();
-    c.addToolResult('rag_query', run([], { error: 'timeout' }, 'timeout'));
-    expect(c.toEvent()).toMatchObject({ ragCount: 0, confidence: 'low' });
+    c.addToolResult('rag_query', run([{ type: 'rag', title: 'a', path: 'a.md' }], { passages: 1 }));
+    expect(c.toEvent()).toMatchObject({ ragCount: 1, confidence: 'low' });
   });
 
   it('takes the direct path retrieval without the chunk text', () => {

@@ -4,8 +4,10 @@ import type { ProtocolEvent } from '../../protocol-event';
 
 export type SourcesEvent = Extract<ProtocolEvent, { type: 'sources' }>;
 
-/** Confidence of an answer that used no retrieval (tool-free, or web only), as the issue decides. */
+/** Confidence of an answer with sources that used no retrieval (web only), as the issue decides. */
 export const NO_RETRIEVAL_CONFIDENCE = 'high';
+/** Confidence of a `sources` event with no sources (a tool-free turn, a retrieval that found nothing): there is none. */
+export const NO_SOURCES_CONFIDENCE = 'none';
 /** Confidence when rag_query was called but never said how sure it was (it failed, or an old tool). */
 export const UNKNOWN_RAG_CONFIDENCE = 'low';
 
@@ -29,8 +31,10 @@ const CONFIDENCE_RANK: Readonly<Record<string, number>> = { none: 0, low: 1, med
  *
  * - Sources are deduplicated by url, else path, else type + title; a later duplicate with a
  *   higher score replaces the earlier one in place (first-seen order is kept).
- * - `confidence`: when retrieval ran (rag_query or the direct path), the best confidence any
- *   retrieval reported (`low` when rag_query ran but reported none); otherwise `high`.
+ * - `confidence`: `none` when there are no sources (a tool-free turn, a retrieval that found
+ *   nothing); when retrieval ran (rag_query or the direct path), the best confidence any
+ *   retrieval reported (`low` when rag_query ran but reported none); otherwise (web sources
+ *   only) `high`.
  * - `metrics`: the last retrieval's metrics, plus `ragCalls` when retrieval ran more than once;
  *   `null` when no retrieval reported metrics (a tool-free or web-only turn, a failed rag_query).
  */
@@ -84,13 +88,13 @@ export class SourcesCollector {
     }
   }
 
-  /** The `sources` event: every deduplicated source so far (an empty, `high` one for a tool-free turn). */
+  /** The `sources` event: every deduplicated source so far (an empty one, confidence `none`, for a tool-free turn). */
   toEvent(): SourcesEvent {
     const data = [...this.byKey.values()];
     const ragCount = data.filter((s) => s.type === 'rag').length;
     const webCount = data.filter((s) => s.type === 'web').length;
     const sourceTypes = [...new Set(data.map((s) => s.type))];
-    const confidence = this.ragCalls > 0 ? (bestOf(this.confidences) ?? UNKNOWN_RAG_CONFIDENCE) : NO_RETRIEVAL_CONFIDENCE;
+    const confidence = data.length === 0 ? NO_SOURCES_CONFIDENCE : this.ragCalls > 0 ? (bestOf(this.confidences) ?? UNKNOWN_RAG_CONFIDENCE) : NO_RETRIEVAL_CONFIDENCE;
     // always sent (docs/API.md lists it on every sources event): null says no retrieval ran
     const metrics = this.lastMetrics ? { ...this.lastMetrics, ...(this.ragCalls > 1 ? { ragCalls: this.ragCalls } : {}) } : null;
     return { type: 'sources', data, sourceTypes, ragCount, webCount, confidence, metrics };

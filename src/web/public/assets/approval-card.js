@@ -4,7 +4,7 @@
 // typing. Selectors for tests: [data-testid=approval-card][data-approval-id][data-status].
 
 import { el } from './dom.js';
-import { canDecide, decisionText, parseEditedArguments, prettyArguments } from './approval-state.js';
+import { approvalTitle, canDecide, decisionText, parseEditedArguments, prettyArguments } from './approval-state.js';
 
 /**
  * @typedef {import('./approval-state.js').Approval} Approval
@@ -39,6 +39,7 @@ class ApprovalCard {
   constructor(a, decider) {
     this.decider = decider;
     this.approvalId = a.approvalId;
+    this.title = el('span', { class: 'approval-title', 'data-testid': 'approval-title' }, approvalTitle(a));
     this.tool = el('span', { class: 'approval-tool', 'data-testid': 'approval-tool' }, a.tool);
     this.reason = el('span', { class: 'approval-reason muted small' });
     this.expires = el('span', { class: 'approval-expires muted small' });
@@ -64,7 +65,7 @@ class ApprovalCard {
     ]);
 
     this.node = el('section', { class: 'approval-card', 'data-testid': 'approval-card', 'data-approval-id': a.approvalId, 'aria-label': `Approval for ${a.tool}` }, [
-      el('header', { class: 'approval-header' }, [el('span', { class: 'approval-title' }, 'Approval needed: '), this.tool, this.reason, this.expires]),
+      el('header', { class: 'approval-header' }, [this.title, this.tool, this.reason, this.expires]),
       this.args,
       this.decision,
       this.error,
@@ -90,6 +91,7 @@ class ApprovalCard {
     this.state = a;
     this.node.dataset.status = a.status;
     this.node.dataset.sending = String(a.sending);
+    this.title.textContent = approvalTitle(a);
     this.tool.textContent = a.tool;
     this.reason.textContent = a.reason ? ` (${a.reason})` : '';
     this.expires.textContent = a.status === 'pending' && a.expiresAt ? ` · expires ${formatTime(a.expiresAt)}` : '';

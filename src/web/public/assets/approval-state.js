@@ -167,6 +167,14 @@ export function decisionText(a) {
   }
 }
 
+/**
+ * The card's heading, worded as the approval stands: "Approval needed:" only while it waits.
+ * @param {Approval} a
+ */
+export function approvalTitle(a) {
+  return { approved: 'Approved: ', denied: 'Denied: ', expired: 'Expired, denied: ', void: 'No longer waiting: ' }[a.status] ?? 'Approval needed: ';
+}
+
 /** Arguments as pretty JSON (a string the model sent unparsed stays as it is). @param {unknown} args */
 export function prettyArguments(args) {
   if (typeof args === 'string') {

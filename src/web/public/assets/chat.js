@@ -4,7 +4,7 @@
 
 import { ApiError, apiJson, getApiKey, setApiKey } from './api.js';
 import { confirmDelete, deleteConversation, renameForm } from './conversation-actions.js';
-import { byId, el, formatWhen } from './dom.js';
+import { byId, el, formatWhen, icon } from './dom.js';
 import { isTerminal, phaseLabel, STATUS_LABELS } from './turn-state.js';
 import { TurnRunner } from './turn-runner.js';
 import { pendingApprovals } from './approval-state.js';
@@ -256,12 +256,12 @@ function renderConversationList() {
       });
       if (app.renaming === c.id) return el('li', {}, renameForm(c, { onRenamed: renamed, onCancel: () => stopRenaming(), onError: (err) => reportError(err, 'Could not rename') }));
       const name = c.title || 'Untitled';
-      const rename = el('button', { type: 'button', class: 'conversation-action', 'aria-label': `Rename ${name}`, title: 'Rename' }, '✎');
+      const rename = el('button', { type: 'button', class: 'conversation-action', 'aria-label': `Rename ${name}`, title: 'Rename' }, icon('pencil'));
       rename.addEventListener('click', () => {
         app.renaming = c.id;
         renderConversationList();
       });
-      const remove = el('button', { type: 'button', class: 'conversation-action danger', 'aria-label': `Delete ${name}`, title: 'Delete' }, '🗑');
+      const remove = el('button', { type: 'button', class: 'conversation-action danger', 'aria-label': `Delete ${name}`, title: 'Delete' }, icon('trash'));
       remove.addEventListener('click', () => void removeConversation(c));
       return el('li', { class: 'conversation-item' }, [button, rename, remove]);
     }),

@@ -35,6 +35,31 @@ function append(node, children) {
   else node.append(document.createTextNode(String(children)));
 }
 
+const SVG = 'http://www.w3.org/2000/svg';
+/** Icon outlines (24×24, stroked): drawn as SVG, so no emoji font is needed. */
+const ICONS = {
+  // a bin: lid, handle, body with two lines
+  trash: ['M4 7h16', 'M9 7V4h6v3', 'M6 7l1 13h10l1-13', 'M10 11v6', 'M14 11v6'],
+  // a pencil
+  pencil: ['M4 20l1-5L16 4l4 4L9 19z', 'M14 6l4 4'],
+};
+
+/**
+ * An inline SVG icon (decorative: the button around it carries the label).
+ * @param {keyof typeof ICONS} name
+ * @returns {SVGSVGElement}
+ */
+export function icon(name) {
+  const svg = /** @type {SVGSVGElement} */ (document.createElementNS(SVG, 'svg'));
+  for (const [k, v] of Object.entries({ viewBox: '0 0 24 24', width: '16', height: '16', fill: 'none', stroke: 'currentColor', 'stroke-width': '2', 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': 'true', focusable: 'false', class: `icon icon-${name}` })) svg.setAttribute(k, v);
+  for (const d of ICONS[name]) {
+    const path = document.createElementNS(SVG, 'path');
+    path.setAttribute('d', d);
+    svg.append(path);
+  }
+  return svg;
+}
+
 /** "14:03" for today, "12 Mar" before. @param {string} iso */
 export function formatWhen(iso) {
   const d = new Date(iso);

@@ -17,7 +17,8 @@ export function renderSources(ev, tools = []) {
   const g = groupSources(shown);
   const retrieval = retrievalSummary(ev);
   if (g.total === 0 && !retrieval) return null;
-  const overall = g.confidence;
+  // `none` is no confidence at all: no badge says "None confidence"
+  const overall = g.confidence?.level === 'none' ? null : g.confidence;
   // pages that failed to load are shown, but they are not sources of the answer
   const cited = shown.data.filter((x) => x.fetch?.state !== 'failed' || (Array.isArray(ev?.data) && ev.data.some((d) => d?.url === x.url))).length;
   return el('section', { class: 'sources', 'aria-label': 'Sources' }, [
@@ -42,7 +43,7 @@ function retrievalLine(r) {
     el('span', { class: 'retrieval-label' }, r.calls > 1 ? `Knowledge base (${r.calls} searches):` : 'Knowledge base:'),
     metric('returned', `${r.returned ?? '?'} returned${r.candidates !== null ? ` (of ${r.candidates})` : ''}`, 'Results the last retrieval returned, of the candidates it considered'),
     metric('used', `${r.used} used`, 'Knowledge-base sources the answer cites'),
-    r.confidence ? metric('confidence', `${r.confidence.text} confidence`, 'Confidence of the retrieval') : null,
+    r.confidence ? metric('confidence', r.confidence.level === 'none' ? 'nothing relevant found' : `${r.confidence.text} confidence`, 'Confidence of the retrieval') : null,
   ]);
 }
 
@@ -57,7 +58,7 @@ function sourceCard(item) {
   return el('li', { class: `source-card ${item.type ?? ''}${item.fetch?.state === 'failed' ? ' fetch-failed' : ''}` }, [
     el('div', { class: 'source-top' }, [
       url ? el('a', { class: 'source-title', href: url, target: '_blank', rel: 'noopener noreferrer nofollow' }, title) : el('span', { class: 'source-title' }, title),
-      conf ? el('span', { class: `confidence ${conf.level}`, title: 'Confidence' }, conf.text) : null,
+      conf && conf.level !== 'none' ? el('span', { class: `confidence ${conf.level}`, title: 'Confidence' }, conf.text) : null,
     ]),
     where || score ? el('div', { class: 'source-meta' }, [where ? el('span', { class: 'source-where' }, where) : null, score ? el('span', { class: 'source-score', title: 'Retrieval score' }, `score ${score}`) : null]) : null,
     fetched ? el('span', { class: `fetch-status ${item.fetch?.state}`, 'data-fetch': item.fetch?.state }, fetched) : null,

@@ -19,7 +19,7 @@ import { approvalDecided, approvalFromRow, approvalRequired, voidPending } from 
 /**
  * @typedef {{ callId: string, name: string, status: string, isError: boolean, outcome?: string,
  *             detail?: string, errorMessage?: string, params?: unknown, output?: unknown,
- *             hasOutput: boolean, phaseIndex?: number }} ToolActivity
+ *             hasOutput: boolean, phaseIndex?: number, textOffset?: number }} ToolActivity
  * @typedef {{ phaseIndex: number, phase: string, cycleIndex: number, ended: boolean, reason?: string }} PhaseStep
  */
 
@@ -111,6 +111,8 @@ export function stateFromStored(m) {
           params: step.arguments,
           hasOutput: false,
           ...(Number.isInteger(step.phaseIndex) ? { phaseIndex: step.phaseIndex } : {}),
+          // where it happened in the text (answers stored before it was kept: before the text)
+          ...(Number.isInteger(step.textOffset) ? { textOffset: step.textOffset } : {}),
         });
         break;
       case 'sources': {
@@ -271,12 +273,43 @@ function upsertTool(s, callId, patch) {
   if (!tool) {
     // the phase of the event that first named the call (as its stored step keeps it): the
     // action phase that called it, or the tool phase when no `tool_calls` came first
-    tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false, ...(s.phaseIndex ? { phaseIndex: s.phaseIndex } : {}) };
+    tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false, ...(s.phaseIndex ? { phaseIndex: s.phaseIndex } : {}), textOffset: s.content.length };
     s.tools.push(tool);
   }
   // a failure reported earlier (tool_phase error) stays an error when the final progress arrives
   Object.assign(tool, patch, { name: String(patch.name ?? tool.name), isError: !!(patch.isError || tool.isError) });
   if (tool.isError && tool.status === 'completed') tool.status = 'failed';
+}
+
+/**
+ * The turn's text and its tool calls in the order they happened: the text streamed before a
+ * call, the calls named at that point, the text after them, and so on. A call without a
+ * `textOffset` (an answer stored before it was kept) comes before the text, as it used to.
+ * @param {{ content: string, tools: ToolActivity[] }} s
+ * @returns {Array<{ kind: 'text', text: string } | { kind: 'tools', tools: ToolActivity[] }>}
+ */
+export function turnFlow(s) {
+  /** @type {Array<{ kind: 'text', text: string } | { kind: 'tools', tools: ToolActivity[] }>} */
+  const flow = [];
+  let at = 0;
+  for (const t of s.tools) {
+    const offset = Math.min(Math.max(at, Number.isInteger(t.textOffset) ? /** @type {number} */ (t.textOffset) : 0), s.content.length);
+    if (offset > at) flow.push({ kind: 'text', text: s.content.slice(at, offset) });
+    at = offset;
+    const last = flow.at(-1);
+    if (last?.kind === 'tools') last.tools.push(t);
+    else flow.push({ kind: 'tools', tools: [t] });
+  }
+  flow.push({ kind: 'text', text: s.content.slice(at) });
+  return flow;
+}
+
+/**
+ * Whether a call waits for a person: an approval asked for it and not decided yet.
+ * @param {ToolActivity} t @param {import('./approval-state.js').Approval[]} approvals
+ */
+export function isWaitingForApproval(t, approvals) {
+  return approvals.some((a) => a.status === 'pending' && a.callId === t.callId);
 }
 
 /**
@@ -304,18 +337,22 @@ export function phaseLabel(phase) {
 
 /**
  * What a step of the phase trail did: "Called list_files" for an action phase that ended by
- * calling tools, "Ran list_files" for the tool phase that ran them, "Answer" for the rest.
+ * calling tools, "Ran list_files" for the tool phase that ran them, "Waiting for approval:
+ * read_file" while a call of a tool phase waits for a person, "Answer" for the rest.
  * A call belongs to the phase of the event that first named it (the calling action phase, or
  * its tool phase); a refused call never ran, so it is left out.
  * @param {PhaseStep} p @param {ToolActivity[]} tools
+ * @param {import('./approval-state.js').Approval[]} [approvals] the turn's approvals
  */
-export function stepLabel(p, tools) {
+export function stepLabel(p, tools, approvals = []) {
   const calledTools = p.phase === 'action_phase' && (p.reason === 'tool_call' || p.reason === 'tool_calls');
   if (p.phase !== 'tool_phase' && !calledTools) return 'Answer';
   const [actionIndex, toolIndex] = p.phase === 'tool_phase' ? [p.phaseIndex - 1, p.phaseIndex] : [p.phaseIndex, p.phaseIndex + 1];
-  const names = [...new Set(tools.filter((t) => t.status !== 'refused' && (t.phaseIndex === actionIndex || t.phaseIndex === toolIndex)).map((t) => t.name))];
-  const list = names.length ? names.join(', ') : 'tools';
-  return p.phase === 'tool_phase' ? `Ran ${list}` : `Called ${list}`;
+  const mine = tools.filter((t) => t.status !== 'refused' && (t.phaseIndex === actionIndex || t.phaseIndex === toolIndex));
+  const names = (/** @type {ToolActivity[]} */ list) => [...new Set(list.map((t) => t.name))].join(', ') || 'tools';
+  if (p.phase !== 'tool_phase') return `Called ${names(mine)}`;
+  const waiting = mine.filter((t) => isWaitingForApproval(t, approvals));
+  return waiting.length ? `Waiting for approval: ${names(waiting)}` : `Ran ${names(mine)}`;
 }
 
 /** @type {Record<TurnStatus, string>} */

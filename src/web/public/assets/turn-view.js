@@ -6,7 +6,7 @@ import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { renderSources } from './sources-view.js';
 import { approvalFromRow, pendingApprovals } from './approval-state.js';
-import { isDecisionOutcome, isErrorStep, isSettled, outcomeLabel, stateFromStored, STATUS_LABELS, stepLabel } from './turn-state.js';
+import { isDecisionOutcome, isErrorStep, isSettled, isWaitingForApproval, outcomeLabel, stateFromStored, STATUS_LABELS, stepLabel, turnFlow } from './turn-state.js';
 
 /** The assistant side of a live turn: phases, tool activity, notices, the answer, sources. */
 export class TurnView {
@@ -17,11 +17,13 @@ export class TurnView {
   constructor(container, userText) {
     this.container = container;
     this.phases = el('ol', { class: 'phase-trail', 'aria-label': 'Phases' });
-    this.tools = el('ul', { class: 'tool-activity', 'aria-label': 'Tool activity' });
+    /** the turn's text and tool rows in the order they happened (turnFlow) */
+    this.flow = el('div', { class: 'turn-flow' });
     /** sends a person's decision on an approval (set by whoever drives the turn; a stored turn has none) @type {import('./approval-card.js').DecideFn | null} */
     this.onDecide = null;
     this.approvals = new ApprovalCards(() => this.onDecide);
     this.notices = el('div', { class: 'notices' });
+    /** the text after the last call (all of it for a turn without tools); earlier text sits between tool rows */
     this.body = el('div', { class: 'markdown', 'aria-busy': 'true' });
     this.sources = el('div', { class: 'sources-wrap' });
     this.error = el('p', { class: 'turn-error', role: 'alert', hidden: true });
@@ -29,17 +31,17 @@ export class TurnView {
     this.pill = el('span', { class: 'status-pill' });
     this.article = el('article', { class: 'message assistant live', 'aria-label': 'Assistant' }, [
       el('header', { class: 'turn-header' }, [this.pill, this.phases]),
-      this.tools,
+      this.flow,
       this.approvals.root,
       this.notices,
-      this.body,
       this.error,
       this.sources,
       this.footer,
     ]);
     if (container && userText !== null) container.append(userMessage(userText));
     container?.append(this.article);
-    this.rendered = { content: null, tools: '', notices: -1, sources: null, sourcesTools: '', phases: '' };
+    this.flow.append(this.body);
+    this.rendered = { content: null, tools: '', notices: -1, sources: null, sourcesTools: '', phases: '', flow: '' };
     /** @type {import('./turn-state.js').TurnState | null} */
     this.pending = null;
     /** a stored turn's state (a live turn's belongs to its TurnRunner) @type {import('./turn-state.js').TurnState | null} */
@@ -87,12 +89,13 @@ export class TurnView {
     if (!s) return;
     const nearEnd = this.container !== null && isNearEnd(this.container);
     this.article.dataset.status = s.status;
-    const waiting = !isSettled(s.status) && pendingApprovals(s).length > 0;
-    this.pill.textContent = waiting ? 'Waiting for approval' : (STATUS_LABELS[s.status] ?? s.status);
+    const awaiting = !isSettled(s.status) && pendingApprovals(s).length > 0;
+    this.pill.textContent = awaiting ? 'Waiting for approval' : (STATUS_LABELS[s.status] ?? s.status);
     this.pill.className = `status-pill ${s.status}`;
 
     // the labels name the tools a phase called or ran, so tool activity changes them too
-    const phases = JSON.stringify([s.phases.map((p) => [p.phaseIndex, p.phase, p.ended, p.reason]), s.tools.map((t) => [t.name, t.status, t.phaseIndex])]);
+    const waiting = s.approvals.filter((a) => a.status === 'pending').map((a) => a.callId);
+    const phases = JSON.stringify([s.phases.map((p) => [p.phaseIndex, p.phase, p.ended, p.reason]), s.tools.map((t) => [t.name, t.status, t.phaseIndex]), waiting]);
     if (phases !== this.rendered.phases) {
       this.rendered.phases = phases;
       const current = s.phases.at(-1);
@@ -101,16 +104,26 @@ export class TurnView {
           el(
             'li',
             { class: `phase ${p.phase}${p === current && !p.ended ? ' current' : ''}`, 'aria-current': p === current && !p.ended ? 'step' : null, title: p.reason ? `ended: ${p.reason}` : 'running' },
-            `${p.phaseIndex} · ${stepLabel(p, s.tools)}`,
+            `${p.phaseIndex} · ${stepLabel(p, s.tools, s.approvals)}`,
           ),
         ),
       );
     }
 
-    const tools = JSON.stringify(s.tools.map((t) => [t.callId, t.status, t.detail, t.hasOutput, t.isError, t.outcome, t.errorMessage]));
-    if (tools !== this.rendered.tools) {
+    const decisions = s.approvals.map((a) => [a.callId, a.status]);
+    const tools = JSON.stringify([s.tools.map((t) => [t.callId, t.status, t.detail, t.hasOutput, t.isError, t.outcome, t.errorMessage, t.textOffset]), decisions]);
+    // text and tool rows in the order they happened: the text before each call, then its rows
+    const flow = turnFlow(s);
+    const shape = JSON.stringify([tools, flow.slice(0, -1).map((part) => (part.kind === 'text' ? part.text : part.tools.length))]);
+    if (shape !== this.rendered.flow) {
+      this.rendered.flow = shape;
       this.rendered.tools = tools;
-      this.tools.replaceChildren(...s.tools.map(toolItem));
+      const parts = flow.slice(0, -1).map((part) =>
+        part.kind === 'text'
+          ? el('div', { class: 'markdown text-part' }, [renderMarkdown(part.text)])
+          : el('ul', { class: 'tool-activity', 'aria-label': 'Tool activity' }, part.tools.map((t) => toolItem(t, s.approvals))),
+      );
+      this.flow.replaceChildren(...parts, this.body);
     }
 
     // cards update in place (a person may be typing in one)
@@ -121,9 +134,10 @@ export class TurnView {
       this.notices.replaceChildren(...s.notices.map((n) => el('p', { class: 'notice', 'data-code': n.code }, n.message)));
     }
 
-    if (s.content !== this.rendered.content) {
-      this.rendered.content = s.content;
-      this.body.replaceChildren(renderMarkdown(s.content));
+    const tail = /** @type {{ text: string }} */ (flow.at(-1)).text;
+    if (tail !== this.rendered.content) {
+      this.rendered.content = tail;
+      this.body.replaceChildren(renderMarkdown(tail));
     }
     this.body.setAttribute('aria-busy', String(!isSettled(s.status)));
 
@@ -144,22 +158,37 @@ export class TurnView {
   }
 }
 
+/** What a call whose approval was decided shows until its own progress says more. */
+const DECIDED_LABELS = { approved: 'approved', denied: 'declined', expired: 'declined (no decision in time)', void: 'not run' };
+
 /**
  * One tool's activity. A failed tool (either protocol's failed result, or the unified protocol's
- * `tool_phase` error stage) is an error step: marked as such, with what went wrong.
+ * `tool_phase` error stage) is an error step: marked as such, with what went wrong. A call that
+ * waits for a person says so (not `running`), and once decided says the decision.
  * @param {import('./turn-state.js').ToolActivity} t
+ * @param {import('./approval-state.js').Approval[]} approvals
  */
-function toolItem(t) {
+function toolItem(t, approvals) {
   const error = isErrorStep(t);
-  const decided = isDecisionOutcome(t.outcome);
-  const label = error ? 'error' : decided ? outcomeLabel(t.outcome) : ({ requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status);
-  return el('li', { class: `tool ${t.status}${error ? ' error-step' : ''}`, 'data-tool': t.name, 'data-step': error ? 'error' : null }, [
+  const waiting = isWaitingForApproval(t, approvals);
+  const decided = waiting || isDecisionOutcome(t.outcome);
+  const approval = t.outcome === 'approval_required' && !waiting ? approvals.findLast((a) => a.callId === t.callId) : undefined;
+  const label = error
+    ? 'error'
+    : waiting
+      ? 'waiting for approval'
+      : approval
+        ? DECIDED_LABELS[/** @type {keyof typeof DECIDED_LABELS} */ (approval.status)] ?? outcomeLabel(t.outcome)
+        : decided
+          ? outcomeLabel(t.outcome)
+          : ({ requested: 'requested', calling: 'running', completed: 'done', failed: 'failed', refused: 'refused (duplicate)' }[t.status] ?? t.status);
+  return el('li', { class: `tool ${waiting ? 'waiting' : t.status}${error ? ' error-step' : ''}`, 'data-tool': t.name, 'data-step': error ? 'error' : waiting ? 'waiting' : null }, [
     error ? el('span', { class: 'error-icon', 'aria-hidden': 'true' }, '!') : null,
     el('span', { class: 'tool-name' }, t.name),
-    el('span', { class: `tool-status ${error ? 'failed' : t.status}` }, error ? 'error' : t.outcome && t.outcome !== 'success' && !decided ? `${label}: ${t.outcome}` : label),
+    el('span', { class: `tool-status ${error ? 'failed' : waiting ? 'waiting' : t.status}` }, error ? 'error' : t.outcome && t.outcome !== 'success' && !decided ? `${label}: ${t.outcome}` : label),
     error ? el('span', { class: 'tool-error' }, t.errorMessage || (t.status === 'refused' ? 'refused: its arguments were not usable' : `${t.name} ${outcomeLabel(t.outcome)}`)) : null,
     // a tool's own progress message ("Searching the knowledge base…") while it runs
-    t.detail && (t.status === 'calling' || t.status === 'requested') ? el('span', { class: 'tool-detail' }, t.detail) : null,
+    t.detail && !waiting && (t.status === 'calling' || t.status === 'requested') ? el('span', { class: 'tool-detail' }, t.detail) : null,
     t.hasOutput
       ? el('details', { class: 'tool-output' }, [
           el('summary', {}, 'Output'),

@@ -3,10 +3,12 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Issue 43, storage as a lifecycle: a run's compaction mark; each project's own retention
  * (milliseconds; NULL: the deployment's RETENTION_*, -1: kept for ever); the indexes the storage
- * worker's batches find their rows through.
+ * worker's batches find their rows through. Runs after the time partitions (1764540000000), whose
+ * run_event_list it replaces; its indexes on trace_events are created on the partitioned table
+ * (each partition gets its own).
  */
-export class StorageLifecycle1764540000000 implements MigrationInterface {
-  name = 'StorageLifecycle1764540000000';
+export class StorageLifecycle1764560000000 implements MigrationInterface {
+  name = 'StorageLifecycle1764560000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE runs ADD COLUMN compacted_at timestamptz`);
@@ -36,9 +38,10 @@ export class StorageLifecycle1764540000000 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     // compacted runs back to one row per event (their folded chunks stay folded)
-    await q.query(`WITH packed AS (DELETE FROM run_events WHERE type = 'events' RETURNING request_id, data, created_at)
-      INSERT INTO run_events (request_id, seq, type, data, created_at)
-      SELECT p.request_id, (x.data->>'s')::int, x.data->>'t', x.data->'d', p.created_at FROM packed p, jsonb_array_elements(p.data) AS x(data)`);
+    // run_created_at kept, so the run's rows stay in its partition (migration 1764540000000)
+    await q.query(`WITH packed AS (DELETE FROM run_events WHERE type = 'events' RETURNING request_id, data, created_at, run_created_at)
+      INSERT INTO run_events (request_id, seq, type, data, created_at, run_created_at)
+      SELECT p.request_id, (x.data->>'s')::int, x.data->>'t', x.data->'d', p.created_at, p.run_created_at FROM packed p, jsonb_array_elements(p.data) AS x(data)`);
     await q.query(`CREATE OR REPLACE VIEW run_event_list AS
       SELECT e.request_id, e.seq, e.type, e.data, e.created_at FROM run_events e WHERE e.last_seq IS NULL
       UNION ALL

@@ -1,0 +1,110 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DataSource } from 'typeorm';
+import { AppConfigModule } from '../../src/config/config.module';
+import { DatabaseModule } from '../../src/database/database.module';
+import { dayOf, PARTITION_DAYS_AHEAD } from '../../src/database/partitions';
+import { TIME_PARTITIONS, type TimePartitions } from '../../src/database/time-partitions.port';
+import { TimePartitionsService } from '../../src/database/time-partitions.service';
+import { createTestDatabase } from '../support/db';
+
+const DAY = 86_400_000;
+
+/**
+ * Issue 43, item 3, on PGlite and PostgreSQL alike: run_events and trace_events are partitioned
+ * by day; the days ahead are created at start-up, a day that was missed gets its rows out of the
+ * default partition, and dropExpired drops a past day only when no row of it is to be kept.
+ */
+describe('daily partitions of run_events and trace_events (medium)', () => {
+  let ctx: INestApplicationContext;
+  let drop: () => Promise<void>;
+  let ds: DataSource;
+  let partitions: TimePartitions;
+
+  const partitionsOf = async (table: string): Promise<string[]> =>
+    (await ds.query(`SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY 1`, [table])).map(
+      (r: { name: string }) => r.name,
+    );
+  const name = (table: string, t: Date) => `${table}_p${dayOf(t).replace(/-/g, '')}`;
+  /** a completed run that started at `at`, with `events` run events and as many trace records then */
+  const oldRun = async (at: Date, events: number, status = 'completed'): Promise<string> => {
+    const [{ id: conv }] = await ds.query(`INSERT INTO conversations (project_id) VALUES ('p') RETURNING id`);
+    const [{ id }] = await ds.query(`INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, created_at) VALUES (gen_random_uuid(), $1, 'p', 'two-stage', $2, $3) RETURNING request_id AS id`, [
+      conv,
+      status,
+      at,
+    ]);
+    await ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at, run_created_at) SELECT $1, s, 'chunk', '{}', $2, $2 FROM generate_series(1, $3::int) s`, [id, at, events]);
+    await ds.query(`INSERT INTO trace_events (request_id, project_id, type, created_at) SELECT $1, 'p', 'tool_result', $2 FROM generate_series(1, $3::int) s`, [id, at, events]);
+    return id;
+  };
+
+  beforeAll(async () => {
+    const db = await createTestDatabase();
+    drop = db.drop;
+    const moduleRef = await Test.createTestingModule({
+      imports: [AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error' }), DatabaseModule],
+    }).compile();
+    ctx = await moduleRef.init();
+    ds = ctx.get(DataSource);
+    partitions = ctx.get(TIME_PARTITIONS);
+  });
+  afterAll(async () => {
+    await ctx?.close();
+    await drop?.();
+  });
+
+  it('both tables are partitioned, with today, the days ahead and a default partition', async () => {
+    expect(await ds.query(`SELECT relname, relkind FROM pg_class WHERE relname IN ('run_events', 'trace_events') ORDER BY relname`)).toEqual([
+      { relname: 'run_events', relkind: 'p' },
+      { relname: 'trace_events', relkind: 'p' },
+    ]);
+    for (const table of ['run_events', 'trace_events']) {
+      const names = await partitionsOf(table);
+      expect(names).toContain(`${table}_default`);
+      for (let i = 0; i <= PARTITION_DAYS_AHEAD; i++) expect(names).toContain(name(table, new Date(Date.now() + i * DAY)));
+    }
+  });
+
+  it('a missed day gets its partition and its rows from the default partition, none lost', async () => {
+    const day = new Date(Date.now() - 20 * DAY);
+    const id = await oldRun(day, 5);
+    expect(await ds.query(`SELECT count(*)::int AS n FROM run_events_default WHERE request_id = $1`, [id])).toEqual([{ n: 5 }]);
+    const created = await ctx.get(TimePartitionsService).ensureAhead(day);
+    expect(created).toEqual(expect.arrayContaining([name('run_events', day), name('trace_events', day)]));
+    expect(await ds.query(`SELECT tableoid::regclass::text AS p, count(*)::int AS n FROM run_events WHERE request_id = $1 GROUP BY 1`, [id])).toEqual([{ p: name('run_events', day), n: 5 }]);
+    expect(await ds.query(`SELECT tableoid::regclass::text AS p, count(*)::int AS n FROM trace_events WHERE request_id = $1 GROUP BY 1`, [id])).toEqual([{ p: name('trace_events', day), n: 5 }]);
+    // ids still from one sequence: a row written now comes after them
+    const [{ max }] = await ds.query(`SELECT max(id)::bigint AS max FROM run_events WHERE request_id = $1`, [id]);
+    const [{ id: next }] = await ds.query(`INSERT INTO run_events (request_id, seq, type, data, run_created_at) VALUES ($1, 6, 'chunk', '{}', $2) RETURNING id`, [id, day]);
+    expect(Number(next)).toBeGreaterThan(Number(max));
+    // and the same day again creates nothing
+    expect(await ctx.get(TimePartitionsService).ensureAhead(day)).toEqual([]);
+  });
+
+  it('dropExpired drops a past day only when no row of it is to be kept, and never today', async () => {
+    const day = new Date(Date.now() - 30 * DAY);
+    await ctx.get(TimePartitionsService).ensureAhead(day);
+    const paused = await oldRun(day, 3, 'paused');
+    const keep = `EXISTS (SELECT 1 FROM runs r WHERE r.request_id::text = e.request_id::text AND r.status IN ('running', 'paused'))`;
+    // the missed day above holds only a completed run's 6 rows: dropped; a paused run's rows: their day stays
+    expect(await partitions.dropExpired('run_events', keep, [])).toBe(6);
+    expect(await partitionsOf('run_events')).not.toContain(name('run_events', new Date(Date.now() - 20 * DAY)));
+    expect(await partitionsOf('run_events')).toContain(name('run_events', day));
+    // the run ends: its day is dropped
+    await ds.query(`UPDATE runs SET status = 'completed' WHERE request_id = $1`, [paused]);
+    const today = await oldRun(new Date(), 2);
+    const removed = await partitions.dropExpired('run_events', keep, []);
+    expect(removed).toBe(3);
+    expect(await partitionsOf('run_events')).not.toContain(name('run_events', day));
+    expect(await ds.query(`SELECT count(*)::int AS n FROM run_events WHERE request_id = $1`, [paused])).toEqual([{ n: 0 }]);
+    // today's partition and its rows stay, whatever the predicate
+    expect(await ds.query(`SELECT count(*)::int AS n FROM run_events WHERE request_id = $1`, [today])).toEqual([{ n: 2 }]);
+    // trace records by the caller's parameters: kept while the project says so
+    const traceKeep = `e.project_id = $1`;
+    expect(await partitions.dropExpired('trace_events', traceKeep, ['p'])).toBe(0);
+    expect(await partitions.dropExpired('trace_events', traceKeep, ['other'])).toBe(3 + 5);
+    expect(await partitionsOf('trace_events')).toContain(name('trace_events', new Date()));
+    expect(await partitionsOf('trace_events')).toContain(`trace_events_default`);
+  });
+});
