@@ -178,7 +178,7 @@ async function soak(db: 'pglite' | 'postgres', lifecycle: boolean): Promise<Soak
       held.push(r);
       await app.ds.query(`INSERT INTO conversations (id, project_id, updated_at) VALUES ($1, 'default', now() - interval '1 day')`, [c]);
       await app.ds.query(`INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, lease_owner, lease_expires_at, updated_at) VALUES ($1, $2, 'default', 'two-stage', $3, 'bench', now() + interval '1 day', now() - interval '1 day')`, [r, c, status]);
-      await app.ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at) VALUES ($1, 1, 'start', '{}', now() - interval '1 day'), ($1, 2, 'chunk', '{"content":"x"}', now() - interval '1 day')`, [r]);
+      await app.ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at, run_created_at) SELECT $1::uuid, v.seq, v.type, v.data::jsonb, now() - interval '1 day', r.created_at FROM runs r, (VALUES (1, 'start', '{}'), (2, 'chunk', '{"content":"x"}')) AS v(seq, type, data) WHERE r.request_id = $1`, [r]);
       await app.ds.query(`INSERT INTO trace_events (request_id, project_id, type, created_at) VALUES ($1, 'default', 'run_started', now() - interval '1 day')`, [r]);
     }
     const heldRows = async () => Number(((await app.ds.query(`SELECT ((SELECT count(*) FROM runs WHERE request_id = ANY($1::uuid[])) + (SELECT count(*) FROM run_events WHERE request_id = ANY($1::uuid[])) + (SELECT count(*) FROM trace_events WHERE request_id = ANY($1::text[])))::int AS n`, [held])) as Array<{ n: number }>)[0].n);

@@ -171,14 +171,16 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
     return { removed, compacted, complete, durationMs };
   }
 
-  /** Whole partitions first, when a TIME_PARTITIONS provider is registered (PostgreSQL); the batches remove the rest. */
+  /** Whole partitions first, when a TIME_PARTITIONS provider is registered (DatabaseModule, global: TimePartitionsService, on PostgreSQL and PGlite); the batches remove the rest. $1 of keepSql is the deployment's retention in ms, $2 the smallest of any project's. */
   private async dropPartitions(table: 'run_events' | 'trace_events', keepSql: string, b: RetentionBounds, add: (c: Record<string, number>) => void): Promise<void> {
     if (!this.partitions) return;
     const partitions = this.partitions;
     try {
-      // while this instance holds the maintenance lock (the provider runs its statements on its own connection)
-      const n = await underMaintenanceLock(this.ds, () => partitions.dropExpired(table, keepSql, [b.deploymentMs, b.minMs]));
-      if (n !== undefined) add({ [table]: n });
+      // not under the maintenance lock: the provider runs its own transactions (one per partition,
+      // under its own advisory lock), and PGlite's one connection, held by the lock's transaction,
+      // would leave them waiting for ever
+      const n = await partitions.dropExpired(table, keepSql, [b.deploymentMs, b.minMs]);
+      if (n > 0) add({ [table]: n });
     } catch (err) {
       this.logger.warn(`could not drop expired partitions of ${table}: ${(err as Error).message}`);
     }

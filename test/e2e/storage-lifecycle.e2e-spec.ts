@@ -81,11 +81,21 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
 
     const firstStored = async () => ((await ds.query(`SELECT min(created_at) AS at FROM run_events WHERE request_id = $1`, [turn.requestId])) as Array<{ at: Date }>)[0].at;
     const storedAt = await firstStored();
+    // the partition a run's rows are in, and whether each row's partition key is the run's start
+    const placement = async () =>
+      (await ds.query(
+        `SELECT DISTINCT e.tableoid::regclass::text AS partition, e.run_created_at = r.created_at AS at_run_start FROM run_events e JOIN runs r ON r.request_id = e.request_id WHERE e.request_id = $1`,
+        [turn.requestId],
+      )) as Array<{ partition: string; at_run_start: boolean }>;
+    const placedBefore = await placement();
+    expect(placedBefore).toEqual([{ partition: expect.stringMatching(/^run_events_p\d{8}$/), at_run_start: true }]);
     const pass = await worker.runOnce();
     expect(pass.compacted.runs).toBeGreaterThanOrEqual(1);
     // one row, which keeps the time the run's first event was stored
     expect((await ds.query(`SELECT type FROM run_events WHERE request_id = $1`, [turn.requestId])).map((r: { type: string }) => r.type)).toEqual(['events']);
     expect(new Date(await firstStored()).getTime()).toBe(new Date(storedAt).getTime());
+    // and stays in the run's partition, keyed by the run's start as the writers key it
+    expect(await placement()).toEqual(placedBefore);
     const after = await read(turn.requestId, turn.conversationId);
 
     // the events route: the folded chunk of each phase at the seq of its first chunk, the rest as sent
@@ -134,7 +144,7 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
        VALUES ($1, $2, $3, 'two-stage', $4, 'elsewhere', now() + interval '1 hour', now() - interval '2 hours', now() - interval '2 hours')`,
       [requestId, conversationId, projectId, status],
     );
-    await ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at) VALUES ($1, 1, 'start', '{}', now() - interval '2 hours'), ($1, 2, 'chunk', '{"content":"a"}', now() - interval '2 hours'), ($1, 3, 'chunk', '{"content":"b"}', now() - interval '2 hours')`, [requestId]);
+    await ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at, run_created_at) SELECT $1::uuid, v.seq, v.type, v.data::jsonb, now() - interval '2 hours', r.created_at FROM runs r, (VALUES (1, 'start', '{}'), (2, 'chunk', '{"content":"a"}'), (3, 'chunk', '{"content":"b"}')) AS v(seq, type, data) WHERE r.request_id = $1`, [requestId]);
     await ds.query(`INSERT INTO trace_events (request_id, project_id, type, created_at) VALUES ($1, $2, 'run_started', now() - interval '2 hours')`, [requestId, projectId]);
     return { requestId, conversationId };
   };

@@ -80,10 +80,13 @@ export class RunStorageRepository {
     if (ids.length > 0) {
       await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[])`, [ids]);
       const rows = [...compacted.entries()].map(([id, c]) => [id, c.seq, c.lastSeq, c.type, new RawJson(JSON.stringify(c.events.map((e) => ({ s: e.seq, t: e.type, d: e.data })))), c.createdAt]);
-      // the compacted row keeps the time of the run's first row (partitions and the oldest-row age go by it)
+      // the compacted row keeps the time of the run's first row (the oldest-row age goes by it), and
+      // run_created_at is the run's start, as the writers store it: the partition key, so the run's
+      // rows stay in its partition and (request_id, seq, run_created_at) stays unique per run
       await m.query(
-        `INSERT INTO run_events (request_id, seq, last_seq, type, data, created_at)
-         SELECT (v->>0)::uuid, (v->>1)::int, (v->>2)::int, v->>3, v->4, COALESCE((v->>5)::timestamptz, now()) FROM jsonb_array_elements($1::jsonb) AS v`,
+        `INSERT INTO run_events (request_id, seq, last_seq, type, data, created_at, run_created_at)
+         SELECT (v->>0)::uuid, (v->>1)::int, (v->>2)::int, v->>3, v->4, COALESCE((v->>5)::timestamptz, now()), r.created_at
+           FROM jsonb_array_elements($1::jsonb) AS v JOIN runs r ON r.request_id = (v->>0)::uuid`,
         [jsonRows(rows)],
       );
     }
