@@ -5735,7 +5735,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
@@ -5795,7 +5798,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the project */
+                /**
+                 * @description the project
+                 * @example default
+                 */
                 projectId: unknown;
             };
             cookie?: never;
