@@ -47,7 +47,7 @@ describe('no valid key left', () => {
   const errorLines = (from: number) =>
     logs.logs.slice(from).flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 50);
 
-  it('a created then revoked key, restarted without API_KEYS: an error log line with the way out, and /api/health says no_valid_key', async () => {
+  it('a created then revoked key (the last admin key expired), restarted without API_KEYS: an error log line with the way out, and /api/health says no_valid_key', async () => {
     // local mode: no key anywhere yet
     const first = await start();
     expect((await health(first)).auth).toEqual({ status: 'local' });
@@ -55,9 +55,17 @@ describe('no valid key left', () => {
     expect(created.status).toBe(201);
     const { id, key } = (await created.json()) as { id: string; key: string };
     expect((await health(first)).auth).toEqual({ status: 'keys' });
+    // issue #42: the last admin key cannot be revoked through the API; a second admin key that
+    // expires soon lets it be, and once that one expires no valid key is left
+    const lastOne = await fetch(`${first.url}/api/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    expect([lastOne.status, ((await lastOne.json()) as { error: string }).error]).toEqual([409, 'last_admin_key']);
+    const expiresAt = new Date(Date.now() + 3_000).toISOString();
+    const shortLived = await fetch(`${first.url}/api/admin/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ name: 'temp', projects: ['*'], role: 'admin', expiresAt }) });
+    expect(shortLived.status).toBe(201);
     const revoked = await fetch(`${first.url}/api/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
     expect(revoked.status).toBe(204);
     await stop(first);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(expiresAt) - Date.now() + 200)));
 
     const before = logs.logs.length;
     const second = await start();

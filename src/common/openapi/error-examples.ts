@@ -93,6 +93,12 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
     'The first key turns keys on for good: from then on every route needs a key, and only an admin key for every project can create keys. So the first key must be {"projects": ["*"], "role": "admin"} without expiresAt; create it, give it to Authorize (or send Authorization: Bearer <key>), then create user keys with it',
     'no key exists yet and this one is not an admin key for every project without expiry; nothing is stored',
   ),
+  last_admin_key: example(
+    409,
+    'last_admin_key',
+    'Key 6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b is the last active admin key for every project and API_KEYS is not set: revoking it would leave every route answering 401. Create another admin key first (POST /api/admin/keys {"name": …, "projects": ["*"], "role": "admin"}), then revoke this one; or use `npm run keys -- revoke <id>` from a shell on the service\'s database. Nothing was changed',
+    'API_KEYS is not set and this is the last active admin key for every project; nothing changes',
+  ),
   invalid_idempotency_key: example(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters, e.g. a UUID (got 300 characters); nothing was started or stored', 'an Idempotency-Key header that is empty, too long or not printable ASCII'),
   idempotency_key_reused: example(
     422,
@@ -137,6 +143,7 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
   approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],
   createApiKey: ['first_key_not_admin'],
+  revokeApiKey: ['last_admin_key'],
   listRunApprovals: ['run_not_found'],
   decideApproval: ['invalid_approval', 'run_not_found', 'approval_not_found', 'approval_not_pending', 'run_not_awaiting'],
 };
