@@ -74,7 +74,9 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   fork_running: example(409, 'run_in_progress', `Run ${RUN} is running; pause or cancel it, or let it end, before forking it`, 'the run is still running', { requestId: RUN }),
   resume_in_progress: example(409, 'resume_in_progress', `Run ${RUN} is running (another resume may have started it); pause it before resuming`, 'the run is running, or another resume won'),
   run_in_progress: example(409, 'run_in_progress', `Run ${RUN} of this conversation is still running: cancel it (POST /api/chat/runs/${RUN}/cancel) or let it end, then delete`, 'a run of the conversation is still running; nothing is deleted', { requestId: RUN }),
-  unknown_mode: example(400, 'unknown_mode', 'Unknown mode: Fast (use Classic or NarrowTopK)', 'a mode other than Classic / NarrowTopK'),
+  unknown_mode: example(400, 'unknown_mode', ['mode must be one of: Classic, NarrowTopK (got "Fast")'], 'a mode other than Classic / NarrowTopK, the only bad field (beside others: one entry of their Bad Request list)', {
+    fields: [{ field: 'mode', message: 'mode must be one of: Classic, NarrowTopK (got "Fast")' }],
+  }),
   knowledge_invalid_path: example(400, 'knowledge_invalid_path', 'path "../other" leads outside the project folder; only files inside it can be used', 'an absolute path, or one that leaves the project folder'),
   knowledge_path_not_found: example(404, 'knowledge_path_not_found', '"docs" does not exist in the folder of project "default"', 'the project folder, or the path in it, does not exist'),
   approval_not_found: example(404, 'approval_not_found', `Run ${RUN} has no approval 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11`, 'the run never asked for that approval'),
