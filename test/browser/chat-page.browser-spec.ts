@@ -181,9 +181,9 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     // every moment of the turn, from the send on: the button's hidden attribute as it changes
     await page.evaluate(() => {
       const pause = document.getElementById('pause')!;
-      const seen: boolean[] = [pause.hidden];
+      const seen: boolean[] = [pause.hasAttribute('hidden')];
       (window as any).__pauseSeen = seen;
-      new MutationObserver(() => seen.push(pause.hidden)).observe(pause, { attributes: true, attributeFilter: ['hidden'] });
+      new MutationObserver(() => seen.push(pause.hasAttribute('hidden'))).observe(pause, { attributes: true, attributeFilter: ['hidden'] });
     });
     await send('Count slowly');
     await waitForState((s) => s.content.includes('w2 '));

@@ -232,5 +232,13 @@ describe('database keys without API_KEYS', () => {
     expect((await revoke(first.id, first.key)).status).toBe(204);
     expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${first.key}` } })).status).toBe(401);
     expect((await revoke(second.id, second.key)).status).toBe(409);
+    // two admins revoking each other's key at once: one wins; the other is refused (409), or its
+    // key is already gone when it is checked (401, the requests ran one after the other); one key is left
+    const third = await create({ name: 'ops 4', projects: ['*'], role: 'admin' }, second.key);
+    const both = await Promise.all([revoke(second.id, third.key), revoke(third.id, second.key)]);
+    const [won, lost] = both.map((r) => r.status).sort();
+    expect([won, [401, 409].includes(lost)]).toEqual([204, true]);
+    const live = (await keys(both[0].status === 204 ? third.key : second.key)).filter((k) => k.role === 'admin' && !k.revokedAt && [second.id, third.id].includes(k.id));
+    expect(live).toHaveLength(1);
   });
 });
