@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '../support/wait-for';
 import { ROOT } from './deploy-files';
 
 /**
@@ -153,9 +154,10 @@ describe('the container health check (scripts/container-health.mjs)', () => {
       }
       expect(orion.terms()).toBe(0);
       expect(JSON.parse(readFileSync(join(dir, 'failures'), 'utf8'))).toMatchObject({ failures: 0 });
-      // once it is older than the start period, failures count from the first
-      await new Promise((resolve) => setTimeout(resolve, 1200));
-      for (let i = 0; i < 4; i++) expect((await check(orion.child.pid, { ORION_HEALTH_START_PERIOD: '1' })).stderr).toBe('');
+      // once it is older than the start period (1 s here), failures count from the first
+      await waitFor(async () => !(await check(orion.child.pid, { ORION_HEALTH_START_PERIOD: '1' })).stderr.includes('start period'), { timeoutMs: 10_000, intervalMs: 100, what: 'the stand-in to outgrow a 1 s start period' });
+      expect(JSON.parse(readFileSync(join(dir, 'failures'), 'utf8'))).toMatchObject({ failures: 1 });
+      for (let i = 0; i < 3; i++) expect((await check(orion.child.pid, { ORION_HEALTH_START_PERIOD: '1' })).stderr).toBe('');
       expect((await check(orion.child.pid, { ORION_HEALTH_START_PERIOD: '1' })).stderr).toContain('5 failed checks in a row, sent SIGTERM');
       expect(orion.terms()).toBe(1);
     } finally {
