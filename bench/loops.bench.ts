@@ -351,7 +351,9 @@ async function main() {
   console.log(`\nA turn's streaming path, ${DELTAS_PER_TURN} deltas per turn, ${TURNS} turns per round, ${ROUNDS} rounds (CPU: least; added: median of the rounds' ratios):`);
   const pathName = { scripted: '(a) scripted adapter → ModelStream', sse: '(b) SSE bytes → OpenAI-compatible adapter → ModelStream' };
   for (const p of paths) {
-    console.log(`  ${p.text} answers (${p.chars.toFixed(0)} chars), ${pathName[p.path]}: ${p.without.toFixed(1)} µs CPU/turn, with the detector ${p.with.toFixed(1)} µs (+${added(p).toFixed(1)} %, goal ≤ 5 %: ${added(p) <= 5 ? 'met' : 'NOT met'})`);
+    // (a) is the least the path can cost, no decoding: a reference, not a turn's streaming path
+    const verdict = p.path === 'scripted' ? 'reference: no decoding, no service' : `goal ≤ 5 %: ${added(p) <= 5 ? 'met' : 'NOT met'}`;
+    console.log(`  ${p.text} answers (${p.chars.toFixed(0)} chars), ${pathName[p.path]}: ${p.without.toFixed(1)} µs CPU/turn, with the detector ${p.with.toFixed(1)} µs (+${added(p).toFixed(1)} %, ${verdict})`);
   }
   const service = await serviceCost();
   console.log(
