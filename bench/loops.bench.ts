@@ -6,7 +6,8 @@
  *
  * 1. Per kind of sample: how many loops it caught, how many legitimate samples it fired on (the
  *    false positives), and what reached the client before it fired: the repeated characters
- *    after the first copy (endChar − atChar − period) and the copies.
+ *    after the first copy (shownEnd − atChar − period) and the copies shown; the copies written
+ *    before the loop was declared are the loop's (held back, dropped).
  * 2. Its CPU per streamed character against the floor, a bare loop over the same deltas that only
  *    reads each character (sums the char codes), in the same run.
  * 3. What it adds to a turn's streaming path at 100 deltas per turn: 100-delta answers through
@@ -61,8 +62,8 @@ const kindRows = kinds.map((key) => {
   const [expect, kind] = key.split('\u0000');
   const of = outcomes.filter((o) => o.sample.expect === expect && o.sample.kind === kind);
   const fired = of.filter((o) => o.loop);
-  const shown = fired.map((o) => o.loop!.endChar - o.loop!.atChar - o.loop!.period);
-  const copies = fired.map((o) => o.loop!.repeats);
+  const shown = fired.map((o) => o.loop!.shownEnd - o.loop!.atChar - o.loop!.period);
+  const copies = fired.map((o) => shownCopies(o.loop!));
   const max = (xs: number[]) => (xs.length ? String(Math.max(...xs)) : '-');
   const mean = (xs: number[]) => (xs.length ? String(Math.round(xs.reduce((a, b) => a + b, 0) / xs.length)) : '-');
   return [expect === 'legit' ? 'legitimate' : expect === 'missed' ? 'known miss' : 'loop', kind, String(of.length), expect === 'legit' ? '-' : String(fired.length), expect === 'legit' ? String(fired.length) : '-', `${mean(shown)} / ${max(shown)}`, max(copies)];
@@ -77,7 +78,7 @@ console.log(`content-loop detector, defaults ${JSON.stringify(DEFAULT_CONTENT_LO
 console.log('| sample | kind | samples | caught | false positives | repeated chars reached the client, mean / max | copies, max |');
 console.log('|---|---|---:|---:|---:|---:|---:|');
 for (const r of kindRows) console.log(`| ${r.join(' | ')} |`);
-console.log(`loops caught ${caught}/${loops.length}; false positives ${falsePositives}/${legit.length}; the 48-char sentence ×150: ${issueCase.repeats} copies streamed`);
+console.log(`loops caught ${caught}/${loops.length}; false positives ${falsePositives}/${legit.length}; the 48-char sentence ×150: ${shownCopies(issueCase)} copies streamed (${issueCase.repeats} written before the stop)`);
 
 // ---- 1b. the defaults: each setting moved alone, over the corpus ----
 function sweep(settings: ContentLoopSettings): { fp: number; caught: number; copies: number } {
@@ -93,7 +94,7 @@ function sweep(settings: ContentLoopSettings): { fp: number; caught: number; cop
     if (s.expect === 'legit' && loop) fp++;
     if (s.expect === 'loop' && loop) {
       got++;
-      if (!/^(code block|table)/.test(s.kind) && loop.period >= 12) copies = Math.max(copies, loop.repeats);
+      if (!/^(code block|table)/.test(s.kind) && loop.period >= 12) copies = Math.max(copies, shownCopies(loop));
     }
   }
   return { fp, caught: got, copies };
@@ -241,6 +242,11 @@ const decoded = new InProcessOpenAi({ baseUrl: 'http://127.0.0.1:9/v1', model: '
 
 const ASK = { messages: [{ role: 'user' as const, content: 'Explain it.' }] };
 /** The detector off: what LOOP_CONTENT_REPEATS=0 gives a turn. */
+/** The copies of a loop's passage that reached the client. */
+function shownCopies(loop: ContentLoop): number {
+  return Math.floor((loop.shownEnd - loop.atChar) / loop.period);
+}
+
 const OFF: ContentLoopSettings = { ...DEFAULT_CONTENT_LOOP, repeats: 0 };
 async function turn(llm: LlmAdapter, withDetector: boolean): Promise<number> {
   turnNo++;
@@ -345,7 +351,9 @@ async function main() {
   console.log(`\nA turn's streaming path, ${DELTAS_PER_TURN} deltas per turn, ${TURNS} turns per round, ${ROUNDS} rounds (CPU: least; added: median of the rounds' ratios):`);
   const pathName = { scripted: '(a) scripted adapter → ModelStream', sse: '(b) SSE bytes → OpenAI-compatible adapter → ModelStream' };
   for (const p of paths) {
-    console.log(`  ${p.text} answers (${p.chars.toFixed(0)} chars), ${pathName[p.path]}: ${p.without.toFixed(1)} µs CPU/turn, with the detector ${p.with.toFixed(1)} µs (+${added(p).toFixed(1)} %, goal ≤ 5 %: ${added(p) <= 5 ? 'met' : 'NOT met'})`);
+    // (a) is the least the path can cost, no decoding: a reference, not a turn's streaming path
+    const verdict = p.path === 'scripted' ? 'reference: no decoding, no service' : `goal ≤ 5 %: ${added(p) <= 5 ? 'met' : 'NOT met'}`;
+    console.log(`  ${p.text} answers (${p.chars.toFixed(0)} chars), ${pathName[p.path]}: ${p.without.toFixed(1)} µs CPU/turn, with the detector ${p.with.toFixed(1)} µs (+${added(p).toFixed(1)} %, ${verdict})`);
   }
   const service = await serviceCost();
   console.log(
@@ -382,8 +390,9 @@ async function main() {
     .add('loops.detection.pct', 'detection rate', (caught / loops.length) * 100, '%')
     .add('legit.false-positives', 'false positives on legitimate samples', falsePositives, '')
     .add('legit.samples', 'legitimate samples', legit.length, '')
-    .add('issue.copies', 'the 48-character sentence repeated 150 times: copies streamed', issueCase.repeats, '')
-    .add('issue.repeated-chars', 'the 48-character sentence repeated 150 times: repeated characters streamed', issueCase.endChar - issueCase.atChar - issueCase.period, '')
+    .add('issue.copies', 'the 48-character sentence repeated 150 times: copies streamed', shownCopies(issueCase), '')
+    .add('issue.copies-written', 'the 48-character sentence repeated 150 times: copies the model wrote before it was stopped (held back, dropped)', issueCase.repeats, '')
+    .add('issue.repeated-chars', 'the 48-character sentence repeated 150 times: repeated characters streamed', issueCase.shownEnd - issueCase.atChar - issueCase.period, '')
     .add('cpu.legit.ns-per-char', 'detector CPU per character, legitimate samples (ns)', legitCost.detectorNs, '', { floor: legitCost.floorNs })
     .add('cpu.loops.ns-per-char', 'detector CPU per character, looping samples up to the stop (ns)', loopCost.detectorNs, '', { floor: loopCost.floorNs })
     .table(

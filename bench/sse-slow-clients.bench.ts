@@ -107,7 +107,7 @@ async function main() {
     process.exit(r.status ?? 1);
   }
   const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.forRoot({ DATABASE_URL: process.env.DATABASE_URL ?? 'memory://', WORKSPACE_ROOT: mkdtempSync(join(tmpdir(), 'orion-bench-')), TWO_STAGE_ENABLED: 'true', MCP_CONFIG: '', LOG_LEVEL: 'error', MAX_CONCURRENT_TURNS: String(CLIENTS) })],
+    imports: [AppModule.forRoot({ DATABASE_URL: process.env.DATABASE_URL ?? 'memory://', WORKSPACE_ROOT: mkdtempSync(join(tmpdir(), 'orion-bench-')), TWO_STAGE_ENABLED: 'true', MCP_CONFIG: '', LOG_LEVEL: 'error', MAX_CONCURRENT_TURNS: String(CLIENTS), LOOP_CONTENT_REPEATS: '0' })],
   })
     // terminus checks its optional peers with import.meta.resolve, which fails under tsx's
     // loader; the benchmark never probes health, so the database indicator is left out

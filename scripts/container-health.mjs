@@ -13,19 +13,51 @@
 // Which process: ORION_HEALTH_PID when set, else Orion's own process in the container — PID 1
 // when it is node dist/main.js, or the child of the init process (compose runs it with
 // `init: true`, because the kernel drops a SIGKILL sent to PID 1 from inside its container).
+//
+// The count belongs to that process: it is stored (in the container's /tmp, which a restart keeps)
+// with the process's pid and start time, and a count of another process — the one before a
+// restart — is not carried over. Failures while the process is younger than the start period
+// (ORION_HEALTH_START_PERIOD seconds, default 30, the HEALTHCHECK's and compose's start_period)
+// are not counted: a service still starting is not hung.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const port = process.env.PORT || '3000';
 const limit = Number(process.env.ORION_HEALTH_RESTART_AFTER ?? 5);
+const startPeriod = Number(process.env.ORION_HEALTH_START_PERIOD ?? 30);
 const state = process.env.ORION_HEALTH_STATE || join(tmpdir(), 'orion-health-failures');
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's start time (100 on every architecture Node runs on) */
+const CLOCK_TICKS = 100;
 
-function failuresSoFar() {
+/** The stored count, when it is of this process (same pid, same start time); 0 otherwise. */
+function failuresSoFar(target) {
   try {
-    return Number(readFileSync(state, 'utf8')) || 0;
+    const saved = JSON.parse(readFileSync(state, 'utf8'));
+    return saved && saved.pid === target.pid && saved.start === target.start ? Number(saved.failures) || 0 : 0;
   } catch {
     return 0;
+  }
+}
+
+function save(target, failures) {
+  writeFileSync(state, JSON.stringify({ pid: target.pid, start: target.start, failures }));
+}
+
+/**
+ * The process's start time (clock ticks since boot, the 22nd field of /proc/<pid>/stat) and its
+ * age in seconds; undefined for both when /proc cannot tell (the process is gone, or no /proc).
+ */
+function processTimes(pid) {
+  if (pid === undefined) return { start: undefined, age: undefined };
+  try {
+    // the fields after the parenthesised command name start with the 3rd (state)
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    const start = Number(fields[19]);
+    const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+    return { start, age: uptime - start / CLOCK_TICKS };
+  } catch {
+    return { start: undefined, age: undefined };
   }
 }
 
@@ -59,14 +91,22 @@ try {
 } catch {
   ok = false;
 }
+const pid = orionPid();
+const { start, age } = processTimes(pid);
+const target = { pid: pid ?? null, start: start ?? null };
 if (ok) {
-  writeFileSync(state, '0');
+  save(target, 0);
   process.exit(0);
 }
-const failures = failuresSoFar() + 1;
-writeFileSync(state, String(failures));
+if (age !== undefined && age < startPeriod) {
+  // still starting: a failure, not counted
+  save(target, 0);
+  console.error(`orion health: not ready ${Math.floor(age)} s after start (within the ${startPeriod} s start period; not counted)`);
+  process.exit(1);
+}
+const failures = failuresSoFar(target) + 1;
+save(target, failures);
 if (limit > 0 && failures >= limit) {
-  const pid = orionPid();
   const signal = failures === limit ? 'SIGTERM' : 'SIGKILL';
   if (pid !== undefined) {
     try {

@@ -14,7 +14,7 @@ const RESPONSES: LlmStreamEvent[][] = [
   toolResponse('list_files', '{"path":"docs","recursive":false}'),
   toolResponse('read_file', '{"path":"docs/roadmap.md","maxBytes":4096}'),
   [
-    ...Array.from({ length: TEXT_DELTAS }, (_, i): LlmStreamEvent => ({ type: 'text-delta', text: `word${i % 10} ` })),
+    ...Array.from({ length: TEXT_DELTAS }, (_, i): LlmStreamEvent => ({ type: 'text-delta', text: `word${i} ` })),
     { type: 'finish', reason: 'stop', usage: { promptTokens: 300, completionTokens: 240, totalTokens: 540 } },
   ],
 ];

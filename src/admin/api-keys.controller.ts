@@ -10,6 +10,11 @@ import { UuidParamPipe } from '../common/errors/field-errors';
 export const FIRST_KEY_RULE =
   "The first key turns keys on for good: from then on every route needs a key, and only an admin key for every project can create keys. So the first key must be {\"projects\": [\"*\"], \"role\": \"admin\"} without expiresAt; create it, give it to Authorize (or send Authorization: Bearer <key>), then create user keys with it";
 
+/** Why the last admin key is not revoked (the 409's message). */
+export const lastAdminKeyMessage = (id: string) =>
+  `Key ${id} is the last active admin key for every project and API_KEYS is not set: revoking it would leave every route answering 401. ` +
+  "Create another admin key first (POST /api/admin/keys {\"name\": …, \"projects\": [\"*\"], \"role\": \"admin\"}), then revoke this one; or use `npm run keys -- revoke <id>` from a shell on the service's database. Nothing was changed";
+
 @ApiTags('admin')
 @AdminOnly()
 @ApiForbiddenResponse({ description: 'the key is not an admin key for every project' })
@@ -53,7 +58,16 @@ export class ApiKeysController {
   @ApiOperation({ operationId: 'revokeApiKey', summary: 'Revoke a key: it stops working at once, on every instance' })
   @ApiNoContentResponse({ description: 'revoked' })
   @ApiNotFoundResponse({ description: 'unknown or already revoked key' })
+  @ApiConflictResponse({ description: 'last_admin_key: API_KEYS is not set and this is the last active admin key for every project; revoking it would lock everyone out (nothing changes)' })
   async revoke(@Param('id', new UuidParamPipe()) id: string): Promise<void> {
-    if (!(await this.keys.store.revoke(id))) throw new NotFoundException(`No live key ${id}`);
+    // issue #42: with no API_KEYS, the last admin key for every project is the only way back in
+    // short of a shell on the database; with API_KEYS set, those keys remain
+    if (this.keys.hasEnvKeys()) {
+      if (!(await this.keys.store.revoke(id))) throw new NotFoundException(`No live key ${id}`);
+      return;
+    }
+    const outcome = await this.keys.store.revokeKeepingAnAdmin(id);
+    if (outcome === 'not_found') throw new NotFoundException(`No live key ${id}`);
+    if (outcome === 'last_admin') throw new AdminException(AdminExceptionCode.LAST_ADMIN_KEY, lastAdminKeyMessage(id));
   }
 }

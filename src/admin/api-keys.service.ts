@@ -22,6 +22,11 @@ export class ApiKeysService implements KeyResolver, OnApplicationBootstrap {
     return this.store.resolve(token);
   }
 
+  /** Whether API_KEYS names any key (admin keys for every project that no route can revoke). */
+  hasEnvKeys(): boolean {
+    return this.config.list('API_KEYS').length > 0;
+  }
+
   async anyKeys(): Promise<boolean> {
     if (!this.keyed) this.keyed = await this.store.anyKeys();
     return this.keyed;
@@ -34,7 +39,7 @@ export class ApiKeysService implements KeyResolver, OnApplicationBootstrap {
    * route answers 401 until a key is created or API_KEYS is set).
    */
   async authStatus(): Promise<AuthStatus> {
-    if (this.config.list('API_KEYS').length > 0) return { status: 'keys' };
+    if (this.hasEnvKeys()) return { status: 'keys' };
     if (!(await this.anyKeys())) return { status: 'local' };
     if (await this.store.anyValidKeys()) return { status: 'keys' };
     return { status: 'no_valid_key', message: NO_VALID_KEY };

@@ -5,7 +5,7 @@ import { ContentLoopDetector, DEFAULT_CONTENT_LOOP, type ContentLoop, type Conte
 
 /** A content loop the stream stopped at, and in which text it was found. */
 export interface StreamLoop extends ContentLoop {
-  /** `text`: the answer (what was streamed ends at `endChar`); `reasoning`: the model's reasoning, never streamed */
+  /** `text`: the answer (what was streamed ends at `shownEnd`); `reasoning`: the model's reasoning, never streamed */
   in: 'text' | 'reasoning';
 }
 
@@ -52,6 +52,14 @@ export interface ModelStreamOptions {
   lead?: string;
   /** the content-loop detector's thresholds (absent: the defaults; `repeats: 0`: off) */
   contentLoop?: ContentLoopSettings;
+  /**
+   * the call after a loop: copies of a repeating passage shown at most, in place of the
+   * settings' (1), and the answer text always held back (characters) so that a repetition is
+   * found before its second copy streams (a period is found within about four of its lengths);
+   * all of it streams when the response ends
+   */
+  loopShown?: number;
+  loopLag?: number;
 }
 
 /**
@@ -83,6 +91,8 @@ export class ModelStream {
   /** content loops in the answer text and in the reasoning, watched as they stream */
   private readonly textLoop: ContentLoopDetector | null;
   private reasoningLoop: ContentLoopDetector | null | undefined;
+  /** answer text held back while a passage repeats past its shown copies (released when it stops repeating) */
+  private loopHeld = '';
   stopped = false;
 
   constructor(
@@ -96,6 +106,7 @@ export class ModelStream {
     this.events = llm.stream(request, this.local.signal);
     const loop = opts.contentLoop ?? DEFAULT_CONTENT_LOOP;
     this.textLoop = loop.repeats > 0 ? new ContentLoopDetector(loop) : null;
+    if (this.textLoop && opts.loopShown !== undefined) this.textLoop.shown = opts.loopShown;
     // most responses bring no reasoning: its detector is made when the first reasoning arrives
     this.reasoningLoop = loop.repeats > 0 ? undefined : null;
   }
@@ -129,12 +140,14 @@ export class ModelStream {
         this.result.finishReason = ev.rawReason ?? ev.reason;
         this.result.usage = ev.usage;
         if (ev.ignoredAfterFinish) this.addLate(ev.ignoredAfterFinish);
-        return this.boundary(this.acc.finish());
+        // the response is over: a repetition that did not become a loop streams whole
+        return joined(this.boundary(this.acc.finish()), this.releaseRepeats());
       case 'error':
         // our own early stop is not an error; the caller's abort is reported as `aborted`
         this.result.error = ev.error;
         // no call completed: what was held behind an open one is answer text (unless cancelled)
-        return this.signal.aborted ? undefined : this.release();
+        if (this.signal.aborted) return undefined;
+        return joined(this.release(), this.releaseRepeats());
     }
   }
 
@@ -155,7 +168,8 @@ export class ModelStream {
         this.result.stoppedEarly = true;
         this.local.abort(new Error('first complete tool call received'));
       }
-      return undefined;
+      // repeats held back came before the call: answer text
+      return this.releaseRepeats();
     }
     const closedUnusable = this.acc.invalidCount > this.invalidSeen;
     this.invalidSeen = this.acc.invalidCount;
@@ -174,21 +188,42 @@ export class ModelStream {
   }
 
   /**
-   * Text that joins the answer and streams, as far as the content-loop detector lets it: when a
-   * passage has repeated back to back its threshold's number of times, the text ends there, the
-   * response stops and upstream is aborted, so what streamed is exactly what the answer holds.
+   * Text that joins the answer and streams, as far as the content-loop detector lets it. While a
+   * passage repeats back to back past its shown copies, the rest is held back; it streams once
+   * the passage stops repeating (or the response ends). When the repetition runs long enough to
+   * be a loop, the held text is dropped, the response stops and upstream is aborted: what
+   * streamed (up to the shown copies) is exactly what the answer holds.
    */
   private answer(text: string): string | undefined {
-    const before = this.textLoop?.length ?? 0;
-    const hit = this.textLoop?.push(text);
-    if (!hit) {
+    const d = this.textLoop;
+    if (!d) {
       this.result.text += text;
       return text;
     }
-    const kept = text.slice(0, Math.max(0, hit.endChar - before));
-    this.result.text += kept;
-    this.stopAtLoop({ ...hit, in: 'text' });
-    return kept === '' ? undefined : kept;
+    const hit = d.push(text);
+    this.loopHeld += text;
+    if (hit) {
+      const out = this.releaseUpTo(hit.shownEnd);
+      this.loopHeld = '';
+      this.stopAtLoop({ ...hit, in: 'text' });
+      return out;
+    }
+    return this.releaseUpTo(Math.min(d.holdFrom(), d.length - (this.opts.loopLag ?? 0)));
+  }
+
+  /** Held answer text up to offset `end` of the answer joins it and streams. */
+  private releaseUpTo(end: number): string | undefined {
+    const n = Math.min(end, this.result.text.length + this.loopHeld.length) - this.result.text.length;
+    if (n <= 0) return undefined;
+    const out = n === this.loopHeld.length ? this.loopHeld : this.loopHeld.slice(0, n);
+    this.loopHeld = n === this.loopHeld.length ? '' : this.loopHeld.slice(n);
+    this.result.text += out;
+    return out;
+  }
+
+  /** The response ended (or a call did) while a passage was repeating short of a loop: all of it streams. */
+  private releaseRepeats(): string | undefined {
+    return this.loopHeld === '' ? undefined : this.releaseUpTo(Infinity);
   }
 
   private watchReasoning(text: string): void {
@@ -224,7 +259,7 @@ export class ModelStream {
   end(): string | undefined {
     if (this.finished || this.result.error || this.stopped) return undefined;
     this.finished = true;
-    return this.boundary(this.acc.finish());
+    return joined(this.boundary(this.acc.finish()), this.releaseRepeats());
   }
 
   /**
@@ -273,6 +308,10 @@ export class ModelStream {
 }
 
 type ChunkEvent = { type: 'chunk'; content: string };
+
+function joined(a: string | undefined, b: string | undefined): string | undefined {
+  return a === undefined ? b : b === undefined ? a : a + b;
+}
 
 class ModelStep implements AsyncIterableIterator<ChunkEvent, ModelStreamResult, undefined> {
   constructor(

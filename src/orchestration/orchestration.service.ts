@@ -1,7 +1,8 @@
 import { trustedText, UntrustedValues, withUntrustedMasking } from './untrusted-output';
-import { BadRequestException, Inject, Injectable, Logger, Optional, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { filter, lastValueFrom } from 'rxjs';
+import { badFields } from '../common/errors/field-errors';
 import { fromGenerator } from '../common/sse/from-generator';
 import { AppConfigService } from '../config/app-config.service';
 import { KNOWLEDGE_RETRIEVER, type KnowledgeRetriever } from '../knowledge/knowledge-retriever.port';
@@ -174,7 +175,7 @@ export class OrchestrationService implements OnApplicationBootstrap {
    */
   resolveMode(requested: ToolMode | undefined): ToolMode {
     const mode = requested ?? this.config.get('ORCHESTRATION_DEFAULT_MODE');
-    if (!mode) throw new BadRequestException([`mode must be one of: ${TOOL_MODES.join(', ')} (required while ORCHESTRATION_DEFAULT_MODE is not set)`]);
+    if (!mode) throw badFields([{ field: 'mode', message: `mode must be one of: ${TOOL_MODES.join(', ')} (required while ORCHESTRATION_DEFAULT_MODE is not set)` }]);
     this.mode(mode);
     return mode;
   }

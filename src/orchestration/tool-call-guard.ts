@@ -53,6 +53,21 @@ export interface Strikes {
   lastStrike?: StrikeKind;
 }
 
+/** How a content loop is traced (`loop_detected`), on every route. */
+export function contentLoopDetails(loop: StreamLoop): Record<string, unknown> {
+  return { in: loop.in, period: loop.period, repeats: loop.repeats, shown: loop.in === 'text' ? shownCopies(loop) : 0, atChar: loop.atChar, endChar: loop.endChar, shownEnd: loop.in === 'text' ? loop.shownEnd : 0 };
+}
+
+/** Copies of the passage that reached the client. */
+function shownCopies(loop: StreamLoop): number {
+  return Math.floor((loop.shownEnd - loop.atChar) / loop.period);
+}
+
+/** The stop reason a spent strike budget gives, by the kind of the strike that spent it (both protocols). */
+export function strikeStopReason(lastStrike: StrikeKind | undefined): Extract<StopReason, 'duplicate_limit' | 'no_progress'> {
+  return lastStrike === 'no_progress' ? 'no_progress' : 'duplicate_limit';
+}
+
 /** Whether `strikes` spend a budget of `limit`: the one place the loop-strike limit is computed. */
 export function strikesSpent(strikes: number, limit: number): boolean {
   return strikes >= limit;
@@ -117,9 +132,13 @@ export class ToolCallGuard {
     if (reached) yield this.limitReached(state);
   }
 
-  /** What the model reads in place of a result that repeats an earlier one (both protocols' wording). */
-  noProgressText(name: string, earlier: ResultRecord): string {
-    return `This call returned exactly the same result as the earlier ${name} call ${earlier.callId} (phase ${earlier.phaseIndex}): no new information, so it is not repeated here. Asking the same thing in other words will not help. Use what you have, try something really different, or answer the user now.`;
+  /**
+   * What the model reads in place of a result that repeats an earlier one (both protocols'
+   * wording); `where` names that earlier result as the model sees it (unified: its call id,
+   * two-stage: its "[Tool result #N]" message).
+   */
+  noProgressText(name: string, where: string): string {
+    return `This call returned exactly the same result as the earlier ${name} call (${where}): no new information, so it is not repeated here. Asking the same thing in other words will not help. Use what you have, try something really different, or answer the user now.`;
   }
 
   /**
@@ -130,12 +149,13 @@ export class ToolCallGuard {
   *contentLoop(state: { contentLoops: number }, loop: StreamLoop, phaseIndex: number): Generator<ProtocolEvent, 'recover' | 'end', undefined> {
     state.contentLoops += 1;
     const verdict = state.contentLoops > 1 ? 'end' : 'recover';
-    this.traceLoop({ kind: 'content', in: loop.in, period: loop.period, repeats: loop.repeats, atChar: loop.atChar, endChar: loop.endChar, phaseIndex, verdict });
+    this.traceLoop({ kind: 'content', ...contentLoopDetails(loop), phaseIndex, verdict });
     yield {
       type: 'notice',
       code: 'content_loop',
       message:
-        `Content loop: the model's ${loop.in === 'reasoning' ? 'reasoning' : 'answer'} repeated one passage (${loop.period} characters) ${loop.repeats} times in a row and was stopped; ` +
+        `Content loop: the model's ${loop.in === 'reasoning' ? 'reasoning' : 'answer'} repeated one passage (${loop.period} characters) ${loop.repeats} times in a row and was stopped` +
+        (loop.in === 'text' ? ` (${shownCopies(loop)} shown); ` : '; ') +
         (verdict === 'recover' ? 'it is asked once, without tools, to write its answer without repeating.' : 'the turn ends with what was said.'),
     };
     return verdict;
@@ -162,7 +182,7 @@ export class ToolCallGuard {
 
   /** The stop reason of a turn whose strike budget is spent: the kind of the strike that spent it. */
   strikeStopReason(state: Strikes): Extract<StopReason, 'duplicate_limit' | 'no_progress'> {
-    return state.lastStrike === 'no_progress' ? 'no_progress' : 'duplicate_limit';
+    return strikeStopReason(state.lastStrike);
   }
 
   /** Traces a loop of any kind (`loop_detected`): `orion_loops_total{kind, route}` counts them. */

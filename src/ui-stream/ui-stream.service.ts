@@ -1,4 +1,5 @@
-import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { badFields, type FieldError } from '../common/errors/field-errors';
 import { concatMap, defer, endWith, type Observable } from 'rxjs';
 import { ChatService } from '../chat/chat.service';
 import type { SendMessageDto } from '../chat/dto/send-message.dto';
@@ -81,16 +82,29 @@ export function uiMessageStream(events: Observable<SentEvent>): Observable<WireM
   });
 }
 
-/** The new message: the text parts of the last message, which must be the user's. */
+/** "a number", "null", "an object": what a value is, for a message. */
+const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`);
+
+/**
+ * The new message: the text parts of the last message, which must be the user's. A bad one is a
+ * 400 like every validation error: one message per bad field, each named by its path
+ * (`messages[0].parts[1].text`), in `message` and `fields`.
+ */
 function lastUserText(messages: UiMessageDto[]): string {
-  const last = messages.at(-1)!;
-  if (last.role !== 'user') throw new BadRequestException(`the last of messages must be the user's message (got role "${last.role}"); nothing was stored`);
-  const other = [...new Set(last.parts.map((p) => p.type).filter((t) => t !== 'text'))];
-  if (other.length) throw new BadRequestException(`the last user message may only have text parts (got ${other.map((t) => JSON.stringify(t)).join(', ')}); nothing was stored`);
-  const texts = last.parts.map((p) => p.text);
-  if (texts.some((t) => typeof t !== 'string')) throw new BadRequestException('each text part of the last user message must have a string text; nothing was stored');
-  const content = texts.join('\n');
-  if (!content.trim()) throw new BadRequestException('the last user message has no text; nothing was stored');
-  if (content.length > MAX_CONTENT) throw new BadRequestException(`the last user message's text must be at most ${MAX_CONTENT} characters (got ${content.length}); nothing was stored`);
+  const at = messages.length - 1;
+  const last = messages[at];
+  const path = `messages[${at}]`;
+  if (last.role !== 'user') throw badFields([{ field: `${path}.role`, message: `${path}.role must be "user": the last of messages must be the user's message (got role "${last.role}")` }]);
+  const wrong: FieldError[] = last.parts.flatMap((p, i): FieldError[] => {
+    const field = `${path}.parts[${i}]`;
+    if (p.type !== 'text') return [{ field: `${field}.type`, message: `${field}.type must be "text": the last user message may only have text parts (got ${p.type === undefined ? 'no type' : JSON.stringify(p.type)})` }];
+    if (p.text === undefined) return [{ field: `${field}.text`, message: `${field}.text is required (a string)` }];
+    if (typeof p.text !== 'string') return [{ field: `${field}.text`, message: `${field}.text must be a string (got ${kindOf(p.text)})` }];
+    return [];
+  });
+  if (wrong.length) throw badFields(wrong);
+  const content = last.parts.map((p) => p.text as string).join('\n');
+  if (!content.trim()) throw badFields([{ field: `${path}.parts`, message: `${path}.parts: the last user message has no text` }]);
+  if (content.length > MAX_CONTENT) throw badFields([{ field: `${path}.parts`, message: `${path}.parts: the last user message's text must be at most ${MAX_CONTENT} characters (got ${content.length})` }]);
   return content;
 }

@@ -173,6 +173,28 @@ describeBrowser('chat page (/) in headless Chromium', () => {
     expect(problems.errors).toEqual([]);
   });
 
+  it('offers no Pause during a unified turn (only two-stage runs pause): Stop only', async () => {
+    llm.enqueue(respond.turn(words(30), { faults: { delayMs: 150 } }));
+    await open();
+    await page.click('#settings summary');
+    await page.selectOption('#route', 'unified');
+    // every moment of the turn, from the send on: the button's hidden attribute as it changes
+    await page.evaluate(() => {
+      const pause = document.getElementById('pause')!;
+      const seen: boolean[] = [pause.hasAttribute('hidden')];
+      (window as any).__pauseSeen = seen;
+      new MutationObserver(() => seen.push(pause.hasAttribute('hidden'))).observe(pause, { attributes: true, attributeFilter: ['hidden'] });
+    });
+    await send('Count slowly');
+    await waitForState((s) => s.content.includes('w2 '));
+    expect((await state()).protocol).toBe('unified');
+    expect([await page.isVisible('#stop'), await page.isVisible('#pause')]).toEqual([true, false]);
+    await page.click('#stop');
+    await waitForState((s) => s.status === 'stopped', 10_000);
+    expect(await page.evaluate(() => (window as any).__pauseSeen)).not.toContain(false);
+    expect(problems.errors).toEqual([]);
+  });
+
   it('pauses at the next tool boundary and resumes to the full answer', async () => {
     llm.enqueue(
       respond.turn([{ text: 'Checking the files. ' }, { toolCall: { name: 'list_files', args: {} } }], { faults: { delayMs: 150 } }),

@@ -169,6 +169,29 @@ describe('docker-compose.yml', () => {
     expect(pull.command!.map((c) => interpolate(c, readEnvFile('deploy/ollama.env')))).toEqual(['pull', config.LLM_MODEL]);
   });
 
+  it('--profile ollama: LLM_MODEL of .env wins over deploy/ollama.env (the later --env-file), for the pull and for Orion', () => {
+    const dotEnv = 'LLM_MODEL=qwen3:8b\n';
+    // `--env-file .env --env-file deploy/ollama.env`: both feed interpolation, the later file winning
+    const interpolation = { ...parseDotenv(dotEnv), ...readEnvFile('deploy/ollama.env') };
+    const env = containerEnv(services.app, interpolation, (path) => (path === '.env' ? dotEnv : repositoryFile(path)));
+    const config = validateEnv(env);
+    expect([config.LLM_PROVIDER, config.LLM_MODEL]).toEqual(['ollama', 'qwen3:8b']);
+    expect(services['ollama-pull'].command!.map((c) => interpolate(c, interpolation))).toEqual(['pull', 'qwen3:8b']);
+    // without LLM_MODEL in .env: the profile's default, the same for both
+    const bare = readEnvFile('deploy/ollama.env');
+    expect(bare.LLM_MODEL).toBeUndefined();
+    const byDefault = validateEnv(containerEnv(services.app, bare, (path) => (path === '.env' ? '' : repositoryFile(path))));
+    expect([byDefault.LLM_MODEL, ...services['ollama-pull'].command!.map((c) => interpolate(c, bare))]).toEqual(['llama3.2', 'pull', 'llama3.2']);
+    // and the default profile still passes no model: the replay model, as npm start has it
+    expect(appEnv().LLM_MODEL).toBe('');
+  });
+
+  it('interpolates nested defaults as Compose does (${A:-${B:-c}})', () => {
+    expect(['${A:-${B:-c}}', '${A:-${B}}', '${A-x}/$${A}', 'pre-${A:-${B:-${C:-deep}}}-post'].map((v) => interpolate(v, {}))).toEqual(['c', '', 'x/${A}', 'pre-deep-post']);
+    expect(['${A:-${B:-c}}', '${A:-${B:-c}}'].map((v, i) => interpolate(v, i === 0 ? { B: 'b' } : { A: 'a', B: 'b' }))).toEqual(['b', 'a']);
+    expect(() => interpolate('${A:?${B:-set A}}', {})).toThrow('set A');
+  });
+
   it('--profile observability with deploy/observability.env sends traces to the collector over OTLP/HTTP', () => {
     const env = appEnv('deploy/observability.env');
     validateEnv(env);

@@ -20,18 +20,46 @@ export function readEnvFile(path: string): Record<string, string> {
 
 /**
  * Compose's `${NAME}`, `${NAME:-default}`, `${NAME-default}`, `${NAME:?message}` and
- * `${NAME?message}` interpolation against `env` (`$$` is a literal `$`). A required variable that is
- * missing throws, as Compose refuses the whole file then.
+ * `${NAME?message}` interpolation against `env` (`$$` is a literal `$`), nested as Compose nests it
+ * (`${A:-${B:-default}}`: a default or message is interpolated in turn). A required variable that
+ * is missing throws, as Compose refuses the whole file then.
  */
 export function interpolate(value: string, env: Record<string, string>): string {
-  return value.replace(/\$\$|\$\{([A-Z_][A-Z0-9_]*)(?:(:?[-?])([^}]*))?\}/g, (whole, name: string | undefined, op: string | undefined, arg: string | undefined) => {
-    if (whole === '$$') return '$';
-    const v = env[name!];
-    if (op === ':-') return v ? v : (arg ?? '');
-    if (op === '-') return v !== undefined ? v : (arg ?? '');
-    if ((op === ':?' && !v) || (op === '?' && v === undefined)) throw new Error(`required variable ${name} is missing a value: ${arg}`);
-    return v ?? '';
-  });
+  let out = '';
+  let i = 0;
+  while (i < value.length) {
+    if (value.startsWith('$$', i)) {
+      out += '$';
+      i += 2;
+      continue;
+    }
+    const m = value.startsWith('${', i) ? /^\$\{([A-Z_][A-Z0-9_]*)(:?[-?])?/.exec(value.slice(i)) : null;
+    if (!m) {
+      out += value[i++];
+      continue;
+    }
+    // the argument runs to the brace that closes this ${, past any nested ${…}
+    let j = i + m[0].length;
+    let depth = 1;
+    const argStart = j;
+    for (; j < value.length; j++) {
+      if (value.startsWith('${', j)) {
+        depth++;
+        j++;
+      } else if (value[j] === '}' && --depth === 0) break;
+    }
+    if (depth !== 0) throw new Error(`unclosed \${ in ${value}`);
+    const [, name, op] = m;
+    const arg = () => interpolate(value.slice(argStart, j), env);
+    if (!op && j !== argStart) throw new Error(`invalid interpolation ${value.slice(i, j + 1)}`);
+    const v = env[name];
+    if (op === ':-') out += v ? v : arg();
+    else if (op === '-') out += v !== undefined ? v : arg();
+    else if ((op === ':?' && !v) || (op === '?' && v === undefined)) throw new Error(`required variable ${name} is missing a value: ${arg()}`);
+    else out += v ?? '';
+    i = j + 1;
+  }
+  return out;
 }
 
 /** A parsed compose file with every string interpolated, the form Compose validates and runs. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { createTestDatabase, onPostgres } from '../support/db';
 import { captureLogs } from '../support/log-capture';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue #30: the lock-out trap. Once a database key exists keys are required; when every one is
@@ -47,7 +48,7 @@ describe('no valid key left', () => {
   const errorLines = (from: number) =>
     logs.logs.slice(from).flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 50);
 
-  it('a created then revoked key, restarted without API_KEYS: an error log line with the way out, and /api/health says no_valid_key', async () => {
+  it('a created then revoked key (the last admin key expired), restarted without API_KEYS: an error log line with the way out, and /api/health says no_valid_key', async () => {
     // local mode: no key anywhere yet
     const first = await start();
     expect((await health(first)).auth).toEqual({ status: 'local' });
@@ -55,8 +56,18 @@ describe('no valid key left', () => {
     expect(created.status).toBe(201);
     const { id, key } = (await created.json()) as { id: string; key: string };
     expect((await health(first)).auth).toEqual({ status: 'keys' });
+    // issue #42: the last admin key cannot be revoked through the API; a second admin key that
+    // expires soon lets it be, and once that one expires no valid key is left
+    const lastOne = await fetch(`${first.url}/api/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    expect([lastOne.status, ((await lastOne.json()) as { error: string }).error]).toEqual([409, 'last_admin_key']);
+    const expiresAt = new Date(Date.now() + 3_000).toISOString();
+    const shortLived = await fetch(`${first.url}/api/admin/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ name: 'temp', projects: ['*'], role: 'admin', expiresAt }) });
+    expect(shortLived.status).toBe(201);
+    const temp = ((await shortLived.json()) as { key: string }).key;
     const revoked = await fetch(`${first.url}/api/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
     expect(revoked.status).toBe(204);
+    // until the short-lived key has expired
+    await waitFor(async () => (await fetch(`${first.url}/api/tools`, { headers: { authorization: `Bearer ${temp}` } })).status === 401, { timeoutMs: 15_000, intervalMs: 200, what: 'the short-lived admin key to expire' });
     await stop(first);
 
     const before = logs.logs.length;

@@ -168,6 +168,8 @@ describe('keys bound to projects', () => {
 
 describe('database keys without API_KEYS', () => {
   let t: TestApp;
+  /** an admin key for every project of this service, once the first test has made one */
+  let adminKeyValue: string | undefined;
   afterAll(async () => {
     await t.close();
   });
@@ -192,11 +194,51 @@ describe('database keys without API_KEYS', () => {
     const res = await create({ name: 'ops', projects: ['*'], role: 'admin' });
     expect(res.status).toBe(201);
     const { key } = await res.json();
+    adminKeyValue = key;
     expect((await fetch(`${t.url}/api/tools`)).status).toBe(401);
     expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
     // with an admin key in place, user keys are made as before
     const user = await create({ name: 'shop frontend', projects: ['default'], role: 'user' }, key);
     expect(user.status).toBe(201);
     expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${(await user.json()).key}` } })).status).toBe(200);
+  });
+
+  it('refuses to revoke the last active admin key for every project (409 last_admin_key, nothing changes); with a second admin key it is revoked', async () => {
+    const keys = async (key: string) => (await (await fetch(`${t.url}/api/admin/keys`, { headers: { authorization: `Bearer ${key}` } })).json()) as Array<{ id: string; name: string; role: string; revokedAt: string | null }>;
+    const revoke = (id: string, key: string) => fetch(`${t.url}/api/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    const create = async (body: unknown, key: string) =>
+      (await (await fetch(`${t.url}/api/admin/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) })).json()) as { id: string; key: string };
+    const first = await create({ name: 'ops 2', projects: ['*'], role: 'admin' }, adminKeyValue!);
+    // revoke every admin key but `first`, one by one: allowed while another one remains
+    for (const k of (await keys(first.key)).filter((k) => k.role === 'admin' && !k.revokedAt && k.id !== first.id)) expect((await revoke(k.id, first.key)).status).toBe(204);
+    // an admin key bound to projects, an expired one for every project and user keys do not count
+    const bound = await create({ name: 'bound admin', projects: ['default'], role: 'admin' }, first.key);
+    const expiring = await create({ name: 'soon expired', projects: ['*'], role: 'admin', expiresAt: new Date(Date.now() + 3_600_000).toISOString() }, first.key);
+    await t.app.get((await import('typeorm')).DataSource).query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expiring.id]);
+    const before = await keys(first.key);
+    const refused = await revoke(first.id, first.key);
+    expect([refused.status, await refused.json()]).toEqual([
+      409,
+      expect.objectContaining({ error: 'last_admin_key', message: expect.stringMatching(/last active admin key[\s\S]*Create another admin key first[\s\S]*npm run keys/) }),
+    ]);
+    // nothing changed, and the key still works
+    expect(await keys(first.key)).toEqual(before);
+    expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${first.key}` } })).status).toBe(200);
+    // the bound admin key and an unknown key are revoked / 404 as before
+    expect((await revoke(bound.id, first.key)).status).toBe(204);
+    expect((await revoke('6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b', first.key)).status).toBe(404);
+    // with a second live admin key, the first one is revoked; the second is then the last
+    const second = await create({ name: 'ops 3', projects: ['*'], role: 'admin' }, first.key);
+    expect((await revoke(first.id, first.key)).status).toBe(204);
+    expect((await fetch(`${t.url}/api/tools`, { headers: { authorization: `Bearer ${first.key}` } })).status).toBe(401);
+    expect((await revoke(second.id, second.key)).status).toBe(409);
+    // two admins revoking each other's key at once: one wins; the other is refused (409), or its
+    // key is already gone when it is checked (401, the requests ran one after the other); one key is left
+    const third = await create({ name: 'ops 4', projects: ['*'], role: 'admin' }, second.key);
+    const both = await Promise.all([revoke(second.id, third.key), revoke(third.id, second.key)]);
+    const [won, lost] = both.map((r) => r.status).sort();
+    expect([won, [401, 409].includes(lost)]).toEqual([204, true]);
+    const live = (await keys(both[0].status === 204 ? third.key : second.key)).filter((k) => k.role === 'admin' && !k.revokedAt && [second.id, third.id].includes(k.id));
+    expect(live).toHaveLength(1);
   });
 });

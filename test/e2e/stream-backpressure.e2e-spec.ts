@@ -17,7 +17,9 @@ describe('SSE backpressure and stored events', () => {
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
-    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' });
+    // the answer is 4,000 runs of one letter, a content loop by any measure: the detector is off
+    // here (LOOP_CONTENT_REPEATS=0), this file is about backpressure, not loops
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', LOOP_CONTENT_REPEATS: '0' });
     ds = t.app.get(DataSource);
   });
   afterAll(async () => {

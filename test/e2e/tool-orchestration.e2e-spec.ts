@@ -270,7 +270,7 @@ describe('POST /api/orchestration/execute', () => {
     expect(res.headers.get('content-type')).toMatch(/application\/json/);
     const body = await res.json();
     expect(body).toMatchObject({ statusCode: 400, error: 'unknown_mode' });
-    expect(body.message).toMatch(/Hybrid.*Classic or NarrowTopK/);
+    expect(body.message).toEqual([expect.stringMatching(/Classic, NarrowTopK.*Hybrid/)]);
     expect(llm.chatRequests).toHaveLength(0);
   });
 

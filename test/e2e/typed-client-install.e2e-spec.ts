@@ -109,12 +109,15 @@ describe(`the packed typed client installed in an empty folder (${onPostgres() ?
     expect(await runExample(app)).toEqual({ code: 0, out: 'The roadmap has one item.' });
   }, 240_000);
 
-  it('npm install <the client folder> builds it as it installs (its prepare script): the example type-checks and runs there too', async () => {
+  it('npm install <the client folder> builds it as it installs (its prepare script, allowed as the README says under strict-allow-scripts): the example type-checks and runs there too', async () => {
     const folderApp = join(temp, 'from-folder');
     run('mkdir', ['-p', folderApp], temp);
     writeFileSync(join(folderApp, 'package.json'), JSON.stringify({ name: 'uses-orion-folder', private: true, type: 'module' }));
+    // the README's way to allow the prepare script with strict-allow-scripts on, as written there
+    const allow = /^npm pkg set .*allowScripts.*$/m.exec(readFileSync(join(CLIENT, 'README.md'), 'utf8'))![0].replaceAll('path/to/orion/clients/typescript', CLIENT);
+    expect(run('sh', ['-c', allow], folderApp)).toEqual({ status: 0, out: '' });
     const since = Date.now();
-    const installed = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', CLIENT], folderApp);
+    const installed = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--strict-allow-scripts', CLIENT], folderApp);
     expect([installed.status, installed.out]).toEqual([0, expect.any(String)]);
     // built by the install itself, not left from an earlier build
     expect(statSync(join(folderApp, 'node_modules', '@orion', 'client', 'dist', 'index.js')).mtimeMs).toBeGreaterThanOrEqual(since - 1000);

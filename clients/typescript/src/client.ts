@@ -22,6 +22,13 @@ export interface OrionOptions {
   fetch?: typeof fetch;
 }
 
+/**
+ * The openapi-fetch client of every JSON route (`orion.api`). Named here so that the emitted
+ * declarations refer to it by this name: inferred, tsc 6 wrote `createClient.Client<…>` (the
+ * default import as a namespace), which TypeScript 7 rejects (TS2503).
+ */
+export type OrionApi = Client<paths>;
+
 /** Which chat route a message goes to: `unified` (`/api/chat/messages`) or `two-stage` (`/api/chat/messages_two_stage`). */
 export type ChatRoute = 'unified' | 'two-stage';
 
@@ -41,7 +48,7 @@ export function createOrion(options: OrionOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
   const auth: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
-  const api: Client<paths> = createClient<paths>({ baseUrl, headers: auth, fetch: (req: Request) => doFetch(req) });
+  const api: OrionApi = createClient<paths>({ baseUrl, headers: auth, fetch: (req: Request) => doFetch(req) });
 
   const request: StreamTransport['request'] = (path, init) =>
     doFetch(`${baseUrl}${path}`, {

@@ -57,6 +57,23 @@ export class ApiKeyRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Revokes a live key unless it is the last live admin key for every project (issue #42):
+   * `last_admin` then, and nothing changes. The live admin keys are locked first, so that two
+   * admins revoking each other's key at once cannot both succeed and leave none.
+   */
+  async revokeKeepingAnAdmin(id: string): Promise<'revoked' | 'not_found' | 'last_admin'> {
+    return this.ds.transaction(async (m) => {
+      const admins = (await m.query(`SELECT id FROM api_keys WHERE ${LIVE_ADMIN} ORDER BY id FOR UPDATE`)) as Array<{ id: string }>;
+      if (admins.length === 1 && admins[0].id === id) {
+        const live = (await m.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [id])) as unknown[];
+        if (live.length > 0) return 'last_admin';
+      }
+      const rows = (await m.query('WITH u AS (UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id) SELECT id FROM u', [id])) as unknown[];
+      return rows.length > 0 ? 'revoked' : 'not_found';
+    });
+  }
+
   async resolve(token: string): Promise<Principal | null> {
     const rows = (await this.ds.query(
       'SELECT * FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())',
@@ -76,6 +93,9 @@ export class ApiKeyRepository {
     return ((await this.ds.query('SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) LIMIT 1')) as unknown[]).length > 0;
   }
 }
+
+/** A key that is accepted now and may create and revoke keys: role admin, for every project. */
+const LIVE_ADMIN = `role = 'admin' AND projects @> '["*"]'::jsonb AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');

@@ -91,10 +91,26 @@ function acceptedFields(target: object | undefined): string {
 
 /**
  * The 400 of bad input, in the error body every route answers with (docs/API.md, "Errors"):
- * `message` one string per bad field, and *(added)* `fields`, the same messages with the path of each.
+ * `message` one string per bad field, and *(added)* `fields`, the same messages with the path of
+ * each. `error` is `Bad Request`, or a code of its own (see {@link sharedCode}).
  */
-export function badFields(fields: readonly FieldError[]): BadRequestException {
-  return new BadRequestException({ statusCode: 400, error: 'Bad Request', message: fields.map((f) => f.message), fields });
+export function badFields(fields: readonly FieldError[], error = 'Bad Request'): BadRequestException {
+  return new BadRequestException({ statusCode: 400, error, message: fields.map((f) => f.message), fields });
+}
+
+/**
+ * The documented code of a bad field, when every bad field has that one: a constraint declares
+ * it as its `context: {code}` (`mode`'s `unknown_mode`). With other bad fields as well, the
+ * answer stays a `Bad Request` listing them all.
+ */
+export function sharedCode(errors: readonly ValidationError[]): string | undefined {
+  const failing = (list: readonly ValidationError[]): ValidationError[] =>
+    list.flatMap((e) => [...(e.constraints && Object.keys(e.constraints).length > 0 ? [e] : []), ...failing(e.children ?? [])]);
+  const codes = failing(errors).map((e) => {
+    const found = Object.keys(e.constraints!).map((k) => (e.contexts?.[k] as { code?: unknown } | undefined)?.code);
+    return found.length > 0 && found.every((c) => typeof c === 'string' && c === found[0]) ? (found[0] as string) : undefined;
+  });
+  return codes.length > 0 && codes.every((c) => c !== undefined && c === codes[0]) ? codes[0] : undefined;
 }
 
 /**
@@ -112,7 +128,7 @@ export class FieldValidationPipe extends ValidationPipe {
       transformOptions: { enableImplicitConversion: false },
       ...options,
       validationError: { target: true, value: true },
-      exceptionFactory: (errors: ValidationError[]) => badFields(fieldErrors(errors)),
+      exceptionFactory: (errors: ValidationError[]) => badFields(fieldErrors(errors), sharedCode(errors)),
     });
   }
 

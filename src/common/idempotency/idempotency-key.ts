@@ -34,13 +34,25 @@ export function readIdempotencyKey(req: RequestLike, headers: readonly string[] 
   if (raw === undefined) return undefined;
   if (Array.isArray(raw)) throw invalid('must be sent once');
   if (raw.length === 0 || raw.length > IDEMPOTENCY_KEY_MAX || !/^[\x20-\x7e]+$/.test(raw) || !raw.trim()) {
-    throw invalid(`must be 1-${IDEMPOTENCY_KEY_MAX} printable ASCII characters, e.g. a UUID (got ${raw.length} characters)`);
+    throw invalid(`must be 1-${IDEMPOTENCY_KEY_MAX} printable ASCII characters, e.g. a UUID (got ${described(raw)})`);
   }
   const shaping = Object.fromEntries(headers.map((h) => [h, req.headers[h] ?? null]));
   const fingerprint = createHash('sha256')
     .update(canonicalJson({ route: `${req.method} ${req.path}`, body: req.body ?? null, headers: shaping }))
     .digest('hex');
   return { key: raw, fingerprint };
+}
+
+/**
+ * What a refused key was: its length in characters and what is wrong with them. Node hands a
+ * header over as one character per byte (latin1), so the bytes are read back as the UTF-8 the
+ * client sent: a one-character "é" is 1 character, not 2.
+ */
+function described(raw: string): string {
+  const chars = [...Buffer.from(raw, 'latin1').toString('utf8')];
+  const count = `${chars.length} character${chars.length === 1 ? '' : 's'}`;
+  if (chars.length > 0 && chars.some((c) => !/^[\x20-\x7e]$/.test(c))) return `${count}, not all printable ASCII`;
+  return count;
 }
 
 /** The handler's `IdempotentSend` (or undefined): `@IdempotencyKey()`, or `@IdempotencyKey(['x-orion-conversation'])`. */

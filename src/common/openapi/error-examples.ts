@@ -74,7 +74,9 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
   fork_running: example(409, 'run_in_progress', `Run ${RUN} is running; pause or cancel it, or let it end, before forking it`, 'the run is still running', { requestId: RUN }),
   resume_in_progress: example(409, 'resume_in_progress', `Run ${RUN} is running (another resume may have started it); pause it before resuming`, 'the run is running, or another resume won'),
   run_in_progress: example(409, 'run_in_progress', `Run ${RUN} of this conversation is still running: cancel it (POST /api/chat/runs/${RUN}/cancel) or let it end, then delete`, 'a run of the conversation is still running; nothing is deleted', { requestId: RUN }),
-  unknown_mode: example(400, 'unknown_mode', 'Unknown mode: Fast (use Classic or NarrowTopK)', 'a mode other than Classic / NarrowTopK'),
+  unknown_mode: example(400, 'unknown_mode', ['mode must be one of: Classic, NarrowTopK (got "Fast")'], 'a mode other than Classic / NarrowTopK, the only bad field (beside others: one entry of their Bad Request list)', {
+    fields: [{ field: 'mode', message: 'mode must be one of: Classic, NarrowTopK (got "Fast")' }],
+  }),
   knowledge_invalid_path: example(400, 'knowledge_invalid_path', 'path "../other" leads outside the project folder; only files inside it can be used', 'an absolute path, or one that leaves the project folder'),
   knowledge_path_not_found: example(404, 'knowledge_path_not_found', '"docs" does not exist in the folder of project "default"', 'the project folder, or the path in it, does not exist'),
   approval_not_found: example(404, 'approval_not_found', `Run ${RUN} has no approval 3b0d6c1e-7a0f-4f44-9a57-1f0a1c9d2e11`, 'the run never asked for that approval'),
@@ -92,6 +94,12 @@ export const ERROR_EXAMPLES: Readonly<Record<string, ErrorExample>> = {
     'first_key_not_admin',
     'The first key turns keys on for good: from then on every route needs a key, and only an admin key for every project can create keys. So the first key must be {"projects": ["*"], "role": "admin"} without expiresAt; create it, give it to Authorize (or send Authorization: Bearer <key>), then create user keys with it',
     'no key exists yet and this one is not an admin key for every project without expiry; nothing is stored',
+  ),
+  last_admin_key: example(
+    409,
+    'last_admin_key',
+    'Key 6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b is the last active admin key for every project and API_KEYS is not set: revoking it would leave every route answering 401. Create another admin key first (POST /api/admin/keys {"name": …, "projects": ["*"], "role": "admin"}), then revoke this one; or use `npm run keys -- revoke <id>` from a shell on the service\'s database. Nothing was changed',
+    'API_KEYS is not set and this is the last active admin key for every project; nothing changes',
   ),
   invalid_idempotency_key: example(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters, e.g. a UUID (got 300 characters); nothing was started or stored', 'an Idempotency-Key header that is empty, too long or not printable ASCII'),
   idempotency_key_reused: example(
@@ -137,6 +145,7 @@ export const OPERATION_ERRORS: Readonly<Record<string, readonly string[]>> = {
   ingestKnowledge: ['knowledge_invalid_path', 'knowledge_path_not_found'],
   approveMcpTool: ['mcp_not_found', 'mcp_not_awaiting'],
   createApiKey: ['first_key_not_admin'],
+  revokeApiKey: ['last_admin_key'],
   listRunApprovals: ['run_not_found'],
   decideApproval: ['invalid_approval', 'run_not_found', 'approval_not_found', 'approval_not_pending', 'run_not_awaiting'],
 };

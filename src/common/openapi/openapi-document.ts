@@ -33,7 +33,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'When the service runs with API_KEYS set, every /api route but the health probes needs `Authorization: Bearer <key>` (use Authorize).',
     )
     .setVersion('0.1.0')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'opaque key', description: 'one of the keys in API_KEYS' }, BEARER_SCHEME)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'opaque key', description: 'an API key: one of API_KEYS, or a database key (POST /api/admin/keys, npm run keys)' }, BEARER_SCHEME)
     .addSecurityRequirements(BEARER_SCHEME)
     .build();
   const doc = SwaggerModule.createDocument(app, config, { extraModels: [ErrorResponseDto] });

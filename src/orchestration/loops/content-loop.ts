@@ -39,13 +39,24 @@
  */
 
 export interface ContentLoopSettings {
-  /** copies of one passage, back to back, that end a response in prose (LOOP_CONTENT_REPEATS); 0 turns detection off */
+  /**
+   * copies of one passage, back to back, that reach the client at most in prose
+   * (LOOP_CONTENT_REPEATS): further copies are held back while the repetition lasts; 0 turns
+   * detection off
+   */
   repeats: number;
-  /** the least span (chars) the copies must cover in prose, so that short units ("ha", "the ") need more copies */
+  /** the least span (chars) the shown copies cover in prose, so that short units ("ha", "the ") show more copies */
   minSpan: number;
-  /** inside fenced code blocks and markdown table lines (lines starting with `|`): the stricter thresholds */
+  /** inside fenced code blocks and markdown table lines (lines starting with `|`): the same two, stricter */
   codeRepeats: number;
   codeMinSpan: number;
+  /**
+   * a repetition is a loop once it runs this many times the shown copies (and span): until then
+   * the held copies are released as soon as the repetition ends, so real repetitive work (ten
+   * identical log lines, a list of the same item, a line the user asked for ten times) streams
+   * whole, only later
+   */
+  fireFactor: number;
   /** the longest period looked for (bounds memory): e.g. 1024 */
   maxPeriod: number;
 }
@@ -60,6 +71,7 @@ export const DEFAULT_CONTENT_LOOP: ContentLoopSettings = Object.freeze({
   minSpan: 120,
   codeRepeats: 6,
   codeMinSpan: 1600,
+  fireFactor: 4,
   maxPeriod: 1024,
 });
 
@@ -71,8 +83,10 @@ export interface ContentLoop {
   repeats: number;
   /** offset in the text fed so far where the first copy starts */
   atChar: number;
-  /** offset just past the character that fired: text from here on must not be streamed */
+  /** offset just past the character that fired */
   endChar: number;
+  /** offset just past the copies that may be shown (see `holdFrom`): text from here on must not be streamed */
+  shownEnd: number;
 }
 
 /** candidate periods followed at once */
@@ -150,6 +164,10 @@ export class ContentLoopDetector {
   private readonly candCode = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candMin = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly candInert = [0, 0, 0, 0, 0, 0, 0, 0];
+  // the runs from which text is held back in prose / in code, and 1 once the unit is known to have a letter or digit
+  private readonly candHoldProse = [0, 0, 0, 0, 0, 0, 0, 0];
+  private readonly candHoldCode = [0, 0, 0, 0, 0, 0, 0, 0];
+  private readonly candAlnum = [0, 0, 0, 0, 0, 0, 0, 0];
   private count = 0;
   private hash = 0;
   private fed = 0;
@@ -162,6 +180,8 @@ export class ContentLoopDetector {
   private endedCode = false;
   private lineTable = -1;
   private found: ContentLoop | null = null;
+  /** copies of a repetition that may be shown, in place of the settings' (a call after a loop shows one) */
+  shown?: number;
 
   constructor(settings: ContentLoopSettings = DEFAULT_CONTENT_LOOP) {
     this.settings = settings;
@@ -189,6 +209,31 @@ export class ContentLoopDetector {
   /** total chars fed */
   get length(): number {
     return this.fed;
+  }
+
+  /**
+   * Where the text fed so far must be held back from: just past the shown copies (`repeats`,
+   * `minSpan`; `shown` instead, when set) of a repetition still running, the earliest such
+   * point; `Infinity` while nothing repeats that far. A caller streams up to it, and the rest
+   * once the repetition ends (this moves on) or the response does; if the repetition becomes a
+   * loop, what was held is dropped. O(candidates): call it once per delta.
+   */
+  holdFrom(): number {
+    if (this.count === 0 || this.buf.length === 0) return Infinity;
+    const copies = this.shown;
+    const i = this.fed - 1;
+    const code = this.codeAt(i);
+    let from = Infinity;
+    for (let s = 0; s < this.count; s++) {
+      if (this.candInert[s]) continue;
+      const p = this.candPeriod[s];
+      const run = this.candRun[s];
+      const shown = copies !== undefined ? Math.max(1, copies) : 1 + (code ? this.candHoldCode[s] : this.candHoldProse[s]) / p;
+      if (run < (shown - 1) * p) continue;
+      if (!this.candAlnum[s] && !this.fires(s, i)) continue;
+      from = Math.min(from, i + 1 - run - p + shown * p);
+    }
+    return from;
   }
 
   /** Feeds the next delta. Returns the loop once found (and from then on keeps returning it / ignores input); null otherwise. */
@@ -243,7 +288,9 @@ export class ContentLoopDetector {
       if (fire >= 0) {
         const p = candPeriod[fire];
         const run = candRun[fire];
-        this.found = { kind: 'content', period: p, repeats: Math.floor((run + p) / p), atChar: i + 1 - run - p, endChar: i + 1 };
+        const atChar = i + 1 - run - p;
+        const shown = this.shown !== undefined ? Math.max(1, this.shown) : 1 + (this.codeAt(i) ? this.candHoldCode[fire] : this.candHoldProse[fire]) / p;
+        this.found = { kind: 'content', period: p, repeats: Math.floor((run + p) / p), atChar, endChar: i + 1, shownEnd: Math.min(i + 1, atChar + shown * p) };
         this.release();
         return this.found;
       }
@@ -339,12 +386,13 @@ export class ContentLoopDetector {
     const buf = this.buf;
     const T = this.table;
     const mask = this.mask;
+    if (this.candAlnum[s]) return true;
     for (let j = i - p + 1; j <= i; j++) {
       const c = buf[T + (j & mask)];
       if (c >= 0xdc00 && c <= 0xdfff && j > i - p + 1) {
         const hi = buf[T + ((j - 1) & mask)];
-        if (hi >= 0xd800 && hi <= 0xdbff && ALNUM.test(String.fromCharCode(hi, c))) return true;
-      } else if (alnumUnit(c)) return true;
+        if (hi >= 0xd800 && hi <= 0xdbff && ALNUM.test(String.fromCharCode(hi, c))) return (this.candAlnum[s] = 1) === 1;
+      } else if (alnumUnit(c)) return (this.candAlnum[s] = 1) === 1;
     }
     // the same unit (rotated) as long as the run lasts: never looked at again
     this.candInert[s] = 1;
@@ -392,12 +440,17 @@ export class ContentLoopDetector {
       if (this.candRun[s] >= run) return -1;
     } else this.count++;
     const { repeats, minSpan, codeRepeats, codeMinSpan } = this.settings;
+    const f = Math.max(1, this.settings.fireFactor ?? 1);
     this.candPeriod[s] = p;
     this.candRun[s] = run;
-    this.candProse[s] = (needed(repeats, minSpan, p) - 1) * p;
-    this.candCode[s] = (needed(codeRepeats, codeMinSpan, p) - 1) * p;
+    // a loop: fireFactor times the shown copies and span; shown: what streams while it repeats
+    this.candProse[s] = (needed(repeats * f, minSpan * f, p) - 1) * p;
+    this.candCode[s] = (needed(codeRepeats * f, codeMinSpan * f, p) - 1) * p;
+    this.candHoldProse[s] = (needed(repeats, minSpan, p) - 1) * p;
+    this.candHoldCode[s] = (needed(codeRepeats, codeMinSpan, p) - 1) * p;
     this.candMin[s] = Math.min(this.candProse[s], this.candCode[s]);
     this.candInert[s] = 0;
+    this.candAlnum[s] = 0;
     return s;
   }
 
@@ -410,5 +463,8 @@ export class ContentLoopDetector {
     this.candCode[s] = this.candCode[t];
     this.candMin[s] = this.candMin[t];
     this.candInert[s] = this.candInert[t];
+    this.candHoldProse[s] = this.candHoldProse[t];
+    this.candHoldCode[s] = this.candHoldCode[t];
+    this.candAlnum[s] = this.candAlnum[t];
   }
 }

@@ -4,6 +4,7 @@ import type { LlmStreamEvent } from '../../llm/llm-adapter.port';
 import { forcedFinal } from '../protocols/two-stage/two-stage.loop-budgets';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION } from '../run-state/run-checkpoint';
 import { progressDigest } from '../tool-call-guard';
+import { AFTER_LOOP } from '../protocols/prompts';
 import { DEFAULT_CONTENT_LOOP } from './content-loop';
 import { contentLoopSettings } from './loop-settings';
 
@@ -20,13 +21,47 @@ describe('content loops in ModelStream', () => {
     const { chunks, res, llm } = await step(events, { stopAtFirstCompleteCall: false });
     expect(res.loop).toMatchObject({ in: 'text', period: SENTENCE.length });
     expect(chunks.join('')).toBe(res.text);
-    expect(res.text.length).toBe(res.loop!.endChar);
+    // the shown copies stream; the ones held back after them, up to the loop's, are dropped
+    expect(res.text.length).toBe(res.loop!.shownEnd);
+    expect(res.loop!.endChar).toBeGreaterThan(res.loop!.shownEnd);
     const copies = res.text.split(SENTENCE.trim()).length - 1;
     expect(copies).toBeLessThanOrEqual(DEFAULT_CONTENT_LOOP.repeats + 1);
     expect(copies).toBeGreaterThanOrEqual(DEFAULT_CONTENT_LOOP.repeats - 1);
     // the adapter was not read to its end
     expect(llm.consumed[0]).toBeLessThan(events.length / 2);
     expect(res.error).toBeUndefined();
+  });
+
+  it.each([
+    ['ten identical log lines', 'Here is the log:\n' + '2024-05-01 12:00:00 WARN connection reset by peer, retrying\n'.repeat(10) + 'Then it recovered.'],
+    ['thirty identical bullets', 'Checklist:\n' + '- Run the migration check and confirm the result.\n'.repeat(30) + 'That is all.'],
+    ['a line asked for ten times', 'All work and no play makes Jack a dull boy. '.repeat(10) + 'Done.'],
+    ['twelve stack frames', 'RangeError: Maximum call stack size exceeded\n' + '    at walk (/app/src/tree.js:42:11)\n'.repeat(12) + 'The recursion never ends.'],
+  ])('a repetition short of a loop streams whole, in order (%s): the copies held back follow once it stops', async (_what, text) => {
+    const { chunks, res } = await step([...deltas(text, 7), finish('stop')]);
+    expect(res.loop).toBeUndefined();
+    expect(chunks.join('')).toBe(text);
+    expect(res.text).toBe(text);
+  });
+
+  it('a repetition still running when the response ends streams whole at its end', async () => {
+    const text = 'Row, row, row your boat. '.repeat(12);
+    const { chunks, res } = await step([...deltas(text, 5), finish('stop')]);
+    expect(res.loop).toBeUndefined();
+    expect(chunks.join('')).toBe(text);
+  });
+
+  it('the call after a loop shows one copy of a passage it loops on (AFTER_LOOP), and streams a clean answer whole', async () => {
+    const { chunks, res } = await step([...deltas('Sorry. ' + SENTENCE.repeat(150), 9), finish('stop')], AFTER_LOOP);
+    expect(res.loop?.in).toBe('text');
+    expect(chunks.join('')).toBe(res.text);
+    // one copy (a rotation of the passage may end it a character or two early)
+    const body = SENTENCE.trim().slice(0, -1);
+    expect(res.text.startsWith('Sorry. ' + body)).toBe(true);
+    expect(res.text.split(body).length - 1).toBe(1);
+    const clean = 'Restart the server, then clear the cache. That fixes it for good.';
+    const ok = await step([...deltas(clean, 4), finish('stop')], AFTER_LOOP);
+    expect(ok.chunks.join('')).toBe(clean);
   });
 
   it('drops the calls of a response it stopped at a loop: a looping response is not acted on', async () => {

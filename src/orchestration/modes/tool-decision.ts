@@ -4,7 +4,9 @@ import type { ToolRunner } from '../../tools/tool-runner.port';
 import type { TraceSink } from '../../trace/trace-sink.port';
 import type { ApprovedCall, DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
 import { toolModeSystemPrompt, toolModeUserMessage } from './tool-mode.prompts';
-import { ContentLoopDetector, type ContentLoop, type ContentLoopSettings } from '../loops/content-loop';
+import { findContentLoop } from '../loops/find-content-loop';
+import { contentLoopDetails } from '../tool-call-guard';
+import type { StreamLoop } from '../model-stream';
 
 /** Fixed prefix of every tool-only log line, so operators can grep one mode run end to end. */
 export const TOOL_ORCHESTRATION_LOG_PREFIX = '[ToolOrchestration]';
@@ -62,7 +64,7 @@ export async function* decideAndExecute(
   const exposedTools = specs.map((s) => s.name);
   const { requestId, projectId } = input;
   let decided: DecidedCall[];
-  let looped: (ContentLoop & { in: 'text' | 'reasoning' }) | undefined;
+  let looped: StreamLoop | undefined;
   try {
     deps.trace.record({ requestId, projectId, type: 'llm_request', details: { mode, tools: exposedTools, toolChoice: 'auto', nonStreaming: true } });
     const completion = await deps.llm.complete(
@@ -84,9 +86,9 @@ export async function* decideAndExecute(
     decided = completion.toolCalls.slice(0, input.options.maxCalls).map((c) => ({ toolName: c.name ?? '', args: parseArgs(c.arguments) }));
     // the same loop rule as the chat routes (the decision is not streamed, so it is read whole:
     // DECISION_MAX_TOKENS bounds it); its calls still decide, a loop without calls is its error
-    looped = contentLoopOf(completion.content ?? '', completion.reasoning ?? '', input.contentLoop);
+    looped = findContentLoop(completion.content ?? '', completion.reasoning ?? '', input.contentLoop);
     if (looped) {
-      deps.trace.record({ requestId, projectId, type: 'loop_detected', details: { kind: 'content', in: looped.in, period: looped.period, repeats: looped.repeats, atChar: looped.atChar, endChar: looped.endChar, route: mode, verdict: decided.length ? 'calls_kept' : 'end' } });
+      deps.trace.record({ requestId, projectId, type: 'loop_detected', details: { kind: 'content', ...contentLoopDetails(looped), route: mode, verdict: decided.length ? 'calls_kept' : 'end' } });
     }
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);
@@ -137,15 +139,6 @@ export async function* decideAndExecute(
   // a tool that ran and failed is not an orchestration error: its execution's outcome says so
   const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
   return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, executions, error, candidates });
-}
-
-/** A content loop in the decision's text or reasoning, by the chat routes' detector. */
-function contentLoopOf(text: string, reasoning: string, settings?: ContentLoopSettings): (ContentLoop & { in: 'text' | 'reasoning' }) | undefined {
-  if (settings && settings.repeats <= 0) return undefined;
-  const inText = text ? new ContentLoopDetector(settings).push(text) : null;
-  if (inText) return { ...inText, in: 'text' };
-  const inReasoning = reasoning ? new ContentLoopDetector(settings).push(reasoning) : null;
-  return inReasoning ? { ...inReasoning, in: 'reasoning' } : undefined;
 }
 
 /** The canonical signatures of the calls a person approved, each as many times as it was listed. */

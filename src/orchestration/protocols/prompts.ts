@@ -19,5 +19,12 @@ export const UNIFIED_SYSTEM_PROMPT = [
   'Never invent facts about the user\'s project: say so when you do not know.',
 ].join('\n');
 
+/**
+ * How the tool-free call after a content loop streams (ModelStream options): should it loop too,
+ * one copy of the passage reaches the client; its text runs 600 characters behind the model so
+ * the detector can find a repetition (periods up to about 150 characters) before a second copy streams.
+ */
+export const AFTER_LOOP = { loopShown: 1, loopLag: 600 } as const;
+
 /** Streamed between the answer text of two model steps of one turn, so they never run together. */
 export const PARAGRAPH_BREAK = '\n\n';

@@ -5144,6 +5144,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
+            /** @description last_admin_key: API_KEYS is not set and this is the last active admin key for every project; revoking it would lock everyone out (nothing changes) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
             /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
             413: {
                 headers: {

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { PROJECT_ID_MESSAGE, PROJECT_ID_PATTERN } from '../../../common/workspace/project-id';
 import { TOOL_MODES, type ToolMode } from '../tool-calls-result';
 import { SUPPORTED_LOCALE } from '../tool-mode.prompts';
@@ -34,6 +34,11 @@ export class ApprovedCallDto {
   arguments: Record<string, unknown>;
 }
 
+/** The error code of a bad `mode` when it is the only bad field (docs/API.md, `unknown_mode`). */
+const UNKNOWN_MODE = 'unknown_mode';
+/** A sent value in a message: JSON, a long string cut at 80 characters. */
+const shown = (v: unknown) => JSON.stringify(typeof v === 'string' && v.length > 80 ? `${v.slice(0, 80)}…` : v);
+
 /** Body of POST /api/orchestration/execute(/stream). */
 export class ExecuteToolsDto {
   @ApiProperty({ minLength: 1, maxLength: 8000, example: 'colony overview' })
@@ -49,9 +54,12 @@ export class ExecuteToolsDto {
   projectId?: string;
 
   @ApiPropertyOptional({ enum: TOOL_MODES, description: 'required unless ORCHESTRATION_DEFAULT_MODE is set; never switched' })
-  // only its type here: a missing mode without a default and an unknown name are answered by
-  // OrchestrationService (`400`, `unknown_mode`), the codes the API documents
-  @IsOptional() @IsString({ message: `mode must be one of: ${TOOL_MODES.join(', ')}` })
+  // an unknown name is one bad field among the others (issue #42); alone, its code is the
+  // documented `unknown_mode` (the context below). A missing mode without a default is answered
+  // by OrchestrationService, which knows ORCHESTRATION_DEFAULT_MODE
+  @IsOptional()
+  @IsString({ message: `mode must be one of: ${TOOL_MODES.join(', ')}`, context: { code: UNKNOWN_MODE } })
+  @IsIn(TOOL_MODES, { message: (a) => `mode must be one of: ${TOOL_MODES.join(', ')} (got ${shown(a.value)})`, context: { code: UNKNOWN_MODE } })
   mode?: ToolMode;
 
   @ApiPropertyOptional({ type: ExecuteToolsOptionsDto })

@@ -5,7 +5,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { actionStream } from '../action-stream';
-import { MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { AFTER_LOOP, MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import type { ForcedReason } from './two-stage.loop-budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction } from './two-stage.messages';
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
@@ -53,6 +53,8 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
     ignoreToolCalls: !offerTools,
     lead: a.wrote ? PARAGRAPH_BREAK : undefined,
     contentLoop: ctx.contentLoop,
+    // the call after a loop: should it loop too, the turn ends with what it said before (one copy)
+    ...(a.forced === 'content_loop' ? AFTER_LOOP : {}),
   });
 }
 

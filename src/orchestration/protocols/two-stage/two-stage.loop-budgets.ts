@@ -1,4 +1,4 @@
-import { strikesSpent, type StrikeKind } from '../../tool-call-guard';
+import { strikeStopReason, strikesSpent, type StrikeKind } from '../../tool-call-guard';
 
 /**
  * The two-stage protocol's loop budgets as named predicates over what the turn recorded
@@ -27,7 +27,7 @@ export const cycleBudgetReached = (c: TwoStageCounters, l: TwoStageLimits): bool
 
 /** Which budget (if any) forces the next action phase to be the final answer. */
 export function forcedFinal(c: TwoStageCounters, l: TwoStageLimits): ForcedReason | null {
-  if (strikesSpent(c.duplicateStrikes, l.maxDuplicateAttempts)) return c.lastStrike === 'no_progress' ? 'no_progress' : 'duplicate_limit';
+  if (strikesSpent(c.duplicateStrikes, l.maxDuplicateAttempts)) return strikeStopReason(c.lastStrike);
   if (cycleBudgetReached(c, l)) return 'cycle_budget';
   return null;
 }

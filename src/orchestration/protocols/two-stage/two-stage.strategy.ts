@@ -13,7 +13,8 @@ import { continuePendingCall } from './two-stage.tool-phase';
  * first COMPLETE tool call ends it (upstream aborted; nothing of that response after the call —
  * later calls, text — is streamed or kept, see ModelStream); a tool phase runs exactly that call
  * and injects its result as a boxed system message after the system prompt. A call whose canonical signature already ran is refused, not run. Budgets —
- * executed tools (maxPhaseCycles) and refused duplicates (maxDuplicateAttempts) — force one
+ * executed tools (maxPhaseCycles) and loop strikes (maxDuplicateAttempts: refused repeats, repeated
+ * results, calls that learned nothing new; the ToolCallGuard's) — force one
  * final model call that offers no tools. Every path ends in exactly one `done` (or `paused`).
  *
  * This file is the loop; the action phase (`two-stage.action-phase.ts`), the tool phase

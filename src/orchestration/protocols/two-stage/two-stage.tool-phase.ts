@@ -91,7 +91,10 @@ async function* runCall(
   const sameAs = previous ? undefined : guard.noProgressOf(call.name, signature, result, s.executed);
   s.injected.push({
     role: 'system',
-    content: sameAs ? noProgressMessage(s.cycleIndex, call.name, shownArgs, guard.noProgressText(call.name, sameAs)) : toolResultMessage(s.cycleIndex, call.name, shownArgs, result),
+    // the earlier result as the model reads it: its boxed "[Tool result #N …]" message
+    content: sameAs
+      ? noProgressMessage(s.cycleIndex, call.name, shownArgs, guard.noProgressText(call.name, `[Tool result #${s.executed.indexOf(sameAs as ExecutedToolRecord) + 1}]`))
+      : toolResultMessage(s.cycleIndex, call.name, shownArgs, result),
   });
   const digest = progressDigest(result);
   s.executed.push({

@@ -3,7 +3,7 @@ import { addUsage, TRUNCATED_NOTICE, type ProtocolEvent } from '../../protocol-e
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { offeredTools, phaseEdge, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { actionStream } from '../action-stream';
-import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { AFTER_LOOP, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import { assembleMessages } from './unified.context-budget';
 import type { StepMessages } from './unified.context-budget';
 import { iterationsSpent, type FinalReason } from './unified.loop-budgets';
@@ -38,6 +38,8 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
     ignoreToolCalls: final,
     lead: s.wrote ? PARAGRAPH_BREAK : undefined,
     contentLoop: ctx.contentLoop,
+    // the call after a loop: should it loop too, the turn ends with what it said before (one copy)
+    ...(why === 'content_loop' ? AFTER_LOOP : {}),
   });
 }
 

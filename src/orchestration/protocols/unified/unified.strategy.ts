@@ -5,7 +5,7 @@ import { SharedTexts } from '../../../common/util/shared-texts';
 import { ModelStream, type ModelStreamResult } from '../../model-stream';
 import { emptyUsage, type ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
-import { PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { AFTER_LOOP, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import { assembleMessages, splitConversation, unifiedBudget, type UnifiedBudget } from './unified.context-budget';
 import { finalAnswer } from './unified.final-answer';
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
@@ -182,7 +182,7 @@ export async function* direct(ctx: ProtocolExecutionContext, s: TurnState, budge
       ctx.llm,
       { messages, temperature: temperatureFor(ctx.mode), maxTokens: budget.maxResponseTokens, requestId: ctx.requestId, disableReasoning: true },
       ctx.signal,
-      { ignoreToolCalls: true, contentLoop: ctx.contentLoop, lead: s.wrote ? PARAGRAPH_BREAK : undefined },
+      { ignoreToolCalls: true, contentLoop: ctx.contentLoop, lead: s.wrote ? PARAGRAPH_BREAK : undefined, ...(afterLoop ? AFTER_LOOP : {}) },
     );
     const outcome = yield* endStep(ctx, s, yield* stream.step());
     if (outcome.kind === 'content_loop') {

@@ -154,7 +154,7 @@ export async function* runToolStep(
           name: p.call.name,
           kind: 'ran',
           result,
-          content: sameAs ? noProgressContent(p.call.name, sameAs.callId, guard.noProgressText(p.call.name, sameAs)) : toolMessageContent(p.call.name, result),
+          content: sameAs ? noProgressContent(p.call.name, sameAs.callId, guard.noProgressText(p.call.name, `call ${sameAs.callId}`)) : toolMessageContent(p.call.name, result),
           ...(sameAs ? { noProgress: true } : {}),
           ...(interrupted.has(p.call.id) ? { interrupted: true } : {}),
         });
