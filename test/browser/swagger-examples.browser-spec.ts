@@ -55,6 +55,9 @@ const EXPECTED: Record<string, { status: number; check?: (text: string) => void 
   approveMcpTool: { status: 404, check: JSON_HAS({ message: 'No MCP tool everything__echo' }) },
   getToolApprovals: { status: 200 },
   putToolApprovals: { status: 200 },
+  // the example's values are given back each in its largest whole unit: its 7d reads 1w
+  getProjectRetention: { status: 200, check: JSON_HAS({ projectId: 'default', deployment: { runs: null, trace: null, conversations: null } }) },
+  putProjectRetention: { status: 200, check: JSON_HAS({ projectId: 'default', project: { runs: '30d', trace: '1w', conversations: 'forever' } }) },
   // the signing secret only: no URL, so nothing of a later turn goes anywhere
   configureProjectWebhook: { status: 200, check: JSON_HAS({ projectId: 'default', url: null }) },
   getProjectWebhook: { status: 200, check: JSON_HAS({ projectId: 'default', url: null }) },
