@@ -118,6 +118,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect([approve.status, JSON.parse(approve.text).message]).toEqual([404, 'No MCP tool everything__echo']);
       expect((await run('putToolApprovals', { params: { projectId: 'default' } })).status).toBe(200);
+      // the project's own retention, as the example sets it (docs/API.md, Storage)
+      expect((await run('putProjectRetention', { params: { projectId: 'default' } })).status).toBe(200);
       expect((await run('configureProjectWebhook', { params: { projectId: 'default' }, body: {} })).status).toBe(200);
       // a run of yours that asked for no approval: the documented 404 for an approval it never asked
       const decision = await run('decideApproval', { params: { requestId: /"requestId":"([0-9a-f-]{36})"/.exec(send.text)![1], approvalId: '00000000-0000-4000-8000-000000000000' } });
@@ -178,6 +180,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect(approve.status).toBe(404);
       expect((await run('putToolApprovals', { params: { projectId: 'default' } })).status).toBe(200);
+      // the project's own retention, as the example sets it (docs/API.md, Storage)
+      expect((await run('putProjectRetention', { params: { projectId: 'default' } })).status).toBe(200);
       expect((await run('configureProjectWebhook', { params: { projectId: 'default' }, body: {} })).status).toBe(200);
       const decision = await run('decideApproval', { params: { requestId, approvalId: '00000000-0000-4000-8000-000000000000' } });
       expect([decision.status, JSON.parse(decision.text).error]).toEqual([404, 'approval_not_found']);
