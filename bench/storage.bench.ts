@@ -13,23 +13,15 @@
  *   npm run bench:storage -- --seconds 1200 --rate 20 --window 3m   # the issue's long soak (24,000 turns)
  */
 import { request } from 'node:http';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { Test } from '@nestjs/testing';
-import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { DataSource } from 'typeorm';
-import { ScriptedAdapter } from './support/scripted-model';
 import { BenchReport, REPO_ROOT } from './report';
 import { scratchDatabase } from './load/scratch-db';
+import { serviceInProcess } from './support/service-in-process';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
-const { AppModule } = require('../dist/app.module') as typeof import('../src/app.module');
-const { configureApp } = require('../dist/bootstrap') as typeof import('../src/bootstrap');
-const { LLM_ADAPTER } = require('../dist/llm/llm-adapter.port') as typeof import('../src/llm/llm-adapter.port');
-const { LlmModels } = require('../dist/llm/llm-models') as typeof import('../src/llm/llm-models');
 const { StorageMaintenanceService } = require('../dist/chat/storage-maintenance.service') as typeof import('../src/chat/storage-maintenance.service');
 const { StorageStats, SIZED_TABLES } = require('../dist/database/storage-stats') as typeof import('../src/database/storage-stats');
 const { parseDuration } = require('../dist/config/duration') as typeof import('../src/config/duration');
@@ -56,23 +48,9 @@ interface App {
 }
 
 async function boot(url: string, env: Record<string, string>): Promise<App> {
-  const workspace = mkdtempSync(join(tmpdir(), 'orion-bench-'));
-  mkdirSync(join(workspace, 'default', 'docs'), { recursive: true });
-  writeFileSync(join(workspace, 'default', 'docs', 'roadmap.md'), '# Roadmap\n\nShip the runs module.\n');
-  const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.forRoot({ DATABASE_URL: url, WORKSPACE_ROOT: workspace, TWO_STAGE_ENABLED: 'true', MCP_CONFIG: '', LOG_LEVEL: 'error', ...env })],
-  })
-    .overrideProvider(TypeOrmHealthIndicator)
-    .useValue({})
-    .overrideProvider(LLM_ADAPTER)
-    .useValue(new ScriptedAdapter())
-    .overrideProvider(LlmModels)
-    .useValue(null)
-    .compile();
-  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
-  configureApp(app);
-  await app.listen(0, '127.0.0.1');
-  return { port: (app.getHttpServer().address() as AddressInfo).port, ds: app.get(DataSourceToken), worker: app.get(StorageMaintenanceService), close: () => app.close() };
+  // the same in-process service as bench:protocol and bench:loops, on this row's database
+  const { app, port } = await serviceInProcess({ DATABASE_URL: url, ...env });
+  return { port, ds: app.get(DataSourceToken), worker: app.get(StorageMaintenanceService), close: () => app.close() };
 }
 
 /** One turn; resolves with its SSE text and the gaps between its chunks (ms). */
