@@ -27,6 +27,7 @@ import { ModelStream } from '../src/orchestration/model-stream';
 import { ContentLoopDetector, DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from '../src/orchestration/loops/content-loop';
 import { deltasOf, textSamples, type TextSample } from '../test/fixtures/loops/corpus';
 import { BenchReport } from './report';
+import { shownCopies } from '../src/orchestration/loops/content-loop-details';
 import { serviceInProcess } from './support/service-in-process';
 import { TEXT_DELTAS } from './support/scripted-model';
 
@@ -242,11 +243,6 @@ const decoded = new InProcessOpenAi({ baseUrl: 'http://127.0.0.1:9/v1', model: '
 
 const ASK = { messages: [{ role: 'user' as const, content: 'Explain it.' }] };
 /** The detector off: what LOOP_CONTENT_REPEATS=0 gives a turn. */
-/** The copies of a loop's passage that reached the client. */
-function shownCopies(loop: ContentLoop): number {
-  return Math.floor((loop.shownEnd - loop.atChar) / loop.period);
-}
-
 const OFF: ContentLoopSettings = { ...DEFAULT_CONTENT_LOOP, repeats: 0 };
 async function turn(llm: LlmAdapter, withDetector: boolean): Promise<number> {
   turnNo++;

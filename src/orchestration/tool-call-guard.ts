@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../common/util/canonical-json.util';
 import type { CompletedToolCall, InvalidToolCall } from '../llm/tool-call-accumulator';
 import type { RepeatPolicy, ToolRunResult } from '../tools/tool-definition';
 import type { StreamLoop } from './model-stream';
+import { contentLoopDetails, shownCopies } from './loops/content-loop-details';
+import { progressDigest } from './loops/result-progress';
+import { strikeStopReason, strikesSpent, type StrikeKind, type Strikes } from './loops/strikes';
 import type { ProtocolEvent, StopReason } from './protocol-event';
 import type { ProtocolExecutionContext } from './protocol-strategy';
 
@@ -43,35 +45,6 @@ export interface ResultRecord {
   progressDigest?: string;
 }
 
-/** What spent a strike: the stop reason names the kind of the strike that spent the budget. */
-export type StrikeKind = 'repeat' | 'no_progress' | 'invalid';
-
-/** The loop-strike counter a protocol keeps in its turn state (two-stage: in its checkpoint). */
-export interface Strikes {
-  duplicateStrikes: number;
-  /** the latest strike's kind; absent before any (and in older checkpoints: a repeat) */
-  lastStrike?: StrikeKind;
-}
-
-/** How a content loop is traced (`loop_detected`), on every route. */
-export function contentLoopDetails(loop: StreamLoop): Record<string, unknown> {
-  return { in: loop.in, period: loop.period, repeats: loop.repeats, shown: loop.in === 'text' ? shownCopies(loop) : 0, atChar: loop.atChar, endChar: loop.endChar, shownEnd: loop.in === 'text' ? loop.shownEnd : 0 };
-}
-
-/** Copies of the passage that reached the client. */
-function shownCopies(loop: StreamLoop): number {
-  return Math.floor((loop.shownEnd - loop.atChar) / loop.period);
-}
-
-/** The stop reason a spent strike budget gives, by the kind of the strike that spent it (both protocols). */
-export function strikeStopReason(lastStrike: StrikeKind | undefined): Extract<StopReason, 'duplicate_limit' | 'no_progress'> {
-  return lastStrike === 'no_progress' ? 'no_progress' : 'duplicate_limit';
-}
-
-/** Whether `strikes` spend a budget of `limit`: the one place the loop-strike limit is computed. */
-export function strikesSpent(strikes: number, limit: number): boolean {
-  return strikes >= limit;
-}
 
 /**
  * The one loop guard every protocol uses (docs/API.md, "Loops"). It classifies each call of a
@@ -309,31 +282,4 @@ export function invalidName(bad: InvalidToolCall): string {
 /** Digest of what the model was given from a run: two runs with equal digests returned the same result. */
 export function resultDigest(outputText: string): string {
   return createHash('sha256').update(outputText).digest('hex');
-}
-
-/** Outcomes whose result came from the tool itself (not a refusal, a decline, a cancellation or a wait). */
-const TOOL_ANSWERED = new Set<string>(['success', 'exception']);
-
-/**
- * Digest of a result as the no-progress rule compares it: JSON in canonical key order, other text
- * with its white space folded. Undefined for a result that says nothing about its arguments — an
- * empty one (reading several empty files is progress: each says that file is empty), or one the
- * tool did not give (declined, cancelled, waiting).
- */
-export function progressDigest(result: Pick<ToolRunResult, 'outcome' | 'outputText'>): string | undefined {
-  if (!TOOL_ANSWERED.has(result.outcome)) return undefined;
-  const normal = normaliseResult(result.outputText);
-  if (normal === '' || normal === '""' || normal === '{}' || normal === '[]' || normal === 'null') return undefined;
-  return createHash('sha256').update(normal).digest('hex');
-}
-
-function normaliseResult(text: string): string {
-  const trimmed = text.trim();
-  try {
-    const parsed: unknown = JSON.parse(trimmed);
-    if (typeof parsed === 'string') return parsed.replace(/\s+/g, ' ').trim();
-    return canonicalJson(parsed);
-  } catch {
-    return trimmed.replace(/\s+/g, ' ');
-  }
 }

@@ -3,7 +3,7 @@ import { modelStep } from '../../../test/support/model-step';
 import type { LlmStreamEvent } from '../../llm/llm-adapter.port';
 import { forcedFinal } from '../protocols/two-stage/two-stage.loop-budgets';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION } from '../run-state/run-checkpoint';
-import { progressDigest } from '../tool-call-guard';
+import { progressDigest } from './result-progress';
 import { AFTER_LOOP } from '../protocols/prompts';
 import { DEFAULT_CONTENT_LOOP } from './content-loop';
 import { contentLoopSettings } from './loop-settings';

@@ -5,7 +5,7 @@ import type { TraceSink } from '../../trace/trace-sink.port';
 import type { ApprovedCall, DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
 import { toolModeSystemPrompt, toolModeUserMessage } from './tool-mode.prompts';
 import { findContentLoop } from '../loops/find-content-loop';
-import { contentLoopDetails } from '../tool-call-guard';
+import { contentLoopDetails } from '../loops/content-loop-details';
 import type { StreamLoop } from '../model-stream';
 
 /** Fixed prefix of every tool-only log line, so operators can grep one mode run end to end. */

@@ -1,4 +1,4 @@
-import { strikeStopReason, strikesSpent, type StrikeKind } from '../../tool-call-guard';
+import { strikeStopReason, strikesSpent, type StrikeKind } from '../../loops/strikes';
 
 /**
  * The two-stage protocol's loop budgets as named predicates over what the turn recorded

@@ -3,7 +3,8 @@ import type { ProtocolEvent, StopReason, TurnUsage } from '../../protocol-event'
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import type { StepMessages, UnifiedBudget } from './unified.context-budget';
 import type { SourcesCollector } from './unified.sources';
-import type { ResultRecord, StrikeKind } from '../../tool-call-guard';
+import type { ResultRecord } from '../../tool-call-guard';
+import type { StrikeKind } from '../../loops/strikes';
 import type { ExecutedCall } from './unified.tool-step';
 
 /** How one model step ended (a typed outcome, so every caller handles each case). */
