@@ -1,7 +1,8 @@
 import type { LateDeltas, LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
 import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } from '../llm/tool-call-accumulator';
 import { deadline, type Deadline } from '../common/util/abort.util';
-import { ContentLoopDetector, DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from './loops/content-loop';
+import { DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from './loops/content-loop';
+import { LoopWatch } from './loops/loop-watch';
 
 /** A content loop the stream stopped at, and in which text it was found. */
 export interface StreamLoop extends ContentLoop {
@@ -88,11 +89,8 @@ export class ModelStream {
   private heldText = '';
   private heldReasoningChars = 0;
   private invalidSeen = 0;
-  /** content loops in the answer text and in the reasoning, watched as they stream */
-  private readonly textLoop: ContentLoopDetector | null;
-  private reasoningLoop: ContentLoopDetector | null | undefined;
-  /** answer text held back while a passage repeats past its shown copies (released when it stops repeating) */
-  private loopHeld = '';
+  /** content loops in the answer text and in the reasoning, watched as they stream (null: detection off) */
+  private readonly watch: LoopWatch | null;
   stopped = false;
 
   constructor(
@@ -105,10 +103,7 @@ export class ModelStream {
     this.local = deadline(signal);
     this.events = llm.stream(request, this.local.signal);
     const loop = opts.contentLoop ?? DEFAULT_CONTENT_LOOP;
-    this.textLoop = loop.repeats > 0 ? new ContentLoopDetector(loop) : null;
-    if (this.textLoop && opts.loopShown !== undefined) this.textLoop.shown = opts.loopShown;
-    // most responses bring no reasoning: its detector is made when the first reasoning arrives
-    this.reasoningLoop = loop.repeats > 0 ? undefined : null;
+    this.watch = loop.repeats > 0 ? new LoopWatch(loop, { shown: opts.loopShown, lag: opts.loopLag }) : null;
   }
 
   /** Takes one event; returns answer text to stream, if the event carried some. */
@@ -187,50 +182,32 @@ export class ModelStream {
     return this.answer(text);
   }
 
-  /**
-   * Text that joins the answer and streams, as far as the content-loop detector lets it. While a
-   * passage repeats back to back past its shown copies, the rest is held back; it streams once
-   * the passage stops repeating (or the response ends). When the repetition runs long enough to
-   * be a loop, the held text is dropped, the response stops and upstream is aborted: what
-   * streamed (up to the shown copies) is exactly what the answer holds.
-   */
+  /** Text that joins the answer and streams, as far as the content-loop watch lets it (it may hold some back, or find a loop). */
   private answer(text: string): string | undefined {
-    const d = this.textLoop;
-    if (!d) {
+    const w = this.watch;
+    if (!w) {
       this.result.text += text;
       return text;
     }
-    const hit = d.push(text);
-    this.loopHeld += text;
-    if (hit) {
-      const out = this.releaseUpTo(hit.shownEnd);
-      this.loopHeld = '';
-      this.stopAtLoop({ ...hit, in: 'text' });
-      return out;
-    }
-    return this.releaseUpTo(Math.min(d.holdFrom(), d.length - (this.opts.loopLag ?? 0)));
+    return this.handedOut(w.answer(text));
   }
 
-  /** Held answer text up to offset `end` of the answer joins it and streams. */
-  private releaseUpTo(end: number): string | undefined {
-    const n = Math.min(end, this.result.text.length + this.loopHeld.length) - this.result.text.length;
-    if (n <= 0) return undefined;
-    const out = n === this.loopHeld.length ? this.loopHeld : this.loopHeld.slice(0, n);
-    this.loopHeld = n === this.loopHeld.length ? '' : this.loopHeld.slice(n);
-    this.result.text += out;
-    return out;
+  /** What the watch handed out joins the answer; a loop it found stops the response. */
+  private handedOut(out: string): string | undefined {
+    if (out) this.result.text += out;
+    if (this.watch?.loop && !this.stopped) this.stopAtLoop(this.watch.loop);
+    return out || undefined;
   }
 
   /** The response ended (or a call did) while a passage was repeating short of a loop: all of it streams. */
   private releaseRepeats(): string | undefined {
-    return this.loopHeld === '' ? undefined : this.releaseUpTo(Infinity);
+    return this.watch ? this.handedOut(this.watch.releaseAll()) : undefined;
   }
 
   private watchReasoning(text: string): void {
-    if (this.reasoningLoop === null || this.stopped) return;
-    this.reasoningLoop ??= new ContentLoopDetector(this.opts.contentLoop ?? DEFAULT_CONTENT_LOOP);
-    const hit = this.reasoningLoop.push(text);
-    if (hit) this.stopAtLoop({ ...hit, in: 'reasoning' });
+    if (!this.watch || this.stopped) return;
+    this.watch.reasoning(text);
+    if (this.watch.loop) this.stopAtLoop(this.watch.loop);
   }
 
   private stopAtLoop(loop: StreamLoop): void {
@@ -292,8 +269,7 @@ export class ModelStream {
       this.closed = true;
       this.local.dispose();
       // the detectors' memory goes back to their pool for the next response
-      this.textLoop?.release();
-      this.reasoningLoop?.release();
+      this.watch?.dispose();
       // a clean end of stream is a boundary too; a failed stream's open calls are never run
       if (!this.result.error) this.acc.finish();
       const complete = this.acc.completed;
