@@ -347,10 +347,17 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
     expect(whilePaused).toEqual(first);
 
     // the resumed leg streams up to its first chunk and holds: a follower from seq 0 reads past the paused into the live leg
+    // the follower starts once the resumed leg's start has arrived: before that the run may still read as paused,
+    // and a stream that ends at a paused run's paused is the case above, not this one
     const second: RunEvent[] = [];
+    const resumedStarted = gate();
     const resumed = (async () => {
-      for await (const event of orion.runs.resume({ requestId, resumeFromPhaseIndex: paused.resumeFromPhaseIndex })) second.push(event);
+      for await (const event of orion.runs.resume({ requestId, resumeFromPhaseIndex: paused.resumeFromPhaseIndex })) {
+        second.push(event);
+        resumedStarted.open();
+      }
     })();
+    await resumedStarted.opened;
     const follower = orion.runs.events(requestId);
     const followed: RunEvent[] = [];
     try {
