@@ -39,7 +39,7 @@ export class ResponsesController {
     summary:
       'OpenAI Responses API: Orion runs the turn with its own tools (models orion-unified, orion-two-stage or an allowed model); the tool calls it ran are mcp_call output items; previous_response_id or conversation continue a conversation; background true answers at once',
   })
-  @ApiBody({ schema: { type: 'object', required: ['model', 'input'], example: { model: 'orion-unified', input: 'What is in the guides folder?' } } })
+  @ApiBody({ schema: { type: 'object', required: ['model', 'input'], description: "OpenAI's Responses parameters; docs/API.md lists what is taken and what is refused" } })
   @ApiHeader({ name: 'X-Orion-Project', required: false, description: 'the project (default: default)' })
   @ApiHeader({ name: 'X-Orion-Tool-Results', required: false, description: 'true: mcp_call items carry the raw tool output (the chat routes\' debugShowToolResults)' })
   @ApiOkResponse({ description: RESPONSE_DESCRIPTION })
@@ -95,7 +95,7 @@ export class ResponsesController {
   @ApiOperation({ operationId: 'openAiCancelResponse', summary: "OpenAI Responses API: Orion's cancel of the response's run; the response once the run has ended (status cancelled)" })
   @ApiParam({ name: 'responseId', example: 'resp_0f8fad5b-d9cb-469f-a165-70867728950e' })
   @ApiOkResponse({ description: 'the response object' })
-  @ApiOpenAiErrors(400, 401, 404, 429)
+  @ApiOpenAiErrors(400, 401, 404, 413, 415, 429)
   cancel(@Param('responseId') id: string, @Req() req: Request): Promise<Record<string, unknown>> {
     const principal = principalOf(req);
     return this.responses.cancel(id, (p) => canUseProject(principal, p));
