@@ -1,10 +1,13 @@
+import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Response as OpenAiResponse, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { startApp, type TestApp } from '../support/app';
 import { itOnPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
+import { readmeExample } from '../support/readme-example';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -137,6 +140,13 @@ describe('OpenAI Responses API (/v1/responses)', () => {
     });
     expect(done.output_text).toBe('It says Install.');
     expect(done.output.map((o) => o.type)).toEqual(['mcp_call', 'mcp_approval_request', 'message']);
+  });
+
+  it("the README's Responses example runs as written and prints the answer", async () => {
+    llm.enqueue(...chained());
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', readmeExample('responses')], { cwd: join(__dirname, '..', '..'), env: { ...process.env, ORION_URL: t.url }, timeout: 60_000 });
+    expect(stdout.trim()).toBe(ANSWER);
+    expect(llm.chatRequests).toHaveLength(2);
   });
 
   it('refuses unsupported fields by name, in OpenAI’s error shape, before any model call', async () => {
