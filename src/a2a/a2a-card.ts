@@ -6,7 +6,7 @@ export const SKILL_ID = 'chat-turn';
 
 /**
  * Orion's agent card: one skill, the chat turn, over JSON-RPC at `<base>/a2a`, with the API key
- * as a bearer token. Streaming yes; push notifications no (Orion's signed webhooks are its own).
+ * as a bearer token.
  */
 export function agentCard(baseUrl: string): AgentCard {
   return {
@@ -15,6 +15,7 @@ export function agentCard(baseUrl: string): AgentCard {
     supportedInterfaces: [{ url: `${baseUrl}/${A2A_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' }],
     provider: undefined,
     version: '0.1.0',
+    // pushNotifications false: a message's push config is served, as Orion's own signed webhook, but not A2A's push-config methods nor its payload
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: { apiKey: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'an Orion API key: Authorization: Bearer <key>', scheme: 'bearer', bearerFormat: '' } } } },
     securityRequirements: [{ schemes: { apiKey: { list: [] } } }],

@@ -174,9 +174,10 @@ export class A2aTurnsService implements A2ARequestHandler {
     if (!content.trim()) throw new RequestMalformedError('message.parts: the message needs a text part (the question)');
     if (content.length > MAX_CONTENT) throw new RequestMalformedError(`message.parts: the text must be at most ${MAX_CONTENT} characters (got ${content.length})`);
     if (m.contextId && !UUID.test(m.contextId)) throw new RequestMalformedError('message.contextId must be a UUID (the conversation to continue)');
+    const webhookUrl = pushUrl(params);
     try {
       // detached: an A2A task lives on without its caller; tasks/get and resubscribe find it
-      const events = await this.chat.send('unified', { projectId, conversationId: m.contextId || undefined, content, options: { detach: true } }, UNBOUNDED_FLOW, new AbortController().signal, {
+      const events = await this.chat.send('unified', { projectId, conversationId: m.contextId || undefined, content, options: { detach: true }, ...(webhookUrl ? { webhookUrl } : {}) }, UNBOUNDED_FLOW, new AbortController().signal, {
         createMissing: true,
       });
       return eachValue(events);
@@ -186,6 +187,21 @@ export class A2aTurnsService implements A2ARequestHandler {
       throw err;
     }
   }
+}
+
+/**
+ * A message's push notification config as the turn's webhookUrl: Orion's own signed webhook
+ * (Standard Webhooks, signed with the project's secret) goes there when the task ends or waits for
+ * a person. A token or authentication scheme of A2A's is refused rather than dropped: the
+ * signature is how a receiver knows the call is Orion's.
+ */
+function pushUrl(params: SendMessageRequest): string | undefined {
+  const push = params.configuration?.taskPushNotificationConfig;
+  if (!push) return undefined;
+  if (push.token) throw new RequestMalformedError('configuration.taskPushNotificationConfig.token is not supported: Orion signs its webhooks (Standard Webhooks) instead');
+  if (push.authentication) throw new RequestMalformedError('configuration.taskPushNotificationConfig.authentication is not supported: Orion signs its webhooks (Standard Webhooks) instead');
+  if (!push.url) throw new RequestMalformedError('configuration.taskPushNotificationConfig.url is required');
+  return push.url;
 }
 
 function userOf(ctx: ServerCallContext): OrionA2aUser {

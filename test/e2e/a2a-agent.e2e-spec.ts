@@ -6,6 +6,7 @@ import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFacto
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * Issue 47 item 3: Orion as an A2A agent, driven by @a2a-js/sdk's own client (card resolver,
@@ -39,6 +40,7 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
   let t: TestApp;
   let keyAlpha: string;
   let keyBeta: string;
+  let hooks: WebhookReceiver;
 
   const api = async (path: string, init: RequestInit = {}) => fetch(`${t.url}${path}`, { ...init, headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json', ...init.headers } });
   /** A client the way an A2A user makes one: from the agent card's URL, with the key on every request. */
@@ -68,16 +70,20 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
-    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', API_KEYS: ROOT, TOOLS_REQUIRE_APPROVAL: 'read_file' });
+    hooks = await WebhookReceiver.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', API_KEYS: ROOT, TOOLS_REQUIRE_APPROVAL: 'read_file', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_POLL_MS: '50' });
     mkdirSync(join(t.workspace, 'alpha', 'guides'), { recursive: true });
     writeFileSync(join(t.workspace, 'alpha', 'guides', 'install.md'), '# Install\n');
     writeFileSync(join(t.workspace, 'alpha', 'guides', 'usage.md'), '# Usage\n');
     const key = async (name: string, project: string) => ((await (await api('/api/admin/keys', { method: 'POST', body: JSON.stringify({ name, projects: [project], role: 'user' }) })).json()) as { key: string }).key;
     keyAlpha = await key('alpha agent', 'alpha');
     keyBeta = await key('beta agent', 'beta');
+    const secret = ((await (await api('/api/admin/projects/alpha/webhook', { method: 'PUT', body: '{}' })).json()) as { secret: string }).secret;
+    hooks.secrets = [secret];
   }, 120_000);
   afterAll(async () => {
     await t?.close();
+    await hooks?.close();
     await llm?.close();
   });
   beforeEach(() => llm.reset());
@@ -156,6 +162,20 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
     const rest = await collect(client.resubscribeTask({ tenant: '', id: asked.id }));
     expect(finalState(rest)).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(streamedAnswer(rest)).toBe('It says: Install.');
+  });
+
+  it("a message's push notification config gets the task's end as Orion's signed webhook; a token is refused by name", async () => {
+    const client = await connect(keyAlpha);
+    llm.enqueue(respond.turn([{ text: 'Pushed.' }]));
+    const config = { tenant: '', id: '', taskId: '', url: hooks.url('/a2a-push'), token: '', authentication: undefined };
+    const task = await client.sendMessage({ ...send(question('Tell me when done')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: config, historyLength: undefined, returnImmediately: false } as never });
+    if (!('status' in task)) throw new Error('message/send answered with a message, not a task');
+    const pushed = await waitFor(() => hooks.about(task.id)[0]);
+    expect(pushed.verified).toBe(true);
+    expect(pushed.payload).toMatchObject({ type: 'run.completed', requestId: task.id, conversationId: task.contextId, answer: 'Pushed.' });
+    await expect(
+      client.sendMessage({ ...send(question('again')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { ...config, token: 'secret-token' }, historyLength: undefined, returnImmediately: false } as never }),
+    ).rejects.toThrow(/taskPushNotificationConfig\.token/);
   });
 
   it("another project's key gets nothing of this one's tasks", async () => {
