@@ -16,7 +16,7 @@ module.exports = {
   testRegex: '.*\\.(spec|e2e-spec|medium-spec|browser-spec)\\.ts$',
   transform: { '^.+\\.(t|j|mj|cj)s$': swc },
   transformIgnorePatterns: [
-    '/node_modules/(?!(@nestjs|@electric-sql|@modelcontextprotocol|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|canonicalize|pkce-challenge|@opentelemetry)/)',
+    '/node_modules/(?!(@nestjs|@electric-sql|@modelcontextprotocol|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|canonicalize|pkce-challenge|@opentelemetry|jose)/)',
   ],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

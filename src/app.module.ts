@@ -19,6 +19,8 @@ import { ProjectScopeGuard } from './common/auth/project-scope.guard';
 import { RequestBodyGuard } from './common/body/request-body.guard';
 import { AdminModule } from './admin/admin.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
+import { McpServerModule } from './mcp-server/mcp-server.module';
+import { A2aModule } from './a2a/a2a.module';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { KeyThrottlerGuard } from './common/limits/key-throttler.guard';
 import { DatabaseThrottlerStorage } from './common/limits/database-throttler.storage';
@@ -35,7 +37,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, UiStreamModule, HealthModule, ObservabilityModule, WebModule, AdminModule, OpenAiCompatModule,
+      imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, UiStreamModule, HealthModule, ObservabilityModule, WebModule, AdminModule, OpenAiCompatModule, McpServerModule, A2aModule,
         ThrottlerModule.forRootAsync({
           imports: [AdminModule],
           inject: [AppConfigService, RATE_LIMIT_WINDOWS],

@@ -7,9 +7,10 @@ import { dirname, join, relative, resolve } from 'node:path';
  * (main, bootstrap, app.module) assemble everything. `config` (validated environment, no imports)
  * sits under `common`, whose API-key guard reads it. `observability` turns trace records and LLM
  * events into metrics and spans, beside orchestration: it reads the modules below, none reads it.
- * `openai-compat` is an edge like web: another wire format over the chat turns.
+ * `openai-compat` is an edge like web: another wire format over the chat turns; so are `mcp-server`
+ * (Orion as an MCP tool) and `a2a` (Orion as an A2A agent).
  */
-const ORDER = ['config', 'common', 'database', 'trace', 'knowledge', 'tools|llm', 'orchestration|observability', 'webhooks', 'runs', 'chat', 'web|health|admin|ui-stream|openai-compat'];
+const ORDER = ['config', 'common', 'database', 'trace', 'knowledge', 'tools|llm', 'orchestration|observability', 'webhooks', 'runs', 'chat', 'web|health|admin|ui-stream|openai-compat|mcp-server|a2a'];
 const rank = (folder: string): number => ORDER.findIndex((layer) => layer.split('|').includes(folder));
 
 const SRC = __dirname;

@@ -36,6 +36,6 @@ const runs = RunsModule.register({ imports: [conversationTables], store: Convers
     { provide: TURN_SLOT_STORE, useExisting: TurnSlotRepository },
   ],
   // ChatService and the run engine (reconnect) for the edges that speak other wire formats
-  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, StorageRetentionRepository, StorageMaintenanceService, runs],
+  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, ConversationsService, StorageRetentionRepository, StorageMaintenanceService, runs],
 })
 export class ChatModule {}

@@ -141,7 +141,7 @@ export class OpenAiCompletionsService {
   }
 
   /** An alias picks the protocol with the default model; an allowed model runs on unified. */
-  private resolveModel(name: string): { protocol: ChatProtocol; model?: string } {
+  resolveModel(name: string): { protocol: ChatProtocol; model?: string } {
     if (Object.hasOwn(MODEL_ALIASES, name) && this.aliasEnabled(name)) return { protocol: MODEL_ALIASES[name] };
     if (this.orchestration.allowsModel(name)) return { protocol: 'unified', model: name };
     const known = this.models().data.map((m) => m.id);

@@ -35,6 +35,17 @@ export class RunEventsService {
     return (await this.events.listAfter(requestId, afterSeq, 1)).length > 0;
   }
 
+  /** Every stored event of the run after `afterSeq` as they are now, without waiting (a snapshot of the run). */
+  async stored(requestId: string, afterSeq = 0): Promise<SentEvent[]> {
+    const out: SentEvent[] = [];
+    for (let last = afterSeq; ; ) {
+      const rows = await this.events.listAfter(requestId, last, PAGE);
+      for (const r of rows) out.push({ seq: r.seq, type: r.type, data: r.data });
+      if (rows.length < PAGE) return out;
+      last = rows[rows.length - 1].seq;
+    }
+  }
+
   /**
    * The run's events after `afterSeq`, then its live events until it ends or `stop` fires; a
    * client that leaves returns the generator (its watch of the run ends with it).

@@ -13,6 +13,6 @@ import { TraceDeletionService } from './trace-deletion.service';
   imports: [TypeOrmModule.forFeature([TraceEventEntity])],
   controllers: [TraceController],
   providers: [TraceEventRepository, TraceWriterService, TraceService, TraceDeletionService, { provide: TRACE_SINK, useExisting: TraceWriterService }],
-  exports: [TRACE_SINK, TraceWriterService, TraceDeletionService, TraceEventRepository],
+  exports: [TRACE_SINK, TraceWriterService, TraceService, TraceDeletionService, TraceEventRepository],
 })
 export class TraceModule {}

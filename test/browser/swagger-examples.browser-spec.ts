@@ -65,6 +65,10 @@ const EXPECTED: Record<string, { status: number; check?: (text: string) => void 
   openAiListModels: { status: 200 },
   openAiRetrieveModel: { status: 200, check: JSON_HAS({ id: 'orion-unified', object: 'model' }) },
   openAiCreateChatCompletion: { status: 200, check: JSON_HAS({ object: 'chat.completion' }) },
+  openAiCreateResponse: { status: 200, check: JSON_HAS({ object: 'response', status: 'completed' }) },
+  // the example's response id names no run of yours
+  openAiRetrieveResponse: { status: 404, check: JSON_HAS({ error: { code: 'response_not_found' } }) },
+  openAiCancelResponse: { status: 404, check: JSON_HAS({ error: { code: 'response_not_found' } }) },
   getRunWebhooks: { status: 404, check: NOT_FOUND('run_not_found') },
   getRun: { status: 404, check: NOT_FOUND('run_not_found') },
   streamRunEvents: { status: 404, check: NOT_FOUND('run_not_found') },

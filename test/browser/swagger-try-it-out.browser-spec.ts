@@ -114,6 +114,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('updateConversationSettings', { params: { id: conversationId } })).status).toBe(200);
       const completion = await run('openAiCreateChatCompletion');
       expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
+      const response = await run('openAiCreateResponse');
+      expect([response.status, JSON.parse(response.text).object, JSON.parse(response.text).status]).toEqual([200, 'response', 'completed']);
       // no MCP server is configured by default: the documented 404
       const approve = await run('approveMcpTool', { params: { name: 'everything__echo' } });
       expect([approve.status, JSON.parse(approve.text).message]).toEqual([404, 'No MCP tool everything__echo']);
@@ -188,6 +190,8 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('createApiKey')).status).toBe(201);
       const completion = await run('openAiCreateChatCompletion');
       expect([completion.status, JSON.parse(completion.text).object]).toEqual([200, 'chat.completion']);
+      const response = await run('openAiCreateResponse');
+      expect([response.status, JSON.parse(response.text).object, JSON.parse(response.text).status]).toEqual([200, 'response', 'completed']);
 
       expect([...tried].sort()).toEqual(bodyOperations(doc).sort());
       expect(auth.length).toBe(tried.size);

@@ -184,7 +184,7 @@ describe('the OpenAPI document', () => {
       if (op.operationId === 'executeTools') expect(JSON.parse(text)).toMatchObject({ isSuccess: true, error: null, executions: [{ toolName: 'list_files', outcome: 'success', isError: false }] });
       tried.push(op.operationId);
     }
-    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'openAiCreateChatCompletion', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage']);
+    expect(tried.sort()).toEqual(['executeTools', 'executeToolsStream', 'ingestKnowledge', 'openAiCreateChatCompletion', 'openAiCreateResponse', 'sendMessage', 'sendMessageTwoStage', 'sendUiMessage']);
   });
 
   it('gives every required path and query parameter a value, so that Execute runs with nothing typed in (issue #42)', () => {

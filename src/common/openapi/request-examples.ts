@@ -27,6 +27,7 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
     trigger: 'submit-message',
   },
   openAiCreateChatCompletion: { model: 'orion-unified', messages: [{ role: 'user', content: 'List the files of this project' }], stream: false },
+  openAiCreateResponse: { model: 'orion-unified', input: 'List the files of this project' },
   // a run of yours: a two-stage run's requestId (its start event) and one of its checkpoints (GET /api/chat/runs/{requestId})
   resumeTwoStageRun: { requestId: '0f8fad5b-d9cb-469f-a165-70867728950e', resumeFromPhaseIndex: 2 },
   // any checkpoint of one of your two-stage runs that is not running (the run's id goes in the path)

@@ -562,6 +562,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI Responses API: Orion runs the turn with its own tools (models orion-unified, orion-two-stage or an allowed model); the tool calls it ran are mcp_call output items; previous_response_id or conversation continue a conversation; background true answers at once */
+        post: operations["openAiCreateResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{responseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI Responses API: a response as its run stands now, on any instance; stream=true replays its events after starting_after, then follows it live */
+        get: operations["openAiRetrieveResponse"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{responseId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI Responses API: Orion's cancel of the response's run; the response once the run has ended (status cancelled) */
+        post: operations["openAiCancelResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -1819,6 +1870,21 @@ export interface components {
              */
             conversations?: string | null;
         };
+        OpenAiErrorDetailDto: {
+            message: string;
+            /** @enum {string} */
+            type: "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "server_error";
+            /** @description the request parameter at fault */
+            param: string | null;
+            /**
+             * @description unsupported_parameter, unknown_parameter, invalid_value, invalid_json, model_not_found, or Orion's own code (conversation_not_found, too_many_requests, llm_timeout…)
+             * @example model_not_found
+             */
+            code: string | null;
+        };
+        OpenAiErrorResponseDto: {
+            error: components["schemas"]["OpenAiErrorDetailDto"];
+        };
         CompletionMessageDto: {
             /** @enum {string} */
             role: "assistant";
@@ -1902,21 +1968,6 @@ export interface components {
             usage?: components["schemas"]["CompletionUsageDto"];
             /** @description on the final chunk */
             orion?: components["schemas"]["OrionCompletionExtensionDto"];
-        };
-        OpenAiErrorDetailDto: {
-            message: string;
-            /** @enum {string} */
-            type: "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "rate_limit_error" | "server_error";
-            /** @description the request parameter at fault */
-            param: string | null;
-            /**
-             * @description unsupported_parameter, unknown_parameter, invalid_value, invalid_json, model_not_found, or Orion's own code (conversation_not_found, too_many_requests, llm_timeout…)
-             * @example model_not_found
-             */
-            code: string | null;
-        };
-        OpenAiErrorResponseDto: {
-            error: components["schemas"]["OpenAiErrorDetailDto"];
         };
         OpenAiModelDto: {
             /** @example orion-unified */
@@ -5890,6 +5941,265 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    openAiCreateResponse: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional (added): names this send so that a retry never starts a second turn. The same key with the same body (and route), from the same project, within IDEMPOTENCY_WINDOW_MS (24 h by default), gives the first send's run on any instance: a live run's events from its first, then live (as a reconnect), a finished one's result. Another body with the key: 422 idempotency_key_reused. A keyed run goes on when its client leaves (a retry follows it). 1-255 printable ASCII characters, e.g. a UUID. Swagger UI sends none unless you type one (such as 5f0c6f1e-8f0e-4a43-9d8e-2b7f3c1d9a10). */
+                "Idempotency-Key"?: string;
+                /** @description true: mcp_call items carry the raw tool output (the chat routes' debugShowToolResults) */
+                "X-Orion-Tool-Results"?: string;
+                /** @description the project (default: default) */
+                "X-Orion-Project"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description stream false: one response object (JSON); stream true: Server-Sent Events named by their type (response.created, response.in_progress, response.output_item.added, response.mcp_call.*, response.content_part.added, response.output_text.delta, …, response.completed), each with sequence_number */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid request: a refused or unknown parameter, bad JSON, an unknown model, bad messages (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS or database keys are in use and Authorization: Bearer <key> is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description conversation_not_found (X-Orion-Conversation), model_not_found, an unknown project for a project-bound key, or an unknown /v1 path */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description approval_required (stream: false): the turn waits for a person to approve a tool call; answered at once with x-should-retry: false, error.orion names the run, the approval and the route that decides it, and the run waits on (added). idempotency_key_in_use: the key's first send has not started its turn yet; send again shortly. conversation_busy: the conversation's previous turn is still active */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (nothing is stored) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description idempotency_key_reused (added): the Idempotency-Key was first sent with another body or X-Orion-Conversation; nothing is started or stored */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description a failed turn (stream: false; x-should-retry: false, since the turn ran and is stored) or a bug */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description database_unavailable: nothing was stored; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+        };
+    };
+    openAiRetrieveResponse: {
+        parameters: {
+            query?: {
+                /** @description with stream=true: the sequence_number after which to resume */
+                starting_after?: unknown;
+                stream?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                responseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description stream false: one response object (JSON); stream true: Server-Sent Events named by their type (response.created, response.in_progress, response.output_item.added, response.mcp_call.*, response.content_part.added, response.output_text.delta, …, response.completed), each with sequence_number */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid request: a refused or unknown parameter, bad JSON, an unknown model, bad messages (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS or database keys are in use and Authorization: Bearer <key> is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description conversation_not_found (X-Orion-Conversation), model_not_found, an unknown project for a project-bound key, or an unknown /v1 path */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+        };
+    };
+    openAiCancelResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                responseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the response object */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid request: a refused or unknown parameter, bad JSON, an unknown model, bad messages (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS or database keys are in use and Authorization: Bearer <key> is missing or wrong */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description conversation_not_found (X-Orion-Conversation), model_not_found, an unknown project for a project-bound key, or an unknown /v1 path */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
         };

@@ -1,0 +1,59 @@
+import { Controller, Get, Headers, Post, Req, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { AGENT_CARD_PATH } from '@a2a-js/sdk';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import type { Request, RequestHandler, Response } from 'express';
+import { edgeProject, PROJECT_HEADER } from '../common/auth/edge-project';
+import { principalOf } from '../common/auth/principal';
+import { AnyProject } from '../common/auth/project-scope.decorator';
+import { Public } from '../common/auth/public.decorator';
+import { A2A_PATH, agentCard } from './a2a-card';
+import { A2aTurnsService, OrionA2aUser } from './a2a-turns.service';
+
+/** The request's Orion user, set here after the key guard and read by the SDK's user builder. */
+const USER = Symbol('orion.a2a.user');
+type WithUser = Request & { [USER]?: OrionA2aUser };
+
+/**
+ * The A2A agent: its card at the well-known path (public, as A2A clients read it before they
+ * authenticate) and its JSON-RPC endpoint at /a2a, served by the SDK's own JSON-RPC transport
+ * (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe) over
+ * A2aTurnsService. The key guard, body guard and throttler run first like on every route. Not
+ * in the OpenAPI document: A2A clients speak the A2A specification; docs/API.md says what is served.
+ */
+@ApiExcludeController()
+@Controller()
+export class A2aController {
+  private readonly rpc: RequestHandler;
+
+  constructor(turns: A2aTurnsService) {
+    this.rpc = jsonRpcHandler({
+      requestHandler: turns,
+      userBuilder: async (req) => {
+        const user = (req as WithUser)[USER];
+        if (!user) throw new Error('A2A request without its Orion user');
+        return user;
+      },
+    });
+  }
+
+  @Public()
+  @Get(AGENT_CARD_PATH)
+  card(@Req() req: Request) {
+    return agentCard(`${req.protocol}://${req.get('host')}`);
+  }
+
+  @Post(A2A_PATH)
+  @AnyProject()
+  rpcCall(@Req() req: Request, @Res() res: Response, @Headers(PROJECT_HEADER) project: string | undefined): Promise<void> {
+    const principal = principalOf(req);
+    (req as WithUser)[USER] = new OrionA2aUser(principal.keyId, edgeProject(principal, project));
+    // the SDK's router matches its own root: Nest has routed the request already
+    req.url = '/';
+    return new Promise<void>((resolve, reject) => {
+      res.once('finish', () => resolve());
+      res.once('close', () => resolve());
+      this.rpc(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
+    });
+  }
+}
