@@ -24,7 +24,7 @@ describe('default-deny routes', () => {
     const routes = mappedRoutes(t.app);
     expect(routes.length).toBeGreaterThan(20);
     expect(routes.filter((r) => r.isPublic).map((r) => r.path).sort()).toEqual(
-      ['/', '/api/health', '/api/health/live', '/api/health/ready', '/assets/:file', '/debug', '/vendor/:file'].sort(),
+      ['/', '/.well-known/agent-card.json', '/api/health', '/api/health/live', '/api/health/ready', '/assets/:file', '/debug', '/vendor/:file'].sort(),
     );
   });
 

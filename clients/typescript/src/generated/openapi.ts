@@ -5961,6 +5961,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "orion-unified",
+                 *       "input": "List the files of this project"
+                 *     }
+                 */
                 "application/json": Record<string, never>;
             };
         };
@@ -6173,22 +6179,22 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
-            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            /** @description the body is over MAX_BODY_BYTES (nothing is stored) */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
-            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            /** @description the body is not sent as Content-Type: application/json */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"];
+                    "application/json": components["schemas"]["OpenAiErrorResponseDto"];
                 };
             };
             /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE or a running-turn limit; Retry-After says when to retry */
