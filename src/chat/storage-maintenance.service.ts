@@ -18,7 +18,7 @@ const MAX_BATCHES_PER_PASS = 500;
 /** What one pass did: rows removed per table, runs compacted with their chunk events before and after. */
 export interface StoragePass {
   removed: Record<string, number>;
-  compacted: { runs: number; chunksBefore: number; chunksAfter: number };
+  compacted: { runs: number; chunksBefore: number; chunksAfter: number; traceRecords: number };
   /** false when another instance held the lock (this pass did less or nothing) */
   complete: boolean;
   durationMs: number;
@@ -75,7 +75,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
     const add = (counts: Record<string, number>) => {
       for (const [table, n] of Object.entries(counts)) if (n > 0) removed[table] = (removed[table] ?? 0) + n;
     };
-    const compacted = { runs: 0, chunksBefore: 0, chunksAfter: 0 };
+    const compacted = { runs: 0, chunksBefore: 0, chunksAfter: 0, traceRecords: 0 };
     let complete = true;
     const note = (r: { end: string }) => {
       if (r.end === 'locked') complete = false;
@@ -95,6 +95,8 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
                 if (c) compactedRuns.set(id, c);
               }
               await this.runs.storeCompacted(m, compactedRuns, ids);
+              // their trace records too: one row per run instead of one per record
+              compacted.traceRecords += await this.trace.fold(m, ids);
               compacted.runs += ids.length;
               for (const c of compactedRuns.values()) {
                 compacted.chunksBefore += c.chunksBefore;

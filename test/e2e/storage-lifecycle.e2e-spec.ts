@@ -115,6 +115,15 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     expect(after.messages).toEqual(before.messages);
     expect(after.run).toEqual(before.run);
     expect(after.trace).toEqual(before.trace);
+    // stored as one row now (the trace records folded); read by type, by project, after an id, as before
+    expect(Number((await ds.query(`SELECT count(*) AS n FROM trace_events WHERE request_id = $1`, [turn.requestId]))[0].n)).toBe(1);
+    const traceOf = async (q: string) => (await fetch(`${t.url}/api/trace?${q}`)).json() as Promise<Array<{ id: number; type: string; requestId: string }>>;
+    const toolResults = before.trace.filter((r: { type: string }) => r.type === 'tool_result' || r.type === 'tool_call');
+    expect(toolResults.length).toBe(2);
+    expect(await traceOf(`requestId=${turn.requestId}&type=tool_call,tool_result`)).toEqual(toolResults);
+    expect(await traceOf(`requestId=${turn.requestId}&limit=3`)).toEqual(before.trace.slice(0, 3));
+    const ofProject = (await traceOf(`projectId=default&type=tool_result&limit=5000`)).filter((r) => r.requestId === turn.requestId);
+    expect(ofProject).toEqual(toolResults.filter((r: { type: string }) => r.type === 'tool_result'));
     expect(after.webhooks).toEqual(before.webhooks);
     // the run_event_list view (docs/OPERATIONS.md, Database) lists the compacted run's events as the route sends them
     const listed = (await ds.query(`SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [turn.requestId])) as Array<{ seq: number; type: string; data: unknown }>;

@@ -7,6 +7,7 @@ import { HELD_STATUSES, pastRetention } from '../../database/retention-sql';
 import { queryResult } from '../../database/query-result';
 import { TraceEventEntity } from '../trace-event.entity';
 import type { TraceRecord } from '../trace-sink.port';
+import { FOLDED_TRACE_TYPE, foldTraceRecords, withFolded } from './trace-folding';
 
 export interface TraceQuery {
   requestId?: string;
@@ -42,14 +43,22 @@ export class TraceEventRepository {
     await preparedQuery(this.repo.manager.connection, INSERT_MANY, [traceRowsParam(rows)]);
   }
 
-  /** Oldest first (insertion order). */
+  /** Oldest first (insertion order); a compacted run's folded records unfolded among the others (trace-folding.ts). */
   async find(q: TraceQuery): Promise<TraceEventEntity[]> {
-    const qb = this.repo.createQueryBuilder('t').orderBy('t.id', 'ASC').limit(q.limit);
+    const qb = this.repo.createQueryBuilder('t').orderBy('t.id', 'ASC').limit(q.limit).where('t.type <> :folded', { folded: FOLDED_TRACE_TYPE });
     if (q.requestId) qb.andWhere('t.request_id = :requestId', { requestId: q.requestId });
     if (q.projectId) qb.andWhere('t.project_id = :projectId', { projectId: q.projectId });
     if (q.types?.length) qb.andWhere('t.type IN (:...types)', { types: q.types });
     if (q.afterId) qb.andWhere('t.id > :afterId', { afterId: q.afterId });
-    return qb.getMany();
+    return withFolded(this.repo.manager, q, await qb.getMany());
+  }
+
+  /**
+   * Folds these (compacted) runs' trace records into one row per run, in `m`'s transaction
+   * (trace-folding.ts); how many records were folded.
+   */
+  fold(m: EntityManager, requestIds: string[]): Promise<number> {
+    return foldTraceRecords(m, requestIds);
   }
 
   /** Deletes the trace events of these requests in `m`'s transaction; how many there were. */
