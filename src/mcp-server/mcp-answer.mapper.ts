@@ -1,4 +1,4 @@
-import type { TurnOutcome } from '../runs/turn-outcome';
+import { decideRoute, type TurnOutcome } from '../runs/turn-outcome';
 
 /** The MCP tool result of an `ask`: the answer as text, and the same as structured content. */
 export interface AskResult {
@@ -48,4 +48,29 @@ export function toAskResult(o: TurnOutcome): AskResult {
 /** A refusal before any turn started (bad conversation, unknown route): an error result naming the field. */
 export function refusal(message: string): { content: Array<{ type: 'text'; text: string }>; isError: true } {
   return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/**
+ * A turn that has not ended: waiting for a person (what waits and where to decide it) or still
+ * running. Not an error: the run goes on, and `get_answer` with its requestId gives the answer.
+ */
+export function waitingResult(o: TurnOutcome, state: 'awaiting_approval' | 'running' = 'awaiting_approval'): AskResult {
+  const requestId = o.requestId ?? '';
+  const a = o.awaiting;
+  const head = a
+    ? `The turn waits for a person to approve ${a.tool} (approvalId ${a.approvalId}): ${decideRoute(requestId, a.approvalId)}.`
+    : 'The turn is still running.';
+  const text = [head, `Once it is decided, call get_answer with requestId ${requestId} for the answer.`, '', `conversationId: ${o.conversationId ?? ''}`].join('\n');
+  return {
+    content: [{ type: 'text', text }],
+    structuredContent: {
+      answer: o.answer,
+      requestId,
+      conversationId: o.conversationId ?? '',
+      stopReason: state,
+      sources: o.sources,
+      tools: o.tools,
+      ...(a && { approval: { approvalId: a.approvalId, tool: a.tool, arguments: a.arguments, decide: decideRoute(requestId, a.approvalId) } }),
+    },
+  };
 }

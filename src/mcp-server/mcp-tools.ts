@@ -16,7 +16,8 @@ const ASK_DESCRIPTION = [
   "(the project's files, its knowledge base, web search and fetch, configured MCP tools) and answers in prose with the sources it used.",
   'Use it for questions about the project\'s documents or anything that needs looking up; one call is one question.',
   'To ask a follow-up in the same conversation, pass the conversationId of the earlier answer. Long turns send progress;',
-  'cancelling the call cancels the turn. A tool call that needs a person\'s approval waits until it is decided on Orion\'s approvals route.',
+  'cancelling the call cancels the turn. When a tool call needs a person\'s approval, ask answers at once with stopReason awaiting_approval and the approval;',
+  'once it is decided on Orion\'s approvals route, get_answer with the requestId gives the answer.',
 ].join(' ');
 
 /** One McpServer per session, its tools bound to the session's project. */
@@ -37,10 +38,11 @@ export function buildMcpServer(turns: McpTurnsService, scope: McpScope, version:
         answer: z.string().describe('the answer text'),
         requestId: z.string().describe("the turn's run id (for get_run_trace)"),
         conversationId: z.string().describe('pass it to ask to continue'),
-        stopReason: z.string().describe('final_answer when the turn answered; cancelled, error or a loop limit otherwise'),
+        stopReason: z.string().describe('final_answer when the turn answered; cancelled, error or a loop limit otherwise; awaiting_approval (or running, from get_answer) while it goes on'),
         sources: z.array(source).describe('the knowledge-base documents and web pages the answer rests on'),
         tools: z.array(toolStep).describe('the tools Orion ran for the answer'),
         error: z.object({ code: z.string(), message: z.string() }).optional(),
+        approval: z.object({ approvalId: z.string(), tool: z.string(), arguments: z.unknown(), decide: z.string() }).optional().describe('the call that waits for a person, and where to decide it'),
       },
       annotations: { readOnlyHint: false, openWorldHint: true },
     },
@@ -50,6 +52,20 @@ export function buildMcpServer(turns: McpTurnsService, scope: McpScope, version:
         progressToken: extra._meta?.progressToken,
         notify: (params) => extra.sendNotification({ method: 'notifications/progress', params }),
       }),
+  );
+
+  server.registerTool(
+    'get_answer',
+    {
+      title: "Get a turn's answer",
+      description: "The answer of an earlier ask (its requestId), for a turn that was waiting for a person's approval or still running: the answer once the turn has ended, else where it stands. waitSeconds waits up to that long for the end.",
+      inputSchema: {
+        requestId: z.uuid(UUID_MESSAGE).describe('the requestId of an ask result'),
+        waitSeconds: z.number().int().min(0).max(50).optional().describe('wait up to this many seconds for the turn to end (default 0: answer at once)'),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args) => turns.answer(scope, args.requestId, args.waitSeconds ?? 0),
   );
 
   server.registerTool(

@@ -1,15 +1,18 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { concatMap, lastValueFrom } from 'rxjs';
+import { concatMap, lastValueFrom, takeWhile } from 'rxjs';
 import { ChatService, type ChatProtocol } from '../chat/chat.service';
 import { ConversationsService } from '../chat/conversations.service';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/project-ownership.port';
 import { OrionException } from '../common/errors/orion.exception';
 import { UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import { AppConfigService } from '../config/app-config.service';
+import { ApprovalsService } from '../runs/approvals/approvals.service';
+import type { SentEvent } from '../runs/run-event-bus.service';
+import { RunEventsService } from '../runs/run-events.service';
 import { RunsService } from '../runs/runs.service';
-import { foldTurnEvent, progressLine, type TurnOutcome } from '../runs/turn-outcome';
+import { foldTurnEvent, progressLine, turnOutcome, type TurnOutcome } from '../runs/turn-outcome';
 import { TraceService } from '../trace/trace.service';
-import { refusal, toAskResult } from './mcp-answer.mapper';
+import { refusal, toAskResult, waitingResult } from './mcp-answer.mapper';
 
 /** What a tool handler gets from the MCP SDK that this service uses (its RequestHandlerExtra). */
 export interface ToolCallContext {
@@ -33,6 +36,8 @@ export interface McpScope {
 }
 
 const TRACE_LIMIT = 500;
+/** An approval decided while `ask` read its request: how long it then waits for the answer. */
+const SETTLED_WAIT_S = 30;
 
 /**
  * The MCP tools' work, through the same services as every route: `ask` starts a turn with
@@ -47,6 +52,8 @@ export class McpTurnsService {
     private readonly chat: ChatService,
     private readonly conversations: ConversationsService,
     private readonly runs: RunsService,
+    private readonly runEvents: RunEventsService,
+    private readonly approvals: ApprovalsService,
     private readonly trace: TraceService,
     private readonly config: AppConfigService,
     @Inject(PROJECT_OWNERSHIP) private readonly ownership: ProjectOwnershipPort,
@@ -84,13 +91,43 @@ export class McpTurnsService {
             if (message === null || call.progressToken === undefined || call.signal.aborted) return;
             await call.notify({ progressToken: call.progressToken, progress: ++step, message }).catch(() => undefined);
           }),
+          // a call that waits for a person is answered at once (as /v1 does): an MCP client's
+          // request timeout is far shorter than an approval's, and would cancel the run
+          takeWhile(() => !outcome.awaiting),
         ),
         { defaultValue: undefined },
       );
     } finally {
       call.signal.removeEventListener('abort', cancel);
     }
+    if (outcome.awaiting) return (await this.settled(outcome)) ? this.answer(scope, outcome.requestId ?? '', SETTLED_WAIT_S) : waitingResult(outcome);
     return toAskResult(outcome);
+  }
+
+  /**
+   * `get_answer`: a turn's result as `ask` gives it, from its stored events: the answer once it
+   * has ended, else where it stands (waiting for a person, or still running); `waitSeconds`
+   * waits that long for the end first.
+   */
+  async answer(scope: McpScope, requestId: string, waitSeconds: number) {
+    if ((await this.ownership.runProject(requestId)) !== scope.projectId) return refusal(`requestId: no run ${requestId} in project ${scope.projectId}`);
+    const seen: SentEvent[] = [];
+    if (waitSeconds > 0) {
+      const stop = AbortSignal.any([AbortSignal.timeout(waitSeconds * 1000), scope.closed]);
+      for await (const e of this.runEvents.untilEnd(requestId, 0, stop)) seen.push(e);
+    } else {
+      seen.push(...(await this.runEvents.stored(requestId)));
+    }
+    const outcome = turnOutcome(seen);
+    if (outcome.stopReason !== undefined) return toAskResult(outcome);
+    if (outcome.awaiting) return waitingResult(outcome);
+    return waitingResult(outcome, 'running');
+  }
+
+  /** Whether the approval the turn stopped at was decided meanwhile (a stored request read back). */
+  private async settled(o: TurnOutcome): Promise<boolean> {
+    const listed = await this.approvals.list(o.requestId ?? '');
+    return !listed.some((a) => a.approvalId === o.awaiting?.approvalId && a.status === 'pending');
   }
 
   async listConversations(scope: McpScope, limit: number) {

@@ -55,7 +55,7 @@ describe('MCP server (/mcp)', () => {
   it('lists ask, list_conversations and get_run_trace, described for a model to pick', async () => {
     const client = await connect(keyAlpha);
     const { tools } = await client.listTools();
-    expect(tools.map((x) => x.name).sort()).toEqual(['ask', 'get_run_trace', 'list_conversations']);
+    expect(tools.map((x) => x.name).sort()).toEqual(['ask', 'get_answer', 'get_run_trace', 'list_conversations']);
     const ask = tools.find((x) => x.name === 'ask')!;
     expect(ask.description).toMatch(/sources/);
     expect(ask.description).toMatch(/conversationId/);
@@ -175,14 +175,52 @@ describe('MCP server (/mcp) through @modelcontextprotocol/inspector --cli', () =
     await t?.close();
   });
 
-  it('tools/list names the three tools', async () => {
+  it('tools/list names the four tools', async () => {
     const { stdout } = await inspector('--method', 'tools/list');
     const listed = JSON.parse(stdout) as { tools: Array<{ name: string; description: string }> };
-    expect(listed.tools.map((x) => x.name).sort()).toEqual(['ask', 'get_run_trace', 'list_conversations']);
+    expect(listed.tools.map((x) => x.name).sort()).toEqual(['ask', 'get_answer', 'get_run_trace', 'list_conversations']);
   });
 
   it('tools/call list_conversations answers with the project\'s conversations', async () => {
     const { stdout } = await inspector('--method', 'tools/call', '--tool-name', 'list_conversations', '--tool-arg', 'limit=5');
     expect(JSON.parse(stdout)).toMatchObject({ structuredContent: { projectId: 'default', conversations: [] } });
+  });
+});
+
+describe('MCP server (/mcp): a turn that waits for a person', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let client: Client;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', TOOLS_REQUIRE_APPROVAL: 'read_file' });
+    mkdirSync(join(t.workspace, 'default', 'guides'), { recursive: true });
+    writeFileSync(join(t.workspace, 'default', 'guides', 'install.md'), '# Install\n');
+    client = new Client({ name: 'orion-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`)));
+  }, 120_000);
+  afterAll(async () => {
+    await client?.close().catch(() => undefined);
+    await t?.close();
+    await llm?.close();
+  });
+
+  it('ask answers at once with the approval instead of outwaiting the client; once decided, get_answer gives the answer', async () => {
+    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'guides/install.md' }, id: 'r1' } }]), respond.turn([{ text: 'It says Install.' }]));
+    // shorter than any approval: before, the client's timeout cancelled the waiting run
+    const waiting = (await client.callTool({ name: 'ask', arguments: { question: 'Read the install guide' } }, undefined, { timeout: 10_000 })) as CallToolResult;
+    expect(waiting.isError).toBeFalsy();
+    const out = waiting.structuredContent as { stopReason: string; requestId: string; approval: { approvalId: string; tool: string } };
+    expect(out).toMatchObject({ stopReason: 'awaiting_approval', approval: { tool: 'read_file' } });
+    const run = (await (await fetch(`${t.url}/api/chat/runs/${out.requestId}`)).json()) as { status: string };
+    expect(run.status).toBe('awaiting_approval');
+    const still = (await client.callTool({ name: 'get_answer', arguments: { requestId: out.requestId } })) as CallToolResult;
+    expect((still.structuredContent as { stopReason: string }).stopReason).toBe('awaiting_approval');
+
+    const decided = await fetch(`${t.url}/api/chat/runs/${out.requestId}/approvals/${out.approval.approvalId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve' }) });
+    expect(decided.status).toBe(200);
+    const answered = (await client.callTool({ name: 'get_answer', arguments: { requestId: out.requestId, waitSeconds: 20 } })) as CallToolResult;
+    expect(answered.structuredContent).toMatchObject({ answer: 'It says Install.', stopReason: 'final_answer', tools: [{ name: 'read_file', status: 'completed' }] });
   });
 });
