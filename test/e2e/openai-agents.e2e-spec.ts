@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Agent, OpenAIProvider, Runner, setTracingDisabled } from '@openai/agents';
+import { Agent, OpenAIProvider, Runner, setTracingDisabled, user } from '@openai/agents';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 
@@ -41,6 +41,17 @@ describe('@openai/agents against Orion’s Responses endpoint', () => {
     expect(JSON.stringify(result.newItems.map((i) => i.rawItem))).toContain('list_files');
     expect(llm.chatRequests).toHaveLength(2);
     expect(JSON.stringify(llm.chatRequests[0].body)).toContain('Answer from the project files.');
+  });
+
+  it("a follow-up with the first run's history as its input: Orion takes its own output items back as history", async () => {
+    llm.enqueue(...chained());
+    const first = await runner.run(agent, 'What is in the guides folder?');
+    llm.enqueue(respond.turn([{ text: 'Two files.' }]));
+    const next = await runner.run(agent, [...first.history, user('How many files is that?')]);
+    expect(next.finalOutput).toBe('Two files.');
+    const sent = JSON.stringify(llm.chatRequests.at(-1)!.body);
+    expect(sent).toContain('What is in the guides folder?');
+    expect(sent).toContain(ANSWER);
   });
 
   it('run() with stream: true streams the answer text and completes', async () => {

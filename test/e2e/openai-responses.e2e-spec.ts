@@ -103,6 +103,12 @@ describe('OpenAI Responses API (/v1/responses)', () => {
     const third = await client.responses.create({ model: 'orion-unified', input: 'And now?', conversation: first.conversation!.id });
     expect(third.conversation?.id).toBe(first.conversation?.id);
     await expect(client.responses.create({ model: 'orion-unified', input: 'hi', previous_response_id: 'resp_00000000-0000-4000-8000-000000000000' })).rejects.toMatchObject({ status: 404 });
+    // a response's own output sent back as history, then the new message
+    llm.enqueue(respond.turn([{ text: 'You said heron.' }]));
+    const replayed = await client.responses.create({ model: 'orion-unified', input: [{ role: 'user', content: 'Remember the code word heron.' }, ...first.output, { role: 'user', content: 'Which word?' }] as never });
+    expect(replayed.output_text).toBe('You said heron.');
+    expect(replayed.conversation?.id).not.toBe(first.conversation?.id);
+    expect(JSON.stringify(llm.chatRequests.at(-1)!.body)).toContain('Noted: the code word is heron.');
   });
 
   it('background: answers at once, is retrieved and streamed from starting_after, and another background response is cancelled', async () => {
@@ -161,6 +167,7 @@ describe('OpenAI Responses API (/v1/responses)', () => {
     expect(await refused({ frobnicate: 1 })).toBe('frobnicate');
     expect(await refused({ input: [{ type: 'function_call_output', call_id: 'x', output: '1' }] })).toBe('input[0].type');
     expect(await refused({ conversation: 'c1', previous_response_id: 'resp_x' })).toBe('conversation');
+    expect(await refused({ parallel_tool_calls: false })).toBe('parallel_tool_calls');
     expect(llm.chatRequests).toHaveLength(0);
   });
 });

@@ -1,5 +1,6 @@
 import { MAX_CONTENT_CHARS, turnInput, type TurnInput } from '../chat-completion-request';
 import { invalidRequest } from '../openai-error';
+import { SERVER_LABEL } from './responses.mapper';
 
 /** A Responses request as Orion runs it. */
 export interface ResponsesRequest {
@@ -26,17 +27,18 @@ const absent: Check = (v) => v === undefined || v === null;
 const NEUTRAL: Array<{ param: string; ok: Check; why: string }> = [
   { param: 'tools', ok: (v) => absent(v) || (Array.isArray(v) && v.length === 0), why: 'Orion runs its own tools server-side; a request may not declare tools' },
   { param: 'tool_choice', ok: (v) => absent(v) || v === 'auto', why: 'Orion runs its own tools server-side; only tool_choice "auto" is accepted' },
-  { param: 'parallel_tool_calls', ok: (v) => absent(v) || typeof v === 'boolean', why: 'parallel_tool_calls must be a boolean' },
+  { param: 'parallel_tool_calls', ok: (v) => absent(v) || v === true, why: 'Orion runs its own tools server-side; only parallel_tool_calls true is accepted' },
   { param: 'include', ok: (v) => absent(v) || (Array.isArray(v) && v.length === 0), why: 'include is not supported' },
   { param: 'text', ok: (v) => absent(v) || isTextFormat(v), why: 'Only text {"format": {"type": "text"}} is supported' },
   { param: 'store', ok: (v) => absent(v) || v === true, why: 'Orion stores every turn; store false is not supported' },
   { param: 'truncation', ok: (v) => absent(v) || v === 'disabled', why: 'Orion budgets the context itself; only truncation "disabled" is accepted' },
   { param: 'stream_options', ok: absent, why: 'stream_options is not supported' },
-  ...['temperature', 'top_p', 'max_output_tokens', 'max_tool_calls', 'top_logprobs', 'reasoning', 'prompt', 'prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier', 'service_tier', 'user', 'context_management'].map((param) => ({
+  ...['temperature', 'top_p', 'max_output_tokens', 'max_tool_calls', 'top_logprobs', 'reasoning', 'prompt', 'context_management'].map((param) => ({
     param,
     ok: absent,
     why: `${param} is not supported: Orion's model settings are the server's`,
   })),
+  ...['prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier', 'service_tier', 'user'].map((param) => ({ param, ok: absent, why: `${param} is not supported` })),
 ];
 const ACCEPTED = new Set(['model', 'input', 'instructions', 'stream', 'background', 'previous_response_id', 'conversation', 'metadata', ...NEUTRAL.map((n) => n.param)]);
 
@@ -119,13 +121,21 @@ function turnOf(input: unknown, instructions: string | null): TurnInput {
     return turnInput([...head, { role: 'user', content: input }]);
   }
   if (!Array.isArray(input) || input.length === 0) throw invalidRequest('input must be a string or a non-empty list of message items', 'input', 'invalid_type');
-  const messages = input.map((item, i) => messageOf(item, i));
+  // Orion's own output items sent back (a client replaying a response's output as history) record
+  // what Orion ran: the answer is in the message items, the calls are not the model's to repeat
+  const messages = input.flatMap((item, i) => (isOwnCallItem(item) ? [] : [messageOf(item, i)]));
   const lastTurn = [...messages].reverse().find((m) => m.role !== 'system' && m.role !== 'developer');
   const lastIndex = lastTurn ? messages.lastIndexOf(lastTurn) : -1;
   if (!lastTurn || lastTurn.role !== 'user') throw invalidRequest("The last message item (after any system messages) must be the user's: it is the turn's new message", 'input', 'invalid_value');
   if (!lastTurn.content.trim()) throw invalidRequest(`input[${lastIndex}].content must not be empty`, `input[${lastIndex}].content`, 'invalid_value');
   if (lastTurn.content.length > MAX_CONTENT_CHARS) throw invalidRequest(`input[${lastIndex}].content is longer than ${MAX_CONTENT_CHARS} characters`, `input[${lastIndex}].content`, 'string_above_max_length');
   return turnInput([...head, ...messages]);
+}
+
+/** An `mcp_call` or `mcp_approval_request` item of Orion's own server, as a response's output holds them. */
+function isOwnCallItem(item: unknown): boolean {
+  const m = (item ?? {}) as { type?: unknown; server_label?: unknown };
+  return (m.type === 'mcp_call' || m.type === 'mcp_approval_request') && m.server_label === SERVER_LABEL;
 }
 
 function messageOf(item: unknown, i: number): { role: string; content: string } {
