@@ -177,12 +177,11 @@ export class A2aTurnsService implements A2ARequestHandler {
     const webhookUrl = pushUrl(params);
     try {
       // detached: an A2A task lives on without its caller; tasks/get and resubscribe find it
-      const events = await this.chat.send('unified', { projectId, conversationId: m.contextId || undefined, content, options: { detach: true }, ...(webhookUrl ? { webhookUrl } : {}) }, UNBOUNDED_FLOW, new AbortController().signal, {
-        createMissing: true,
-      });
+      const events = await this.chat.send('unified', { projectId, conversationId: m.contextId || undefined, content, options: { detach: true }, ...(webhookUrl ? { webhookUrl } : {}) }, UNBOUNDED_FLOW, new AbortController().signal, {});
       return eachValue(events);
     } catch (err) {
-      if (err instanceof OrionException && err.httpStatus() === 404) throw new TaskNotFoundError(`message.contextId: ${err.message}`);
+      // an unknown conversation and another project's read the same: existence is not revealed
+      if (err instanceof OrionException && err.httpStatus() === 404) throw new TaskNotFoundError(`message.contextId: no conversation ${m.contextId} in this project`);
       if (err instanceof OrionException && err.httpStatus() < 500) throw new RequestMalformedError(`${err.code}: ${err.message}`);
       throw err;
     }

@@ -195,6 +195,8 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
     const empty = { ...question(''), parts: [] };
     await expect(client.sendMessage(send(empty))).rejects.toThrow(/message\.parts/);
     await expect(client.sendMessage(send(question('hi', 'not-a-uuid')))).rejects.toThrow(/contextId/);
+    // a UUID that names no conversation starts none: the same answer as another project's
+    await expect(client.sendMessage(send(question('hi', randomUUID())))).rejects.toThrow(/contextId: no conversation/);
     expect(llm.chatRequests).toHaveLength(0);
   });
 });
