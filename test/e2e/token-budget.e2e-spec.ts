@@ -54,9 +54,11 @@ describe.each([
     expect(done.usage).toMatchObject({ promptTokens: 9100, completionTokens: 4040, totalTokens: 13_140, llmCalls: 3 });
     expect(done.usage.totalTokens).toBeLessThanOrEqual(BUDGET + (final.max_tokens ?? final.max_completion_tokens));
 
-    const msgs = (await (await fetch(`${t.url}/api/chat/conversations/${res.events[0].data.conversationId}/messages`)).json()) as Array<{ id: string; metadata?: { usage?: unknown; stopReason?: string } }>;
-    const stored = msgs.find((m) => m.id === done.messageId)!;
-    expect(stored.metadata).toMatchObject({ stopReason: 'token_budget', usage: { totalTokens: 13_140 } });
+    const run = (await (await fetch(`${t.url}/api/chat/runs/${res.events[0].data.requestId}`)).json()) as { stopReason: string; usage: Record<string, number> };
+    expect(run.stopReason).toBe('token_budget');
+    expect(run.usage).toEqual(done.usage);
+    // (9100 × 2.5 + 4040 × 10) / 1e6
+    expect(run.usage.cost).toBeCloseTo(0.06315, 10);
   });
 
   it('the cost of a recorded turn is the hand-computed figure from LLM_PRICES, cached prompt tokens at their own price', async () => {
