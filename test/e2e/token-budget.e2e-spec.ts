@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
@@ -11,9 +12,9 @@ const PRICES = { 'scripted-model': { input: 2.5, output: 10, cached: 1.25 } };
 
 /** Issue #46: a turn token budget ends the turn with a real answer; the turn's cost comes from LLM_PRICES. */
 describe.each([
-  ['unified', '/api/chat/messages'],
-  ['two-stage', '/api/chat/messages_two_stage'],
-])('turn token budget on the %s route', (_protocol, route) => {
+  ['unified', '/api/chat/messages', 'orion-unified'],
+  ['two-stage', '/api/chat/messages_two_stage', 'orion-two-stage'],
+])('turn token budget on the %s route', (_protocol, route, v1Model) => {
   let llm: ReplayServer;
   let t: TestApp;
 
@@ -69,6 +70,14 @@ describe.each([
     // (800 × 2.5 + 400 × 1.25 + 300 × 10) / 1e6 = (2000 + 500 + 3000) / 1e6
     expect(done.usage.cost).toBeCloseTo(0.0055, 10);
     expect(done.usage).toMatchObject({ promptTokens: 1200, completionTokens: 300, cachedTokens: 400, reasoningTokens: 100 });
+  });
+
+  it('on /v1 the OpenAI client reads the cached and reasoning details and Orion\'s cost in usage', async () => {
+    llm.enqueue(respond.turn([{ text: 'Hello.' }, { finish: 'stop', usage: { promptTokens: 1200, completionTokens: 300, cachedTokens: 400, reasoningTokens: 100 } }]));
+    const openai = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: 'unused-in-local-mode', maxRetries: 0 });
+    const c = await openai.chat.completions.create({ model: v1Model, messages: [{ role: 'user', content: 'Say hello' }] });
+    expect(c.usage).toMatchObject({ prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 400 }, completion_tokens_details: { reasoning_tokens: 100 } });
+    expect((c.usage as unknown as { orion_cost: number }).orion_cost).toBeCloseTo(0.0055, 10);
   });
 
   it('a provider that reports no usage gets a tokenizer estimate, marked estimated, and still a cost', async () => {
