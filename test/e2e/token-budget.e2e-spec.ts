@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
+import { parsePrometheusText, seriesKey } from '../support/prometheus-text';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
 
 const BUDGET = 20_000;
@@ -70,6 +71,14 @@ describe.each([
     // (800 × 2.5 + 400 × 1.25 + 300 × 10) / 1e6 = (2000 + 500 + 3000) / 1e6
     expect(done.usage.cost).toBeCloseTo(0.0055, 10);
     expect(done.usage).toMatchObject({ promptTokens: 1200, completionTokens: 300, cachedTokens: 400, reasoningTokens: 100 });
+    // the project's spend is on /metrics too: the counters grow by exactly this turn's tokens and cost
+    const before = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text());
+    llm.enqueue(respond.turn([{ text: 'Hello again.' }, { finish: 'stop', usage: { promptTokens: 1200, completionTokens: 300, cachedTokens: 400 } }]));
+    await send('Say hello again');
+    const after = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text());
+    const key = (name: string) => seriesKey(name, { project: 'default' });
+    expect((after.get(key('orion_project_tokens_total')) ?? 0) - (before.get(key('orion_project_tokens_total')) ?? 0)).toBe(1500);
+    expect((after.get(key('orion_project_cost_total')) ?? 0) - (before.get(key('orion_project_cost_total')) ?? 0)).toBeCloseTo(0.0055, 10);
   });
 
   it('on /v1 the OpenAI client reads the cached and reasoning details and Orion\'s cost in usage', async () => {
