@@ -172,6 +172,10 @@ export class EnvironmentVariables {
   @Transform(emptyToUndefined) @IsOptional() @IsJsonObject()
   LLM_EXTRA_BODY?: string;
 
+  /** Prices per model (inline JSON or a JSON file's path; src/llm/llm-prices.ts, docs/OPERATIONS.md "Prices"). */
+  @Transform(emptyToUndefined) @IsOptional() @IsString()
+  LLM_PRICES?: string;
+
   /** Extension: the model's context window in tokens, used by the context budget. */
   @Transform(toInt) @IsInt() @Min(1024) @Max(10_000_000)
   LLM_CONTEXT_WINDOW = 32_768;
@@ -194,6 +198,10 @@ export class EnvironmentVariables {
 
   @Transform(toInt) @IsInt() @Min(1) @Max(20)
   MAX_ITERATIONS = 10;
+
+  /** Tokens one turn may use before its forced final answer (docs/API.md, Loops); 0: no turn budget. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  TURN_TOKEN_BUDGET = 0;
 
   /**
    * Content loops (docs/API.md, Loops): how many back-to-back copies of one passage stop a

@@ -49,6 +49,12 @@ export interface LlmUsage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** of completionTokens, spent on reasoning (OpenAI's completion_tokens_details.reasoning_tokens), where reported */
+  reasoningTokens?: number;
+  /** of promptTokens, read from the provider's prompt cache (prompt_tokens_details.cached_tokens), where reported */
+  cachedTokens?: number;
+  /** true when the provider reported no usage and the counts are a tokenizer's estimate */
+  estimated?: boolean;
 }
 
 /**

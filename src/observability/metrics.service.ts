@@ -33,6 +33,8 @@ export class MetricsService {
   readonly modelCallDuration = new Histogram({ name: 'orion_model_call_duration_seconds', help: 'One model call, request to response or error', labelNames: ['provider', 'model', 'outcome'], buckets: MODEL_BUCKETS, registers: [this.registry] });
   readonly timeToFirstChunk = new Histogram({ name: 'orion_time_to_first_chunk_seconds', help: "From a turn starting to the model's first streamed chunk", labelNames: ['protocol'], buckets: MODEL_BUCKETS, registers: [this.registry] });
   readonly modelTokens = new Counter({ name: 'orion_model_tokens_total', help: 'Tokens the model reported, by kind', labelNames: ['provider', 'model', 'kind'], registers: [this.registry] });
+  readonly projectTokens = new Counter({ name: 'orion_project_tokens_total', help: 'Tokens of ended turns, by project (estimates included)', labelNames: ['project'], registers: [this.registry] });
+  readonly projectCost = new Counter({ name: 'orion_project_cost_total', help: 'Cost of ended turns from LLM_PRICES, by project', labelNames: ['project'], registers: [this.registry] });
   readonly toolExecutions = new Counter({ name: 'orion_tool_executions_total', help: 'Tool executions by tool and outcome', labelNames: ['tool', 'outcome'], registers: [this.registry] });
   readonly toolDuration = new Histogram({ name: 'orion_tool_duration_seconds', help: 'One tool execution', labelNames: ['tool'], buckets: TOOL_BUCKETS, registers: [this.registry] });
   readonly toolRefusals = new Counter({ name: 'orion_tool_refusals_total', help: 'Tool calls not run: duplicates, invalid arguments, refused by a mode', labelNames: ['tool', 'reason'], registers: [this.registry] });

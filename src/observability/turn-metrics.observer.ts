@@ -95,6 +95,7 @@ export class TurnMetricsObserver {
       default:
         if (END_TYPES.has(rec.type)) {
           this.turnEnded(rec.type, id, d, at);
+          this.projectUsage(rec.projectId, d.usage);
           // a run that ends or pauses while it waits voids its approvals: none waits here any more
           if (id) this.forgetApprovalsOf(id);
         }
@@ -135,6 +136,14 @@ export class TurnMetricsObserver {
     const stopReason = str(d.stopReason, type === 'run_cancelled' ? 'cancelled' : 'error');
     this.metrics.turns.inc({ protocol, stop_reason: stopReason });
     if (turn) this.metrics.turnDuration.observe({ protocol, stop_reason: stopReason }, Math.max(0, at - turn.startedAt) / 1000);
+  }
+
+  /** a turn's usage and cost by project (issue 46): what a project spends, on /metrics too */
+  private projectUsage(projectId: string | null | undefined, raw: unknown): void {
+    const u = (raw ?? {}) as { totalTokens?: unknown; cost?: unknown };
+    const project = projectId ?? 'unknown';
+    if (typeof u.totalTokens === 'number' && u.totalTokens > 0) this.metrics.projectTokens.inc({ project }, u.totalTokens);
+    if (typeof u.cost === 'number' && u.cost > 0) this.metrics.projectCost.inc({ project }, u.cost);
   }
 
   private approvalRequested(id: string | undefined, d: Record<string, unknown>): void {

@@ -22,6 +22,11 @@ export interface CompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
+  /** Orion's own (issue 46): the turn's cost from LLM_PRICES, and whether the counts are a tokenizer's estimate */
+  orion_cost?: number;
+  orion_estimated?: boolean;
 }
 
 /** Orion's own facts about the turn, on the final chunk and the completion. */
@@ -185,9 +190,19 @@ function errorObject(d: Record<string, unknown>): OpenAiErrorBody {
 }
 
 function usageOf(u: unknown): CompletionUsage {
-  const x = (u ?? {}) as { promptTokens?: unknown; completionTokens?: unknown; totalTokens?: unknown };
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-  return { prompt_tokens: n(x.promptTokens), completion_tokens: n(x.completionTokens), total_tokens: n(x.totalTokens) };
+  const x = (u ?? {}) as { promptTokens?: unknown; completionTokens?: unknown; totalTokens?: unknown; cachedTokens?: unknown; reasoningTokens?: unknown; cost?: unknown; estimated?: unknown };
+  const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+  const n = (v: unknown) => (isNum(v) ? v : 0);
+  return {
+    prompt_tokens: n(x.promptTokens),
+    completion_tokens: n(x.completionTokens),
+    total_tokens: n(x.totalTokens),
+    // OpenAI's own detail fields, where the provider reported them
+    ...(isNum(x.cachedTokens) ? { prompt_tokens_details: { cached_tokens: x.cachedTokens } } : {}),
+    ...(isNum(x.reasoningTokens) ? { completion_tokens_details: { reasoning_tokens: x.reasoningTokens } } : {}),
+    ...(isNum(x.cost) ? { orion_cost: x.cost } : {}),
+    ...(x.estimated === true ? { orion_estimated: true } : {}),
+  };
 }
 
 function extension(d: Record<string, unknown>, stopReason: string): OrionCompletionExtension {

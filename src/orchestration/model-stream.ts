@@ -3,6 +3,7 @@ import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } fro
 import { deadline, type Deadline } from '../common/util/abort.util';
 import { DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from './loops/content-loop';
 import { LoopWatch } from './loops/loop-watch';
+import { estimateUsage } from '../llm/usage-estimate';
 
 /** A content loop the stream stopped at, and in which text it was found. */
 export interface StreamLoop extends ContentLoop {
@@ -95,7 +96,7 @@ export class ModelStream {
 
   constructor(
     llm: LlmAdapter,
-    request: LlmRequest,
+    private readonly request: LlmRequest,
     private readonly signal: AbortSignal,
     private readonly opts: ModelStreamOptions = {},
   ) {
@@ -278,6 +279,8 @@ export class ModelStream {
         this.result.calls = this.opts.stopAtFirstCompleteCall ? complete.slice(0, 1) : [...complete];
         this.result.invalid = [...this.acc.invalid];
       }
+      // no usage reported (or the stream was cut before it came): the turn's budget and cost still count this call
+      if (!this.result.usage && !this.result.error) this.result.usage = estimateUsage(this.request, this.result.text, complete.map((c) => c.name + c.arguments));
     }
     return this.result;
   }

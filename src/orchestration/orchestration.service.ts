@@ -20,6 +20,7 @@ import { ToolSelectionService } from './modes/tool-index/tool-selection.service'
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
 import { contentLoopSettings } from './loops/loop-settings';
 import type { ContentLoopSettings } from './loops/content-loop';
+import { costOf, parsePriceTable, type PriceTable } from '../llm/llm-prices';
 
 export interface ExecuteModeRequest {
   userInput: string;
@@ -80,6 +81,10 @@ export class OrchestrationService implements OnApplicationBootstrap {
     return {
       protocol,
       model: llm.model,
+      priced: (usage) => {
+        const cost = costOf(this.prices(), llm.model, usage);
+        return cost === undefined ? usage : { ...usage, cost };
+      },
       context: (signal, control) => this.context(req, llm, signal, control),
     };
   }
@@ -110,6 +115,13 @@ export class OrchestrationService implements OnApplicationBootstrap {
       lastTurnTools: req.lastTurnTools ?? [],
       contentLoop: this.contentLoop(),
     };
+  }
+
+  private priceTable?: PriceTable;
+
+  /** LLM_PRICES, read once (a bad table stops the boot: onApplicationBootstrap reads it). */
+  prices(): PriceTable {
+    return (this.priceTable ??= parsePriceTable(this.config.get('LLM_PRICES')));
   }
 
   private loopSettings?: ContentLoopSettings;
@@ -148,6 +160,7 @@ export class OrchestrationService implements OnApplicationBootstrap {
       maxPhaseCycles: overrides.maxPhaseCycles ?? this.config.get('MAX_PHASE_CYCLES_PER_TURN'),
       maxDuplicateAttempts: overrides.maxDuplicateAttempts ?? this.config.get('MAX_DUPLICATE_ATTEMPTS'),
       maxIterations: overrides.maxIterations ?? this.config.get('MAX_ITERATIONS'),
+      turnTokenBudget: overrides.turnTokenBudget ?? this.config.get('TURN_TOKEN_BUDGET'),
     };
   }
 
@@ -160,6 +173,7 @@ export class OrchestrationService implements OnApplicationBootstrap {
    * init, so a count taken any earlier says 0); MCP tools are added as their servers list them.
    */
   onApplicationBootstrap(): void {
+    this.prices();
     const index = this.toolIndex;
     const state = !index ? 'toolIndex=none' : `toolIndex=${index.isEnabled() ? 'on' : 'off'}, indexedTools=${index.size}, retrieval=${index.usesEmbeddings() ? 'bm25+embedding' : 'bm25'}`;
     const o = this.modeOptions({});

@@ -9,7 +9,7 @@ export type PhaseName = 'action_phase' | 'tool_phase' | 'complete';
  * spent, by a repeated call or by a call that learned nothing new; `content_loop`: the answer (or
  * reasoning) repeated one passage back to back and was stopped (docs/API.md, Loops).
  */
-export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop' | 'max_iterations' | 'max_tokens' | 'cancelled' | 'error';
+export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop' | 'max_iterations' | 'max_tokens' | 'token_budget' | 'cancelled' | 'error';
 
 export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments' | 'response_truncated' | 'no_progress' | 'content_loop';
 
@@ -26,6 +26,8 @@ export interface ToolCallView {
 /** Usage summed over every model call of the turn. */
 export interface TurnUsage extends LlmUsage {
   llmCalls: number;
+  /** the largest single prompt of the turn: the turn token budget reads the next call's prompt as at least this */
+  largestPromptTokens?: number;
 }
 
 /**
@@ -101,4 +103,8 @@ export function addUsage(total: TurnUsage, u: LlmUsage | undefined): void {
   total.promptTokens += u.promptTokens;
   total.completionTokens += u.completionTokens;
   total.totalTokens += u.totalTokens;
+  if (u.reasoningTokens !== undefined) total.reasoningTokens = (total.reasoningTokens ?? 0) + u.reasoningTokens;
+  if (u.cachedTokens !== undefined) total.cachedTokens = (total.cachedTokens ?? 0) + u.cachedTokens;
+  if (u.estimated) total.estimated = true;
+  total.largestPromptTokens = Math.max(total.largestPromptTokens ?? 0, u.promptTokens);
 }

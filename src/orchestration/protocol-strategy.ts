@@ -16,6 +16,8 @@ export interface TurnBudgets {
   maxPhaseCycles: number;
   maxDuplicateAttempts: number;
   maxIterations: number;
+  /** tokens the turn may use (prompt + completion of every call); 0 or absent: no limit (loops/token-budget.ts) */
+  turnTokenBudget?: number;
 }
 
 /** Asked by a protocol at its natural pause points. */

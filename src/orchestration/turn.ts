@@ -1,4 +1,4 @@
-import type { LlmMessage } from '../llm/llm-adapter.port';
+import type { LlmMessage, LlmUsage } from '../llm/llm-adapter.port';
 import type { ChatMode, ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
 
 /** What a caller knows about a turn; OrchestrationService adds the ports (model, tools, trace, knowledge). */
@@ -29,5 +29,7 @@ export interface Turn {
   protocol: ProtocolStrategy;
   /** the model the turn talks to */
   model: string;
+  /** the turn's usage with its cost at the model's LLM_PRICES entry (unchanged when it has none) */
+  priced?<U extends LlmUsage>(usage: U): U & { cost?: number };
   context(signal: AbortSignal, control: ProtocolExecutionContext['control']): ProtocolExecutionContext;
 }

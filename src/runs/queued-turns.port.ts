@@ -31,6 +31,7 @@ export function cancelledQueuedTurn(requestId: string, t: { conversationId: stri
     parentRequestId: null,
     forkedFromPhaseIndex: null,
     forks: [],
+    usage: null,
     createdAt: now,
     updatedAt: now,
   };

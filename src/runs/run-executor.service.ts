@@ -304,7 +304,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   }
 
   /** Stores the assistant message once, then sends `done` with its id and closes the run. */
-  private async finish(p: ExecuteRunParams, stream: RunStream, done: Extract<ProtocolEvent, { type: 'done' }>, steps: TurnStep[]): Promise<void> {
+  private async finish(p: ExecuteRunParams, stream: RunStream, turnDone: Extract<ProtocolEvent, { type: 'done' }>, steps: TurnStep[]): Promise<void> {
+    // the cost goes wherever the usage goes: done, the stored answer, the trace, the webhook
+    const done = { ...turnDone, usage: p.turn.priced?.(turnDone.usage) ?? turnDone.usage };
     const status: AnswerStatus = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'error' : 'complete';
     const runStatus: Exclude<RunStatus, 'running' | 'awaiting_approval' | 'paused'> = done.stopReason === 'cancelled' ? 'cancelled' : done.stopReason === 'error' ? 'failed' : 'completed';
     // held events (the turn's sources, a last error) are stored by the closing statement, with `done`

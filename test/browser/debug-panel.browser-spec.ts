@@ -150,6 +150,12 @@ describeBrowser('debug panel (/debug) in headless Chromium', () => {
     const types = await page.locator('#trace-rows td.type').allTextContents();
     expect(types).toEqual(expect.arrayContaining(['orchestration_phase_start', 'tool_call', 'tool_result', 'orchestration_phase_end']));
     expect(await page.textContent('#trace-meta')).toBe(`${types.length} events`);
+    // the run's usage (issue 46): the scripted calls report 12 prompt tokens each; no LLM_PRICES here
+    await page.waitForSelector('#run-usage:not([hidden])');
+    const usage = turn.events.at(-1)!.data.usage as { totalTokens: number; promptTokens: number; completionTokens: number };
+    expect(await page.textContent('#run-usage')).toBe(
+      `Usage: ${usage.totalTokens} tokens (prompt ${usage.promptTokens}, completion ${usage.completionTokens}) in 2 model calls · no price for this model`,
+    );
     await screenshot(page, 'debug-trace', true);
 
     // filtered by type

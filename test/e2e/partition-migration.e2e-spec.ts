@@ -71,7 +71,8 @@ describeOnPostgres('a test database is reopened by a second app after the migrat
     expect(plain.events.at(-1)!.event).toBe('done');
 
     const read = async (t: TestApp) => ({
-      status: await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).text(),
+      // the run's usage is a column of a later migration (1764580000000): taken back with the rest, it comes back empty
+      status: JSON.stringify({ ...(await (await fetch(`${t.url}/api/chat/runs/${requestId}`)).json()), usage: undefined }),
       events: await (await fetch(`${t.url}/api/chat/runs/${requestId}/events`)).text(),
       reconnect: (await sse(`${t.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': '3' } })).events,
       trace: await (await fetch(`${t.url}/api/trace?requestId=${requestId}&limit=500`)).text(),

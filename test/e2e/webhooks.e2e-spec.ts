@@ -35,6 +35,8 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
       WEBHOOK_RETRY_BASE_MS: '50',
       WEBHOOK_POLL_MS: '50',
       TOOLS_REQUIRE_APPROVAL: 'read_file',
+      // issue 46: the announced usage carries the turn's cost
+      LLM_PRICES: JSON.stringify({ 'scripted-model': { input: 2, output: 10 } }),
     });
     const created = await put(`${t.url}/api/admin/projects/default/webhook`, {});
     expect(created.status).toBe(200);
@@ -99,6 +101,8 @@ describe(`webhooks when a run ends (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`,
       usage: done.usage,
       at: expect.any(String),
     });
+    // (11 × 2 + 5 × 10) / 1e6
+    expect((got[0].payload as { usage: { cost: number } }).usage.cost).toBeCloseTo(0.000072, 12);
     expect(l.deliveries).toEqual([
       expect.objectContaining({ webhookId: got[0].id, type: 'run.completed', url: hooks.url(), state: 'delivered', attempts: 1, nextAttemptAt: null, lastError: null, tries: [expect.objectContaining({ attempt: 1, statusCode: 204, error: null })] }),
     ]);

@@ -18,9 +18,19 @@ export type ScriptStep =
   | { text: string }
   | { reasoning: string }
   | { toolCall: { name: string; args?: Record<string, unknown> | string; id?: string } }
-  | { finish: string; usage?: { promptTokens: number; completionTokens: number } }
+  | { finish: string; usage?: ScriptUsage | null }
   | { error: { message: string; code?: string | number; type?: string } }
   | { chunk: Record<string, unknown> };
+
+/** `null`: the provider reports no usage at all (no usage chunk, no usage field) */
+export interface ScriptUsage {
+  promptTokens: number;
+  completionTokens: number;
+  /** rendered as OpenAI's prompt_tokens_details.cached_tokens */
+  cachedTokens?: number;
+  /** rendered as OpenAI's completion_tokens_details.reasoning_tokens */
+  reasoningTokens?: number;
+}
 
 export interface RenderOptions {
   model?: string;
@@ -34,7 +44,7 @@ const DEFAULT_MODEL = 'scripted-model';
 
 interface Normalized {
   steps: ScriptStep[];
-  finish?: { reason: string; usage: { promptTokens: number; completionTokens: number } };
+  finish?: { reason: string; usage: ScriptUsage | null };
 }
 
 /** Adds the implicit finish and a default usage estimate (4 chars ≈ 1 token). */
@@ -49,8 +59,18 @@ function normalize(steps: ScriptStep[]): Normalized {
     steps: body.filter((s) => !('finish' in s)),
     finish: {
       reason: explicit?.finish ?? (calledTool ? 'tool_calls' : 'stop'),
-      usage: explicit?.usage ?? { promptTokens: 12, completionTokens: Math.max(1, Math.ceil(chars / 4)) },
+      usage: explicit?.usage !== undefined ? explicit.usage : { promptTokens: 12, completionTokens: Math.max(1, Math.ceil(chars / 4)) },
     },
+  };
+}
+
+function openAiUsage(u: ScriptUsage): Record<string, unknown> {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    ...(u.cachedTokens !== undefined ? { prompt_tokens_details: { cached_tokens: u.cachedTokens } } : {}),
+    ...(u.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: u.reasoningTokens } } : {}),
   };
 }
 
@@ -88,8 +108,7 @@ export function openAiChunksFromSteps(steps: ScriptStep[], options: RenderOption
   }
   if (finish) {
     out.push(chunk({}, finish.reason));
-    const { promptTokens, completionTokens } = finish.usage;
-    out.push({ ...base, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } });
+    if (finish.usage) out.push({ ...base, choices: [], usage: openAiUsage(finish.usage) });
   }
   return out;
 }
@@ -110,7 +129,7 @@ export function openAiCompletionFromSteps(steps: ScriptStep[], options: RenderOp
   const text = body.map((s) => ('text' in s ? s.text : '')).join('');
   const reasoning = body.map((s) => ('reasoning' in s ? s.reasoning : '')).join('');
   const calls = body.filter((s): s is Extract<ScriptStep, { toolCall: unknown }> => 'toolCall' in s);
-  const usage = finish?.usage ?? { promptTokens: 0, completionTokens: 0 };
+  const usage = finish?.usage;
   return {
     id: 'chatcmpl-scripted',
     object: 'chat.completion',
@@ -130,7 +149,7 @@ export function openAiCompletionFromSteps(steps: ScriptStep[], options: RenderOp
         finish_reason: finish?.reason ?? 'stop',
       },
     ],
-    usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
+    ...(usage !== null ? { usage: openAiUsage(usage ?? { promptTokens: 0, completionTokens: 0 }) } : {}),
   };
 }
 
@@ -164,7 +183,7 @@ export function ollamaLinesFromSteps(steps: ScriptStep[], options: RenderOptions
   if (finish) {
     // Ollama says "stop" even after tool calls; keep that quirk unless a reason was scripted.
     const reason = finish.reason === 'tool_calls' ? 'stop' : finish.reason;
-    out.push(line({}, { done: true, done_reason: reason, prompt_eval_count: finish.usage.promptTokens, eval_count: finish.usage.completionTokens }));
+    out.push(line({}, { done: true, done_reason: reason, ...(finish.usage ? { prompt_eval_count: finish.usage.promptTokens, eval_count: finish.usage.completionTokens } : {}) }));
   }
   return out;
 }

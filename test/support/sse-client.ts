@@ -91,7 +91,7 @@ export function sse(url: string, opts: SseRequestOptions = {}): Promise<SseRespo
 }
 
 const PHASES = ['action_phase', 'tool_phase', 'complete'];
-const STOP_REASONS = ['final_answer', 'cycle_budget', 'duplicate_limit', 'no_progress', 'content_loop', 'max_iterations', 'cancelled', 'error'];
+const STOP_REASONS = ['final_answer', 'cycle_budget', 'duplicate_limit', 'no_progress', 'content_loop', 'max_iterations', 'token_budget', 'cancelled', 'error'];
 const NOTICE_CODES = ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments', 'no_progress', 'content_loop'];
 const str = (v: unknown) => typeof v === 'string';
 const num = (v: unknown) => typeof v === 'number' && Number.isFinite(v);

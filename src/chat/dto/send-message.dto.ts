@@ -19,6 +19,10 @@ export class SendMessageOptionsDto {
   @IsOptional() @IsInt() @Min(1) @Max(20)
   maxIterations?: number;
 
+  @ApiPropertyOptional({ minimum: 100, maximum: 10000000, description: 'added (issue 46): both routes: tokens this turn may use before its forced final answer (stopReason token_budget); default TURN_TOKEN_BUDGET' })
+  @IsOptional() @IsInt({ message: 'options.turnTokenBudget must be an integer' }) @Min(100) @Max(10_000_000)
+  turnTokenBudget?: number;
+
   @ApiPropertyOptional({ default: false, description: 'include raw tool output in tool_progress events' })
   @IsOptional() @IsBoolean()
   debugShowToolResults?: boolean;

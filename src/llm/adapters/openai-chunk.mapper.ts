@@ -22,7 +22,15 @@ export function readOpenAiUsage(chunk: Json): LlmUsage | undefined {
   if (prompt === undefined && completion === undefined) return undefined;
   const promptTokens = prompt ?? 0;
   const completionTokens = completion ?? 0;
-  return { promptTokens, completionTokens, totalTokens: num(u.total_tokens) ?? promptTokens + completionTokens };
+  const reasoning = isObject(u.completion_tokens_details) ? num(u.completion_tokens_details.reasoning_tokens) : undefined;
+  const cached = isObject(u.prompt_tokens_details) ? num(u.prompt_tokens_details.cached_tokens) : undefined;
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: num(u.total_tokens) ?? promptTokens + completionTokens,
+    ...(reasoning !== undefined ? { reasoningTokens: reasoning } : {}),
+    ...(cached !== undefined ? { cachedTokens: cached } : {}),
+  };
 }
 
 /**

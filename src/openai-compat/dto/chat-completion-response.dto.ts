@@ -29,6 +29,10 @@ export class CompletionUsageDto {
   @ApiProperty({ description: 'summed over every model call of the turn' }) prompt_tokens: number;
   @ApiProperty() completion_tokens: number;
   @ApiProperty() total_tokens: number;
+  @ApiPropertyOptional({ description: 'added (issue 46): `{cached_tokens}` where the provider reported them' }) prompt_tokens_details?: { cached_tokens: number };
+  @ApiPropertyOptional({ description: 'added (issue 46): `{reasoning_tokens}` where the provider reported them' }) completion_tokens_details?: { reasoning_tokens: number };
+  @ApiPropertyOptional({ description: 'added (issue 46): the turn\'s cost from LLM_PRICES; absent when the model has no price' }) orion_cost?: number;
+  @ApiPropertyOptional({ description: 'added (issue 46): true when some call reported no usage and was counted with a tokenizer' }) orion_estimated?: boolean;
 }
 
 export class OrionCompletionExtensionDto {

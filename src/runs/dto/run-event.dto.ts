@@ -124,12 +124,17 @@ export class TurnUsageDto {
   @ApiProperty() completionTokens: number;
   @ApiProperty() totalTokens: number;
   @ApiProperty({ description: 'model calls of the turn' }) llmCalls: number;
+  @ApiPropertyOptional({ description: 'added (issue 46): of completionTokens, reasoning tokens, where the provider reports them' }) reasoningTokens?: number;
+  @ApiPropertyOptional({ description: 'added (issue 46): of promptTokens, tokens read from the prompt cache, where reported' }) cachedTokens?: number;
+  @ApiPropertyOptional({ description: 'added (issue 46): true when some call reported no usage and its counts were estimated' }) estimated?: boolean;
+  @ApiPropertyOptional({ description: 'added (issue 46): the largest single prompt of the turn' }) largestPromptTokens?: number;
+  @ApiPropertyOptional({ description: 'added (issue 46): the turn\'s cost from LLM_PRICES (in the price table\'s currency); absent when the model has no price' }) cost?: number;
 }
 
 export class DoneEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ description: 'the whole answer as stored' }) fullContent: string;
   @ApiProperty({ nullable: true, type: String, description: 'the stored assistant message' }) messageId: string | null;
-  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'no_progress', 'content_loop', 'max_iterations', 'max_tokens', 'cancelled', 'error'] }) stopReason: string;
+  @ApiProperty({ enum: ['final_answer', 'cycle_budget', 'duplicate_limit', 'no_progress', 'content_loop', 'max_iterations', 'max_tokens', 'token_budget', 'cancelled', 'error'] }) stopReason: string;
   @ApiProperty({ type: TurnUsageDto }) usage: TurnUsageDto;
 }
 

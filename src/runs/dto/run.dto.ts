@@ -21,6 +21,8 @@ export class RunDto {
   forkedFromPhaseIndex: number | null;
   @ApiProperty({ type: () => [RunForkDto], description: 'added: the runs forked from this one, oldest first' })
   forks: RunForkDto[];
+  @ApiProperty({ nullable: true, type: Object, description: 'added (issue 46): the ended turn\'s usage as in `done` (tokens, `estimated`, `cost` from LLM_PRICES); null while it runs' })
+  usage: Record<string, unknown> | null;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
 }
@@ -46,6 +48,7 @@ export function mapRun(r: RunEntity, forks: RunForkDto[] = []): RunDto {
     parentRequestId: r.parentRequestId ?? null,
     forkedFromPhaseIndex: r.forkedFromPhaseIndex ?? null,
     forks,
+    usage: r.usage ?? null,
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
   };

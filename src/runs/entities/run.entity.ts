@@ -65,6 +65,10 @@ export class RunEntity {
   @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
   options: RunOptions;
 
+  /** the ended turn's usage and cost (issue 46); null while it runs */
+  @Column({ type: 'jsonb', nullable: true })
+  usage: Record<string, unknown> | null;
+
   @Column({ type: 'jsonb', nullable: true })
   checkpoint: RunCheckpoints | null;
 

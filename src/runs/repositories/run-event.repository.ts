@@ -205,11 +205,13 @@ export class RunEventRepository {
     if (closing) {
       params.push(closing.status, closing.stopReason, rows[rows.length - 1].seq);
       const n = params.length;
+      // an ending run stores its usage with its status (a pause has none yet)
+      const usage = closing.announce?.usage && closing.status !== 'paused' ? `usage = $${params.push(JSON.stringify(closing.announce.usage))}::jsonb, ` : '';
       // a cancel stored while the run was pausing survives the pause: the run stays paused but
       // can no longer be resumed, and RunsService finishes the cancel (a cancel is final)
       const control = closing.status === 'paused' ? `CASE WHEN runs.control = 'cancel' THEN runs.control END` : 'NULL';
       update = `, closed AS (
-        UPDATE runs SET status = $${n - 2}, stop_reason = COALESCE($${n - 1}, runs.stop_reason), last_seq = GREATEST(runs.last_seq, $${n}::int),
+        UPDATE runs SET ${usage}status = $${n - 2}, stop_reason = COALESCE($${n - 1}, runs.stop_reason), last_seq = GREATEST(runs.last_seq, $${n}::int),
                ${lastPhase ? indicesOf(lastPhase, params) : ''} lease_owner = NULL, lease_expires_at = NULL, control = ${control}, updated_at = now()
           FROM lease WHERE runs.request_id = lease.request_id RETURNING runs.request_id)`;
       if (closing.announce && closing.status !== 'paused') {

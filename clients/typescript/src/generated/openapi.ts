@@ -1401,6 +1401,16 @@ export interface components {
             totalTokens: number;
             /** @description model calls of the turn */
             llmCalls: number;
+            /** @description added (issue 46): of completionTokens, reasoning tokens, where the provider reports them */
+            reasoningTokens?: number;
+            /** @description added (issue 46): of promptTokens, tokens read from the prompt cache, where reported */
+            cachedTokens?: number;
+            /** @description added (issue 46): true when some call reported no usage and its counts were estimated */
+            estimated?: boolean;
+            /** @description added (issue 46): the largest single prompt of the turn */
+            largestPromptTokens?: number;
+            /** @description added (issue 46): the turn's cost from LLM_PRICES (in the price table's currency); absent when the model has no price */
+            cost?: number;
         };
         DoneEventDto: {
             /** Format: uuid */
@@ -1422,7 +1432,7 @@ export interface components {
             /** @description the stored assistant message */
             messageId: string | null;
             /** @enum {string} */
-            stopReason: "final_answer" | "cycle_budget" | "duplicate_limit" | "no_progress" | "content_loop" | "max_iterations" | "max_tokens" | "cancelled" | "error";
+            stopReason: "final_answer" | "cycle_budget" | "duplicate_limit" | "no_progress" | "content_loop" | "max_iterations" | "max_tokens" | "token_budget" | "cancelled" | "error";
             usage: components["schemas"]["TurnUsageDto"];
         };
         QueuedEventDto: {
@@ -1464,6 +1474,8 @@ export interface components {
              * @default 10
              */
             maxIterations?: number;
+            /** @description added (issue 46): both routes: tokens this turn may use before its forced final answer (stopReason token_budget); default TURN_TOKEN_BUDGET */
+            turnTokenBudget?: number;
             /**
              * @description include raw tool output in tool_progress events
              * @default false
@@ -1906,6 +1918,14 @@ export interface components {
             prompt_tokens: number;
             completion_tokens: number;
             total_tokens: number;
+            /** @description added (issue 46): `{cached_tokens}` where the provider reported them */
+            prompt_tokens_details?: Record<string, never>;
+            /** @description added (issue 46): `{reasoning_tokens}` where the provider reported them */
+            completion_tokens_details?: Record<string, never>;
+            /** @description added (issue 46): the turn's cost from LLM_PRICES; absent when the model has no price */
+            orion_cost?: number;
+            /** @description added (issue 46): true when some call reported no usage and was counted with a tokenizer */
+            orion_estimated?: boolean;
         };
         OrionCompletionExtensionDto: {
             /**
@@ -2134,6 +2154,8 @@ export interface components {
             forkedFromPhaseIndex: number | null;
             /** @description added: the runs forked from this one, oldest first */
             forks: components["schemas"]["RunForkDto"][];
+            /** @description added (issue 46): the ended turn's usage as in `done` (tokens, `estimated`, `cost` from LLM_PRICES); null while it runs */
+            usage: Record<string, never> | null;
             createdAt: string;
             updatedAt: string;
         };

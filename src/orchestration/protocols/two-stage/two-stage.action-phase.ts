@@ -11,6 +11,7 @@ import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction 
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
 import type { StepOutcome, TurnState } from './two-stage.state';
 import { toolPhase } from './two-stage.tool-phase';
+import { finalCallCap } from '../../loops/token-budget';
 
 /** What the loop carries from one model call to the next. */
 export interface ActionContext {
@@ -39,6 +40,8 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
   const offerTools = !a.forced && specs.length > 0;
   const offered = offerTools ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: a.latestText || undefined }) : [];
   const messages = modelMessages(ctx, s, a);
+  // the budget's final call gets what the budget leaves as its max_tokens
+  const maxTokens = a.forced === 'token_budget' ? finalCallCap(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, MAX_RESPONSE_TOKENS, ctx.budgets.turnTokenBudget) : MAX_RESPONSE_TOKENS;
   traceStep(ctx, 'llm_request', {
     phase: 'action_phase',
     phaseIndex,
@@ -48,7 +51,7 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
     forced: a.forced,
     temperature: temperatureFor(ctx.mode),
   });
-  return actionStream(ctx, messages, offerTools ? offered : undefined, MAX_RESPONSE_TOKENS, {
+  return actionStream(ctx, messages, offerTools ? offered : undefined, maxTokens, {
     stopAtFirstCompleteCall: true,
     ignoreToolCalls: !offerTools,
     lead: a.wrote ? PARAGRAPH_BREAK : undefined,

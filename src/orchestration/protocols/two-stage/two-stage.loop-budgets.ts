@@ -21,7 +21,7 @@ export interface TwoStageLimits {
 }
 
 /** Why the next action phase is a tool-free final answer (its `stopReason`). */
-export type ForcedReason = 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop';
+export type ForcedReason = 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop' | 'token_budget';
 
 export const cycleBudgetReached = (c: TwoStageCounters, l: TwoStageLimits): boolean => c.executedTools >= l.maxPhaseCycles;
 

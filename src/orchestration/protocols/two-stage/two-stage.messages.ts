@@ -54,6 +54,7 @@ const FORCED_WHY: Record<Exclude<ForcedReason, 'content_loop'>, string> = {
   cycle_budget: 'The tool budget of this turn is used up.',
   duplicate_limit: 'Tool calls were repeated too often.',
   no_progress: 'Tool calls kept returning results that were already known.',
+  token_budget: 'The token budget of this turn is nearly used up; keep the answer short.',
 };
 
 /** Appended to the last model call of a turn that hit a budget: answer now, no tools. */

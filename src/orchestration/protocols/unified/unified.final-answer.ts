@@ -12,6 +12,7 @@ import { finish, type TurnSetup, type TurnState } from './unified.turn';
 const FINAL_ANSWER_INSTRUCTION: Record<Exclude<FinalReason, 'content_loop'>, string> = {
   max_iterations: 'The tool-call budget of this turn is used up. Do not call any tools. Write your final answer to the user now, using the tool results above.',
   duplicate_limit: 'Tool calls were repeated too often. Do not call any tools. Write your final answer to the user now, using the tool results above.',
+  token_budget: 'The token budget of this turn is nearly used up. Do not call any tools. Write a short final answer to the user now, using the tool results above.',
   no_progress: 'Tool calls kept returning results that were already known. Do not call any tools. Write your final answer to the user now, using the tool results above.',
 };
 

@@ -9,6 +9,7 @@ import type { StepMessages } from './unified.context-budget';
 import { iterationsSpent, type FinalReason } from './unified.loop-budgets';
 import type { StepOutcome, TurnSetup, TurnState } from './unified.turn';
 import { ToolCallGuard } from '../../tool-call-guard';
+import { finalCallCap } from '../../loops/token-budget';
 
 /** Opens a model step: builds the request inside the context budget and starts the stream. */
 export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason, after: StepMessages[] = []): Generator<ProtocolEvent, ModelStream, undefined> {
@@ -19,6 +20,8 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
   const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
   const offered = final ? [] : offeredTools(ctx, t.specs, { index: s.modelSteps, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
   if (!final) s.lastOffered = offered;
+  // the budget's final call gets what the budget leaves as its max_tokens
+  const maxTokens = why === 'token_budget' ? finalCallCap(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, t.budget.maxResponseTokens, ctx.budgets.turnTokenBudget) : t.budget.maxResponseTokens;
   const { messages, report } = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: after.length ? [...s.steps, ...after] : s.steps, specs: offered, budget: t.budget });
   traceStep(ctx, 'llm_request', {
     phase: 'action_phase',
@@ -30,10 +33,10 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
     // which budget forced it, as two-stage traces it (metrics and spans read it)
     ...(final ? { forced: why } : {}),
     temperature: temperatureFor(ctx.mode),
-    maxTokens: t.budget.maxResponseTokens,
+    maxTokens,
     ...report,
   });
-  return actionStream(ctx, messages, final ? undefined : offered, t.budget.maxResponseTokens, {
+  return actionStream(ctx, messages, final ? undefined : offered, maxTokens, {
     stopAtFirstCompleteCall: false,
     ignoreToolCalls: final,
     lead: s.wrote ? PARAGRAPH_BREAK : undefined,

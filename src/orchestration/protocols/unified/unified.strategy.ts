@@ -14,6 +14,7 @@ import { endStep, startStep } from './unified.step';
 import { runToolStep, stepMessages } from './unified.tool-step';
 import { done, errorEvent, finish, type TurnSetup, type TurnState } from './unified.turn';
 import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
+import { tokenBudgetReached } from '../../loops/token-budget';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { withTimeout as limitTime } from '../../../common/util/abort.util';
 
@@ -106,6 +107,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
 
     while (true) {
       if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
+      if (tokenBudgetReached(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, budget.maxResponseTokens, ctx.budgets.turnTokenBudget)) return yield* finalAnswer(ctx, s, setup, 'token_budget');
       // the model's text streams straight from here to the consumer: one generator level (hot path)
       const stream = yield* startStep(ctx, s, setup);
       const res = yield* stream.step();

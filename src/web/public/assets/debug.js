@@ -30,6 +30,7 @@ const ui = {
   traceMeta: byId('trace-meta'),
   traceTable: byId('trace-table'),
   traceRows: byId('trace-rows'),
+  runUsage: byId('run-usage'),
   keyForm: byId('api-key-form'),
   key: /** @type {HTMLInputElement} */ (byId('api-key')),
   keyClear: byId('api-key-clear'),
@@ -165,11 +166,30 @@ async function loadTrace() {
     ui.traceTable.hidden = events.length === 0;
     ui.traceMeta.textContent = events.length ? `${events.length} events` : 'No trace events for this request (yet).';
     history.replaceState(null, '', `${location.pathname}?requestId=${encodeURIComponent(requestId)}`);
+    showRunUsage(events);
   } catch (err) {
     ui.traceTable.hidden = true;
     ui.traceMeta.className = 'result-meta error';
     ui.traceMeta.textContent = failure(err);
   }
+}
+
+/**
+ * The turn's usage and cost, as its ending trace record (run_completed, run_cancelled,
+ * run_failed) stored them with `done`. A tool-only request has none: the line stays hidden.
+ * @param {{ type: string, details: any }[]} events
+ */
+function showRunUsage(events) {
+  const end = events.find((e) => e.type === 'run_completed' || e.type === 'run_cancelled' || e.type === 'run_failed');
+  const u = end?.details?.usage;
+  ui.runUsage.hidden = !u || typeof u.totalTokens !== 'number';
+  if (ui.runUsage.hidden) return;
+  const parts = [`Usage: ${u.totalTokens} tokens (prompt ${u.promptTokens}, completion ${u.completionTokens}) in ${u.llmCalls} model calls`];
+  if (typeof u.cachedTokens === 'number') parts.push(`${u.cachedTokens} cached`);
+  if (typeof u.reasoningTokens === 'number') parts.push(`${u.reasoningTokens} reasoning`);
+  if (u.estimated === true) parts.push('estimated');
+  parts.push(typeof u.cost === 'number' ? `cost ${u.cost}` : 'no price for this model');
+  ui.runUsage.textContent = parts.join(' · ');
 }
 
 /** @param {Record<string, number | string>} options @param {string} name @param {HTMLInputElement} input */

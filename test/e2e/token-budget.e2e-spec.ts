@@ -1,0 +1,109 @@
+import OpenAI from 'openai';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startApp, type TestApp } from '../support/app';
+import { ReplayServer, respond } from '../support/replay-server';
+import { parsePrometheusText, seriesKey } from '../support/prometheus-text';
+import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
+
+const BUDGET = 20_000;
+/** each scripted call reports 3000 prompt + 2000 completion tokens */
+const usage = { promptTokens: 3000, completionTokens: 2000 };
+const PRICES = { 'scripted-model': { input: 2.5, output: 10, cached: 1.25 } };
+
+/** Issue #46: a turn token budget ends the turn with a real answer; the turn's cost comes from LLM_PRICES. */
+describe.each([
+  ['unified', '/api/chat/messages', 'orion-unified'],
+  ['two-stage', '/api/chat/messages_two_stage', 'orion-two-stage'],
+])('turn token budget on the %s route', (_protocol, route, v1Model) => {
+  let llm: ReplayServer;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', TURN_TOKEN_BUDGET: String(BUDGET), LLM_PRICES: JSON.stringify(PRICES) });
+    const project = join(t.workspace, 'default');
+    mkdirSync(join(project, 'guides'), { recursive: true });
+    for (let i = 0; i < 10; i++) writeFileSync(join(project, 'guides', `note-${i}.md`), `Note ${i}.\n`);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await llm?.close();
+  });
+  beforeEach(() => llm.reset());
+
+  const send = (content: string, extra: Record<string, unknown> = {}) => sse(`${t.url}${route}`, { body: { content, ...extra }, timeoutMs: 30_000 });
+  const of = (events: SseEvent[], type: string) => events.filter((e) => e.event === type);
+  const textOf = (events: SseEvent[]) => of(events, 'chunk').map((e) => e.data.content).join('');
+
+  it('a model that keeps calling tools gets a tool-free final call capped by what is left; stopReason token_budget; the stored usage stays inside budget + that cap', async () => {
+    // a new file each call (never a loop strike); the tool-free call answers
+    let n = 0;
+    llm.setFallback(respond.byRequest((req) =>
+      (req.body?.tools ?? []).length > 0
+        ? respond.turn([{ toolCall: { name: 'read_file', args: { path: `guides/note-${n++}.md` } } }, { finish: 'tool_calls', usage }])
+        : respond.turn([{ text: 'The notes are numbered 0 to 9.' }, { finish: 'stop', usage: { promptTokens: 3100, completionTokens: 40 } }])));
+    const res = await send('Read every note');
+    checkEnvelope(res.events);
+    const done = of(res.events, 'done')[0].data as { stopReason: string; usage: Record<string, number>; messageId: string };
+    expect(done.stopReason).toBe('token_budget');
+    expect(textOf(res.events)).toContain('The notes are numbered 0 to 9.');
+    // 0 + 8192 ≤ 20000, 5000 + 3000 + 8192 ≤ 20000, 10000 + 3000 + 8192 > 20000: two tool calls, then the final call
+    expect(llm.chatRequests).toHaveLength(3);
+    const final = llm.chatRequests[2].body;
+    expect(final.tools ?? []).toEqual([]);
+    expect(final.max_tokens ?? final.max_completion_tokens).toBe(BUDGET - 10_000 - 3000);
+    expect(done.usage).toMatchObject({ promptTokens: 9100, completionTokens: 4040, totalTokens: 13_140, llmCalls: 3 });
+    expect(done.usage.totalTokens).toBeLessThanOrEqual(BUDGET + (final.max_tokens ?? final.max_completion_tokens));
+
+    const run = (await (await fetch(`${t.url}/api/chat/runs/${res.events[0].data.requestId}`)).json()) as { stopReason: string; usage: Record<string, number> };
+    expect(run.stopReason).toBe('token_budget');
+    expect(run.usage).toEqual(done.usage);
+    // (9100 × 2.5 + 4040 × 10) / 1e6
+    expect(run.usage.cost).toBeCloseTo(0.06315, 10);
+  });
+
+  it('the cost of a recorded turn is the hand-computed figure from LLM_PRICES, cached prompt tokens at their own price', async () => {
+    llm.enqueue(respond.turn([{ text: 'Hello.' }, { finish: 'stop', usage: { promptTokens: 1200, completionTokens: 300, cachedTokens: 400, reasoningTokens: 100 } }]));
+    const res = await send('Say hello', { options: { turnTokenBudget: 100_000 } });
+    const done = of(res.events, 'done')[0].data as { stopReason: string; usage: Record<string, number> };
+    expect(done.stopReason).toBe('final_answer');
+    // (800 × 2.5 + 400 × 1.25 + 300 × 10) / 1e6 = (2000 + 500 + 3000) / 1e6
+    expect(done.usage.cost).toBeCloseTo(0.0055, 10);
+    expect(done.usage).toMatchObject({ promptTokens: 1200, completionTokens: 300, cachedTokens: 400, reasoningTokens: 100 });
+    // the project's spend is on /metrics too: the counters grow by exactly this turn's tokens and cost
+    const before = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text());
+    llm.enqueue(respond.turn([{ text: 'Hello again.' }, { finish: 'stop', usage: { promptTokens: 1200, completionTokens: 300, cachedTokens: 400 } }]));
+    await send('Say hello again');
+    const after = parsePrometheusText(await (await fetch(`${t.url}/metrics`)).text());
+    const key = (name: string) => seriesKey(name, { project: 'default' });
+    expect((after.get(key('orion_project_tokens_total')) ?? 0) - (before.get(key('orion_project_tokens_total')) ?? 0)).toBe(1500);
+    expect((after.get(key('orion_project_cost_total')) ?? 0) - (before.get(key('orion_project_cost_total')) ?? 0)).toBeCloseTo(0.0055, 10);
+  });
+
+  it('on /v1 the OpenAI client reads the cached and reasoning details and Orion\'s cost in usage', async () => {
+    llm.enqueue(respond.turn([{ text: 'Hello.' }, { finish: 'stop', usage: { promptTokens: 1200, completionTokens: 300, cachedTokens: 400, reasoningTokens: 100 } }]));
+    const openai = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: 'unused-in-local-mode', maxRetries: 0 });
+    const c = await openai.chat.completions.create({ model: v1Model, messages: [{ role: 'user', content: 'Say hello' }] });
+    expect(c.usage).toMatchObject({ prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 400 }, completion_tokens_details: { reasoning_tokens: 100 } });
+    expect((c.usage as unknown as { orion_cost: number }).orion_cost).toBeCloseTo(0.0055, 10);
+  });
+
+  it('a provider that reports no usage gets a tokenizer estimate, marked estimated, and still a cost', async () => {
+    llm.enqueue(respond.turn([{ text: 'An answer of a few words.' }, { finish: 'stop', usage: null }]));
+    const res = await send('Answer without usage');
+    const done = of(res.events, 'done')[0].data as { usage: Record<string, unknown> };
+    expect(done.usage.estimated).toBe(true);
+    expect(done.usage.completionTokens).toBe(7);
+    expect(done.usage.promptTokens as number).toBeGreaterThan(20);
+    const u = done.usage as { promptTokens: number; completionTokens: number; cost: number };
+    expect(u.cost).toBeCloseTo(Math.round(u.promptTokens * 2.5 + u.completionTokens * 10) / 1e6, 10);
+  });
+
+  it('refuses a per-request budget outside its bounds with a 400 naming the field', async () => {
+    const r = await fetch(`${t.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'hi', options: { turnTokenBudget: 5 } }) });
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(await r.json())).toContain('turnTokenBudget');
+    expect(llm.chatRequests).toHaveLength(0);
+  });
+});
