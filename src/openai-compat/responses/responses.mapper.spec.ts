@@ -12,8 +12,9 @@ const start = { type: 'start', data: { model: 'model-a' } };
 const done = (data: Record<string, unknown>) => ({ type: 'done', data: { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, ...data } });
 
 describe('ResponseProjection', () => {
-  it('numbers events from 0 without gaps and ids the response by its run', () => {
-    const { out } = run([start, { type: 'chunk', data: { content: 'Hi' } }, done({ stopReason: 'final_answer', fullContent: 'Hi' })]);
+  it('numbers events from 0 without gaps and ids the response by its run; usage with its cached and reasoning tokens', () => {
+    const { out, snapshot } = run([start, { type: 'chunk', data: { content: 'Hi' } }, done({ stopReason: 'final_answer', fullContent: 'Hi', usage: { promptTokens: 9, completionTokens: 4, totalTokens: 13, cachedTokens: 6, reasoningTokens: 1 } })]);
+    expect((snapshot as unknown as { usage: unknown }).usage).toEqual({ input_tokens: 9, output_tokens: 4, total_tokens: 13, input_tokens_details: { cached_tokens: 6 }, output_tokens_details: { reasoning_tokens: 1 } });
     expect(out.map((e) => e.sequence_number)).toEqual(out.map((_, i) => i));
     expect(requestIdOf(responseId(RUN))).toBe(RUN);
     expect(requestIdOf('resp_not-a-run')).toBeNull();

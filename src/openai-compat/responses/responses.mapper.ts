@@ -45,7 +45,7 @@ export class ResponseProjection {
   private message = -1;
   private text = '';
   private status: ResponseStatus = 'in_progress';
-  private usage: { input_tokens: number; output_tokens: number; total_tokens: number } | null = null;
+  private usage: { input_tokens: number; output_tokens: number; total_tokens: number; cached: number; reasoning: number } | null = null;
   private error: { code: string; message: string } | null = null;
   private incomplete: { reason: string } | null = null;
   private conversationId: string | null = null;
@@ -97,7 +97,13 @@ export class ResponseProjection {
       background: this.frame.background,
       model: this.model,
       output: structuredClone(this.output),
-      usage: this.usage && { ...this.usage, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+      usage: this.usage && {
+        input_tokens: this.usage.input_tokens,
+        output_tokens: this.usage.output_tokens,
+        total_tokens: this.usage.total_tokens,
+        input_tokens_details: { cached_tokens: this.usage.cached },
+        output_tokens_details: { reasoning_tokens: this.usage.reasoning },
+      },
       error: this.error && this.status === 'failed' ? this.error : null,
       incomplete_details: this.incomplete,
       instructions: this.frame.instructions,
@@ -162,9 +168,9 @@ export class ResponseProjection {
 
   private done(d: Record<string, unknown>): ResponseEvent[] {
     this.ended = true;
-    const u = (d.usage ?? {}) as { promptTokens?: unknown; completionTokens?: unknown; totalTokens?: unknown };
+    const u = (d.usage ?? {}) as { promptTokens?: unknown; completionTokens?: unknown; totalTokens?: unknown; cachedTokens?: unknown; reasoningTokens?: unknown };
     const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-    this.usage = { input_tokens: n(u.promptTokens), output_tokens: n(u.completionTokens), total_tokens: n(u.totalTokens) };
+    this.usage = { input_tokens: n(u.promptTokens), output_tokens: n(u.completionTokens), total_tokens: n(u.totalTokens), cached: n(u.cachedTokens), reasoning: n(u.reasoningTokens) };
     const stop = String(d.stopReason);
     // the stored answer is the whole answer, also when the stream held some of it back
     const full = typeof d.fullContent === 'string' ? d.fullContent : this.text;
