@@ -10,7 +10,7 @@ import { startApp, type TestApp } from '../support/app';
 const RUN = '0f8fad5b-d9cb-469f-a165-70867728950e';
 const CHAT_ROUTES = ['/api/chat/messages', '/api/chat/messages_two_stage'];
 const SEND_FIELDS = 'projectId, conversationId, content, webhookUrl, mode, options';
-const OPTION_FIELDS = 'maxPhaseCycles, maxDuplicateAttempts, maxIterations, debugShowToolResults, detach, model, approvalTimeoutMs, multitask';
+const OPTION_FIELDS = 'maxPhaseCycles, maxDuplicateAttempts, maxIterations, turnTokenBudget, debugShowToolResults, detach, model, approvalTimeoutMs, multitask';
 
 /** [what, raw body, the expected `message` (an array: one per bad field; a string: the body as a whole)] */
 const CHAT_CASES: Array<[string, string, string | string[]]> = [
