@@ -143,13 +143,9 @@ export class A2aTurnsService implements A2ARequestHandler {
       if (last?.$case !== 'statusUpdate' || !last.value.status || !isFinal(last.value.status.state)) continue;
       // a replayed input-required whose approval a person has decided since is not the end: the run goes on
       const waitingFor = state.outcome.awaiting?.approvalId;
-      if (last.value.status.state === TaskState.TASK_STATE_INPUT_REQUIRED && waitingFor && requestId && !(await this.stillPending(requestId, waitingFor))) continue;
+      if (last.value.status.state === TaskState.TASK_STATE_INPUT_REQUIRED && waitingFor && requestId && !(await this.approvals.isPending(requestId, waitingFor))) continue;
       return;
     }
-  }
-
-  private async stillPending(requestId: string, approvalId: string): Promise<boolean> {
-    return (await this.approvals.list(requestId)).some((a) => a.approvalId === approvalId && a.status === 'pending');
   }
 
   private snapshot(events: SentEvent[], state: TaskState): Task {

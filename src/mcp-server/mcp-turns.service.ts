@@ -100,7 +100,8 @@ export class McpTurnsService {
     } finally {
       call.signal.removeEventListener('abort', cancel);
     }
-    if (outcome.awaiting) return (await this.settled(outcome)) ? this.answer(scope, outcome.requestId ?? '', SETTLED_WAIT_S) : waitingResult(outcome);
+    // an approval decided while this read its stored request: the answer follows
+    if (outcome.awaiting) return (await this.approvals.isPending(outcome.requestId ?? '', outcome.awaiting.approvalId)) ? waitingResult(outcome) : this.answer(scope, outcome.requestId ?? '', SETTLED_WAIT_S);
     return toAskResult(outcome);
   }
 
@@ -122,12 +123,6 @@ export class McpTurnsService {
     if (outcome.stopReason !== undefined) return toAskResult(outcome);
     if (outcome.awaiting) return waitingResult(outcome);
     return waitingResult(outcome, 'running');
-  }
-
-  /** Whether the approval the turn stopped at was decided meanwhile (a stored request read back). */
-  private async settled(o: TurnOutcome): Promise<boolean> {
-    const listed = await this.approvals.list(o.requestId ?? '');
-    return !listed.some((a) => a.approvalId === o.awaiting?.approvalId && a.status === 'pending');
   }
 
   async listConversations(scope: McpScope, limit: number) {

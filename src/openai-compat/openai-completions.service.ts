@@ -12,7 +12,6 @@ import type { SentEvent } from '../runs/run-event-bus.service';
 import { readCompletionRequest, turnInput } from './chat-completion-request';
 import { type ChatCompletion, type CompletionFrame, type CompletionSseData, DONE, toCompletion, toCompletionChunks } from './openai-chunks.mapper';
 import { invalidRequest, OpenAiError } from './openai-error';
-import type { RunEventLike } from './openai-chunks.mapper';
 
 /** The model names that pick a protocol (with the default model) rather than a model. */
 export const MODEL_ALIASES: Record<string, ChatProtocol> = { 'orion-unified': 'unified', 'orion-two-stage': 'two-stage' };
@@ -87,7 +86,7 @@ export class OpenAiCompletionsService {
         concatMap(async (e) => {
           all.push(e);
           // a stored request read back may have waited before: only one still undecided stops here
-          if (e.type === 'approval_required' && (await this.stillPending(e))) waiting = e;
+          if (e.type === 'approval_required' && (await this.approvals.isPending(String(e.data.requestId), String(e.data.approvalId)))) waiting = e;
         }),
         takeWhile(() => !waiting),
       ),
@@ -97,12 +96,6 @@ export class OpenAiCompletionsService {
     const out = toCompletion(all, frame);
     if ('error' in out) throw new OpenAiError(out.status, out.error.error.message, null, out.error.error.code, { retry: false });
     return out.completion;
-  }
-
-  /** Whether the approval an `approval_required` event asked for is still undecided. */
-  private async stillPending(e: RunEventLike): Promise<boolean> {
-    const approvals = await this.approvals.list(String(e.data.requestId));
-    return approvals.some((a) => a.approvalId === e.data.approvalId && a.status === 'pending');
   }
 
   /** Whether a request body asks for a stream (read before the rest is checked). */
@@ -153,7 +146,8 @@ export class OpenAiCompletionsService {
   }
 }
 
-function header(headers: Headers, name: string): string | undefined {
+/** One request header's value (absent or empty: undefined); sent twice is a 400 in OpenAI's shape. */
+export function header(headers: Headers, name: string): string | undefined {
   const v = headers[name];
   if (Array.isArray(v)) throw invalidRequest(`The ${name} header must be sent once`, null, 'invalid_header');
   return v === undefined || v === '' ? undefined : v;

@@ -11,7 +11,7 @@ import type { SentEvent } from '../../runs/run-event-bus.service';
 import { RunEventsService } from '../../runs/run-events.service';
 import { RunRepository } from '../../runs/repositories/run.repository';
 import { RunsService } from '../../runs/runs.service';
-import { OpenAiCompletionsService, ORION_HEADERS } from '../openai-completions.service';
+import { header, OpenAiCompletionsService, ORION_HEADERS } from '../openai-completions.service';
 import { invalidRequest, OpenAiError } from '../openai-error';
 import { readResponsesRequest } from './responses-request';
 import { type ResponseEvent, type ResponseFrame, ResponseProjection, requestIdOf, responseId } from './responses.mapper';
@@ -65,7 +65,7 @@ export class OpenAiResponsesService {
           projection.push(e);
           if (background && e.type === 'start') waiting = true;
           // a stored request read back may have waited before: only one still undecided stops here
-          if (e.type === 'approval_required' && (await this.stillPending(e))) waiting = true;
+          if (e.type === 'approval_required' && (await this.approvals.isPending(String(e.data.requestId), String(e.data.approvalId)))) waiting = true;
         }),
         takeWhile(() => !waiting),
       ),
@@ -168,21 +168,10 @@ export class OpenAiResponsesService {
     };
     return { events, projection: lazy };
   }
-
-  private async stillPending(e: SentEvent): Promise<boolean> {
-    const approvals = await this.approvals.list(String(e.data.requestId));
-    return approvals.some((a) => a.approvalId === e.data.approvalId && a.status === 'pending');
-  }
 }
 
 /** Responses stream events as SSE: `event: <type>` and its JSON, as OpenAI sends them. */
 function wire(events: Observable<ResponseEvent>): Observable<MessageEvent> {
   return toMessageEvents(events.pipe(map((e): WireMessage => ({ type: e.type, data: e }))));
-}
-
-function header(headers: Headers, name: string): string | undefined {
-  const v = headers[name];
-  if (Array.isArray(v)) throw invalidRequest(`The ${name} header must be sent once`, null, 'invalid_header');
-  return v === undefined || v === '' ? undefined : v;
 }
 

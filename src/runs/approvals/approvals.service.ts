@@ -128,6 +128,16 @@ export class ApprovalsService implements OnModuleInit {
     }
   }
 
+  /**
+   * Whether the run's approval is still undecided: what an edge that answers a waiting turn at
+   * once (/v1, Responses, MCP, A2A) asks of an `approval_required` it read, which may be stored
+   * and decided since.
+   */
+  async isPending(requestId: string, approvalId: string): Promise<boolean> {
+    const approval = await this.approvals.find(approvalId);
+    return approval?.requestId === requestId && approval.status === 'pending';
+  }
+
   /** The approvals of a run, oldest first (404 for an unknown run). */
   async list(requestId: string): Promise<ApprovalDto[]> {
     if (!(await this.runs.findById(requestId))) throw new RunsException(RunsExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
