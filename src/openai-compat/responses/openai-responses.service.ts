@@ -56,8 +56,7 @@ export class OpenAiResponsesService {
    * item and status `in_progress`, and the run waits on.
    */
   async create(body: unknown, headers: Headers, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Record<string, unknown>> {
-    const background = typeof body === 'object' && body !== null && (body as { background?: unknown }).background === true;
-    const { events, projection } = await this.start(body, headers, UNBOUNDED_FLOW, clientGone, idempotency);
+    const { events, projection, background } = await this.start(body, headers, UNBOUNDED_FLOW, clientGone, idempotency);
     let waiting = false;
     await lastValueFrom(
       events.pipe(
@@ -166,7 +165,7 @@ export class OpenAiResponsesService {
       push: (e: SentEvent) => (projection ??= new ResponseProjection(frame(String(e.data.requestId)))).push(e),
       snapshot: () => projection?.snapshot() ?? {},
     };
-    return { events, projection: lazy };
+    return { events, projection: lazy, background: req.background };
   }
 }
 
