@@ -14,8 +14,8 @@ import { RunsService } from '../runs/runs.service';
 import { turnOutcome } from '../runs/turn-outcome';
 import { agentCard } from './a2a-card';
 import { initialStreamState, isFinal, stateOfRun, toStreamResponses, toTask } from './a2a-task.mapper';
+import { UUID_PATTERN as UUID } from '../common/util/uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_CONTENT = 32_000;
 /** tasks/cancel answers once the run has ended, waiting at most this long for it. */
 const CANCEL_WAIT_MS = 15_000;

@@ -12,6 +12,7 @@ import type { SentEvent } from '../runs/run-event-bus.service';
 import { readCompletionRequest, turnInput } from './chat-completion-request';
 import { type ChatCompletion, type CompletionFrame, type CompletionSseData, DONE, toCompletion, toCompletionChunks } from './openai-chunks.mapper';
 import { invalidRequest, OpenAiError } from './openai-error';
+import { UUID_PATTERN as UUID } from '../common/util/uuid';
 
 /** The model names that pick a protocol (with the default model) rather than a model. */
 export const MODEL_ALIASES: Record<string, ChatProtocol> = { 'orion-unified': 'unified', 'orion-two-stage': 'two-stage' };
@@ -19,7 +20,6 @@ export const MODEL_ALIASES: Record<string, ChatProtocol> = { 'orion-unified': 'u
 /** The headers an OpenAI client can add to any request (their SDKs take default headers). */
 export const ORION_HEADERS = { project: 'x-orion-project', conversation: 'x-orion-conversation', progress: 'x-orion-progress' } as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface ModelList {
   object: 'list';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { UUID_PATTERN as UUID } from '../common/util/uuid';
 
 /**
  * The rule that maps an AI SDK chat id (the `id` of `DefaultChatTransport`'s body, the `:chatId` of
@@ -7,7 +8,6 @@ import { createHash } from 'node:crypto';
  * and the chat id, so the same chat id in another project is another conversation, and no table
  * is needed to find it again. The `start` part's metadata carries the conversation id.
  */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The namespace of Orion's chat ids (a random UUID fixed once; changing it would orphan every mapped chat). */
 const CHAT_NAMESPACE = Buffer.from('6f1c9a52d3b84e0f9c2a7b5e41d8f036', 'hex');

@@ -5,8 +5,8 @@ import { IS_PUBLIC } from './public.decorator';
 import { ANY_PROJECT, PROJECT_SCOPE, type ScopeSource } from './project-scope.decorator';
 import { canUseProject, principalOf } from './principal';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from './project-ownership.port';
+import { UUID_PATTERN as UUID } from '../util/uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Runs after the ApiKeyGuard: a key bound to some projects reaches only their data. Keys for

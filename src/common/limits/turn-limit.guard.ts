@@ -9,12 +9,12 @@ import { tooMany } from './too-many';
 import { holdTurn } from './turn-hold';
 import { TurnSlots } from './turn-slots';
 import { TURN_SLOT_STORE, type TurnSlotStorePort } from './turn-slot-store.port';
+import { UUID_PATTERN as UUID } from '../util/uuid';
 
 export const STARTS_TURN = 'orion:startsTurn';
 /** The route starts a model turn: it counts against the concurrent-turn limits. */
 export const StartsTurn = (): MethodDecorator => SetMetadata(STARTS_TURN, true);
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Turns usually end within seconds; a client told to wait longer would just give up. */
 const RETRY_AFTER_S = 2;

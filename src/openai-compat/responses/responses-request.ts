@@ -1,6 +1,7 @@
 import { MAX_CONTENT_CHARS, turnInput, type TurnInput } from '../chat-completion-request';
 import { invalidRequest } from '../openai-error';
 import { SERVER_LABEL } from './responses.mapper';
+import { UUID_PATTERN } from '../../common/util/uuid';
 
 /** A Responses request as Orion runs it. */
 export interface ResponsesRequest {
@@ -90,7 +91,7 @@ function flag(raw: Record<string, unknown>, param: string): boolean {
 function conversationOf(v: unknown): string | undefined {
   if (absent(v)) return undefined;
   const id = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as { id?: unknown }).id : v;
-  if (typeof id !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+  if (typeof id !== 'string' || !UUID_PATTERN.test(id)) {
     throw invalidRequest("conversation must be an Orion conversation id (a UUID), or {\"id\": …}", 'conversation', 'invalid_value');
   }
   return id;
