@@ -76,9 +76,7 @@ export class OpenAiResponsesService {
   /** `GET /v1/responses/{id}`: the response as its run's stored events say now. */
   async retrieve(id: string, projectIds: (p: string) => boolean): Promise<Record<string, unknown>> {
     const { requestId, frame } = await this.found(id, projectIds);
-    const projection = new ResponseProjection(frame);
-    for (const e of await this.runEvents.stored(requestId)) projection.push(e);
-    return projection.snapshot();
+    return this.stored(requestId, frame);
   }
 
   /** `GET /v1/responses/{id}?stream=true&starting_after=N`: the response's events after N, then live until it ends. */
@@ -91,28 +89,33 @@ export class OpenAiResponsesService {
 
   /** `POST /v1/responses/{id}/cancel`: Orion's cancel; the response once its run has ended. */
   async cancel(id: string, projectIds: (p: string) => boolean): Promise<Record<string, unknown>> {
-    const { requestId, frame } = await this.found(id, projectIds);
-    const run = await this.runs.get(requestId);
-    if (run.status === 'running' || run.status === 'awaiting_approval') {
+    const { requestId, frame, status } = await this.found(id, projectIds);
+    if (status === 'running' || status === 'awaiting_approval') {
       await this.runs.cancel(requestId);
       const projection = new ResponseProjection(frame);
       for await (const e of this.runEvents.untilEnd(requestId, 0, AbortSignal.timeout(CANCEL_WAIT_MS))) projection.push(e);
       return projection.snapshot();
     }
-    if (run.status === 'paused') throw invalidRequest(`Response ${id} is paused; resume or fork it on /api/chat/runs`, 'response_id', 'response_not_cancellable');
-    return this.retrieve(id, projectIds);
+    if (status === 'paused') throw invalidRequest(`Response ${id} is paused; resume or fork it on /api/chat/runs`, 'response_id', 'response_not_cancellable');
+    return this.stored(requestId, frame);
+  }
+
+  /** The response as the run's stored events say now. */
+  private async stored(requestId: string, frame: ResponseFrame): Promise<Record<string, unknown>> {
+    const projection = new ResponseProjection(frame);
+    for (const e of await this.runEvents.stored(requestId)) projection.push(e);
+    return projection.snapshot();
   }
 
   /** A response of another project reads as unknown, as on every route. */
-  private async found(id: string, canUse: (p: string) => boolean): Promise<{ requestId: string; frame: ResponseFrame }> {
+  private async found(id: string, canUse: (p: string) => boolean): Promise<{ requestId: string; frame: ResponseFrame; status: string }> {
     const requestId = requestIdOf(id);
-    const project = requestId ? await this.ownership.runProject(requestId) : undefined;
-    if (!requestId || project === undefined || !canUse(project)) throw new OpenAiError(404, `No response found with id '${id}'.`, 'response_id', 'response_not_found');
-    const run = await this.runRows.findById(requestId);
-    if (!run) throw new OpenAiError(404, `No response found with id '${id}'.`, 'response_id', 'response_not_found');
+    const run = requestId ? await this.runRows.findById(requestId) : null;
+    if (!requestId || !run || !canUse(run.projectId)) throw new OpenAiError(404, `No response found with id '${id}'.`, 'response_id', 'response_not_found');
     const options = (run.options ?? {}) as { model?: string; detach?: boolean };
     return {
       requestId,
+      status: run.status,
       frame: {
         requestId,
         createdAt: Math.floor(run.createdAt.getTime() / 1000),
