@@ -2,24 +2,27 @@
  * npm run bench:storage (needs `nest build`; PostgreSQL rows need DATABASE_URL)
  *
  * A soak of the storage lifecycle (issue 43): two-stage turns at a steady rate for a set time
- * through the whole service in one process (the scripted model: 240 text deltas, no delays),
- * with compaction and retention scaled down to seconds; database bytes per table sampled once a
- * second; the same soak without compaction or retention, for the added latency per chunk during
- * purges; a sizing phase for the bytes per completed turn before and after compaction (after
- * VACUUM FULL), beside its floor: the same events stored as one row per turn (the stack floor's
- * storing, bench/load/stack-floor.ts) in the same database. Writes docs/images/storage-soak.svg.
+ * through the whole service (the scripted model: 240 text deltas, no delays), with compaction,
+ * retention and the partition span scaled down to seconds; database bytes per table sampled once
+ * a second; beside it, at the same time in a second process on a second database, the same soak
+ * without retention (compaction on in both), for the added latency per chunk during purges with
+ * the machine's noise falling on both alike (bench/support/storage-soak.ts); a sizing phase for
+ * the bytes per completed turn before and after compaction (after VACUUM FULL), beside its floor:
+ * the same events stored as one row per turn (the stack floor's storing,
+ * bench/load/stack-floor.ts) in the same database. Writes docs/images/storage-soak.svg.
  *
- *   npm run bench:storage                                        # short: 30 s at 5 turns/s, retention 8 s
- *   npm run bench:storage -- --seconds 1200 --rate 20 --window 3m   # the issue's long soak (24,000 turns)
+ *   npm run bench:storage                                          # short: 60 s at 5 turns/s, retention 20 s
+ *   npm run bench:storage -- --db postgres --seconds 1200 --rate 17 --window 3m --partition 20s --report storage-soak
+ *                                                                  # the issue's long soak (20,000 turns)
  */
-import { request } from 'node:http';
+import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { BenchReport, REPO_ROOT } from './report';
-import { scratchDatabase } from './load/scratch-db';
 import { serviceInProcess } from './support/service-in-process';
+import { scratch, sum, turn, type Soak, type SoakSettings } from './support/storage-soak';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { StorageMaintenanceService } = require('../dist/chat/storage-maintenance.service') as typeof import('../src/chat/storage-maintenance.service');
@@ -31,10 +34,12 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
-const SECONDS = Number(arg('seconds', '30'));
+const SECONDS = Number(arg('seconds', '60'));
 const RATE = Number(arg('rate', '5'));
-const WINDOW = arg('window', '8s');
+const WINDOW = arg('window', '20s');
 const COMPACT = arg('compact', '2s');
+/** PARTITION_INTERVAL of both soaks: a fraction of the window, so retention drops whole partitions */
+const PARTITION = arg('partition', '10s');
 const SIZING_TURNS = Number(arg('sizing-turns', '100'));
 const DBS = arg('db', 'both');
 /** the result file's name (bench/results/<report>.json): a long soak beside the short one */
@@ -53,44 +58,8 @@ async function boot(url: string, env: Record<string, string>): Promise<App> {
   return { port, ds: app.get(DataSourceToken), worker: app.get(StorageMaintenanceService), close: () => app.close() };
 }
 
-/** One turn; resolves with its SSE text and the gaps between its chunks (ms). */
-function turn(port: number): Promise<{ text: string; gaps: number[] }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/api/chat/messages_two_stage', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      const gaps: number[] = [];
-      let last = 0;
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        const now = performance.now();
-        const n = c.split('event: chunk').length - 1;
-        if (n > 0) {
-          if (last) gaps.push(now - last);
-          last = now;
-        }
-        text += c;
-      });
-      res.on('end', () => (res.statusCode === 200 && text.includes('event: done') ? resolve({ text, gaps }) : reject(new Error(`HTTP ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end('{"content":"Summarize docs/roadmap.md"}');
-  });
-}
-
-const pct = (xs: number[], p: number) => {
-  if (xs.length === 0) return 0;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-
 async function totalBytes(ds: DataSource): Promise<Record<string, number>> {
   return (await new StorageStats(ds, 0).sample()).bytes;
-}
-const sum = (b: Record<string, number>) => Object.values(b).reduce((a, x) => a + x, 0);
-
-async function scratch(db: 'pglite' | 'postgres'): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (db === 'pglite') return { url: 'memory://', drop: async () => undefined };
-  return scratchDatabase(process.env.DATABASE_URL!);
 }
 
 /** Bytes per completed turn before and after compaction, and the floor's, after VACUUM FULL. */
@@ -129,70 +98,26 @@ async function sizing(db: 'pglite' | 'postgres') {
   }
 }
 
-interface Soak {
-  turns: number;
-  errors: number;
-  p50Gap: number;
-  p99Gap: number;
-  samples: Array<{ t: number; bytes: number }>;
-  heldRemoved: number;
-  purged: number;
-}
-
-/** Turns at RATE per second for SECONDS, sampling bytes each second; `lifecycle` false: no compaction nor retention. */
-async function soak(db: 'pglite' | 'postgres', lifecycle: boolean): Promise<Soak> {
-  const s = await scratch(db);
-  const env: Record<string, string> = lifecycle
-    ? { RUN_COMPACT_AFTER: COMPACT, RETENTION_RUNS: WINDOW, RETENTION_TRACE: WINDOW, RETENTION_CONVERSATIONS: WINDOW, STORAGE_MAINTENANCE_MS: '1000' }
-    : { RUN_COMPACT_AFTER: 'off', STORAGE_MAINTENANCE_MS: '86400000' };
-  const app = await boot(s.url, env);
-  let purged = 0;
-  try {
-    // a paused and a running run, older than any window: not a row of theirs may go
-    const held: string[] = [];
-    for (const status of ['paused', 'running']) {
-      const c = randomUUID();
-      const r = randomUUID();
-      held.push(r);
-      await app.ds.query(`INSERT INTO conversations (id, project_id, updated_at) VALUES ($1, 'default', now() - interval '1 day')`, [c]);
-      await app.ds.query(`INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, lease_owner, lease_expires_at, updated_at) VALUES ($1, $2, 'default', 'two-stage', $3, 'bench', now() + interval '1 day', now() - interval '1 day')`, [r, c, status]);
-      await app.ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at, run_created_at) SELECT $1::uuid, v.seq, v.type, v.data::jsonb, now() - interval '1 day', r.created_at FROM runs r, (VALUES (1, 'start', '{}'), (2, 'chunk', '{"content":"x"}')) AS v(seq, type, data) WHERE r.request_id = $1`, [r]);
-      await app.ds.query(`INSERT INTO trace_events (request_id, project_id, type, created_at) VALUES ($1, 'default', 'run_started', now() - interval '1 day')`, [r]);
-    }
-    const heldRows = async () => Number(((await app.ds.query(`SELECT ((SELECT count(*) FROM runs WHERE request_id = ANY($1::uuid[])) + (SELECT count(*) FROM run_events WHERE request_id = ANY($1::uuid[])) + (SELECT count(*) FROM trace_events WHERE request_id = ANY($1::text[])))::int AS n`, [held])) as Array<{ n: number }>)[0].n);
-    const heldBefore = await heldRows();
-    const gaps: number[] = [];
-    let turns = 0;
-    let errors = 0;
-    const samples: Array<{ t: number; bytes: number }> = [];
-    const t0 = performance.now();
-    const inflight = new Set<Promise<void>>();
-    const sampler = setInterval(() => void totalBytes(app.ds).then((b) => samples.push({ t: (performance.now() - t0) / 1000, bytes: sum(b) })), 1000);
-    const end = t0 + SECONDS * 1000;
-    for (let i = 0; performance.now() < end; i++) {
-      const due = t0 + (i * 1000) / RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const p = turn(app.port)
-        .then((r) => {
-          turns++;
-          gaps.push(...r.gaps);
-        })
-        .catch(() => void errors++)
-        .finally(() => inflight.delete(p));
-      inflight.add(p);
-    }
-    await Promise.all(inflight);
-    clearInterval(sampler);
-    if (lifecycle) {
-      const traced = (await app.ds.query(`SELECT details FROM trace_events WHERE type = 'storage_purged'`)) as Array<{ details: { removed: Record<string, number> } }>;
-      purged = traced.reduce((a, r) => a + Object.values(r.details.removed).reduce((x, y) => x + y, 0), 0);
-    }
-    return { turns, errors, p50Gap: pct(gaps, 50), p99Gap: pct(gaps, 99), samples, heldRemoved: heldBefore - (await heldRows()), purged };
-  } finally {
-    await app.close();
-    await s.drop();
-  }
+/** The soak with retention and the one without, each in its own process on its own database, started together. */
+async function soaks(db: 'pglite' | 'postgres'): Promise<{ on: Soak; off: Soak }> {
+  const children = [true, false].map((retention) => {
+    const settings: SoakSettings = { db, retention, seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION };
+    const child = fork(join(__dirname, 'support', 'storage-soak.ts'), [JSON.stringify(settings)], { stdio: 'inherit' });
+    let readyResolve!: () => void;
+    const ready = new Promise<void>((r) => (readyResolve = r));
+    const result = new Promise<Soak>((resolve, reject) => {
+      child.on('message', (m: { ready?: boolean; soak?: Soak }) => {
+        if (m.ready) readyResolve();
+        if (m.soak) resolve(m.soak);
+      });
+      child.on('exit', (code) => (code === 0 ? undefined : reject(new Error(`the soak ${retention ? 'with' : 'without'} retention exited with ${code}`))));
+    });
+    return { child, ready, result };
+  });
+  await Promise.all(children.map((c) => c.ready));
+  for (const c of children) c.child.send('go');
+  const [on, off] = await Promise.all(children.map((c) => c.result));
+  return { on, off };
 }
 
 function svg(series: Array<{ name: string; color: string; samples: Array<{ t: number; bytes: number }> }>, windowS: number): string {
@@ -215,37 +140,41 @@ async function main() {
   const wanted: Array<'pglite' | 'postgres'> = DBS === 'both' ? ['pglite', 'postgres'] : [DBS as 'pglite' | 'postgres'];
   const dbs = wanted.filter((d) => d === 'pglite' || process.env.DATABASE_URL);
   const windowS = (parseDuration(WINDOW) ?? 0) / 1000 + (parseDuration(COMPACT) ?? 0) / 1000;
+  // the first window has passed when its rows have gone by either road: the partition drop, or
+  // the row deletes two spans later (the worker's grace for the drop)
+  const settledFrom = windowS + (2 * (parseDuration(PARTITION) ?? 0)) / 1000;
   const report = new BenchReport(
     REPORT,
-    `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, one process) at a steady rate, with compaction (RUN_COMPACT_AFTER) and retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) scaled to seconds, against the same soak without them; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/storage-soak.svg](images/storage-soak.svg). Method: bench/README.md.`,
-    { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, sizingTurns: SIZING_TURNS },
+    `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, the service in a process per soak) at a steady rate, with compaction (RUN_COMPACT_AFTER), retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) and PARTITION_INTERVAL scaled to seconds, against the same soak without retention run at the same time in another process on another database; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/storage-soak.svg](images/storage-soak.svg). Method: bench/README.md.`,
+    { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION, sizingTurns: SIZING_TURNS },
   );
   const rows: Array<Array<string | number>> = [];
   const series: Array<{ name: string; color: string; samples: Array<{ t: number; bytes: number }> }> = [];
   const colors = { pglite: ['#1f77b4', '#9ecae1'], postgres: ['#d62728', '#fcae91'] };
   for (const db of dbs) {
     const size = await sizing(db);
-    const on = await soak(db, true);
-    const off = await soak(db, false);
-    const settled = on.samples.filter((s) => s.t > windowS + 2).map((s) => s.bytes);
+    const { on, off } = await soaks(db);
+    const settled = on.samples.filter((s) => s.t > settledFrom).map((s) => s.bytes);
     const mean = settled.reduce((a, b) => a + b, 0) / Math.max(1, settled.length);
     const spread = settled.length > 1 ? Math.max(...settled.map((b) => Math.abs(b - mean) / mean)) * 100 : null;
     const added = off.p99Gap > 0 ? ((on.p99Gap - off.p99Gap) / off.p99Gap) * 100 : 0;
-    console.log(`\n${db}: ${on.turns} turns with the lifecycle (${on.errors} errors), ${off.turns} without (${off.errors} errors)`);
+    console.log(`\n${db}: ${on.turns} turns with retention (${on.errors} errors, ${on.achievedRate.toFixed(1)}/s, at most ${on.maxInflight} in flight), ${off.turns} without (${off.errors} errors, ${off.achievedRate.toFixed(1)}/s, at most ${off.maxInflight} in flight), at the same time`);
     console.log(`  bytes per completed turn: ${(size.before / 1024).toFixed(1)} KB before compaction, ${(size.after / 1024).toFixed(1)} KB after; floor (one row per turn) ${(size.floor / 1024).toFixed(1)} KB; after compaction without the trace records ${(size.afterWithoutTrace / 1024).toFixed(1)} KB`);
     console.log(`  per table, KB per turn before→after compaction (empty tables' pages included): ${size.perTable}`);
     console.log(`  size after the first window: ${(mean / 1e6).toFixed(2)} MB mean, ±${spread?.toFixed(1) ?? '—'} % ; without retention it ends at ${((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2)} MB`);
-    console.log(`  chunk gap p99: ${on.p99Gap.toFixed(2)} ms with purges vs ${off.p99Gap.toFixed(2)} ms without (${added.toFixed(1)} %); rows of live or paused runs removed: ${on.heldRemoved}; rows purged: ${on.purged}`);
+    console.log(`  chunk gap p99: ${on.p99Gap.toFixed(2)} ms with purges vs ${off.p99Gap.toFixed(2)} ms without (${added.toFixed(1)} %); rows of live or paused runs removed: ${on.heldRemoved}; rows purged: ${on.droppedRows} by dropping partitions, ${on.deletedRows} by row deletes; ${on.partitionsLeft} partitions at the end`);
     report.add(`storage.${db}.kb-turn-before`, `${db}: KB per completed turn before compaction`, size.before / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.kb-turn-after`, `${db}: KB per completed turn after compaction`, size.after / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.kb-turn-after-no-trace`, `${db}: KB per completed turn after compaction, trace records aside`, size.afterWithoutTrace / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.size-spread`, `${db}: size spread after the first window`, spread, '%');
     report.add(`storage.${db}.p99-gap-added`, `${db}: p99 chunk gap added by purges`, added, '%');
     report.add(`storage.${db}.held-removed`, `${db}: rows of live or paused runs removed`, on.heldRemoved, 'rows');
-    rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.afterWithoutTrace / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.purged, on.heldRemoved]);
-    series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, neither`, color: colors[db][1], samples: off.samples });
+    rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.afterWithoutTrace / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.droppedRows, on.deletedRows, on.heldRemoved]);
+    report.add(`storage.${db}.turns`, `${db}: turns of the soak with retention`, on.turns, 'turns');
+    report.add(`storage.${db}.rate`, `${db}: turns per second achieved, with retention`, on.achievedRate, 'turns/s');
+    series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, compaction, no retention (at the same time)`, color: colors[db][1], samples: off.samples });
   }
-  report.table(REPORT, 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows purged', 'held rows removed'], rows);
+  report.table(REPORT, 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows dropped with partitions', 'rows deleted', 'held rows removed'], rows);
   const picture = REPORT === 'storage' ? 'storage-soak.svg' : `${REPORT}.svg`;
   writeFileSync(join(REPO_ROOT, 'docs', 'images', picture), svg(series, windowS));
   console.log(`\nwrote ${report.write()} and docs/images/${picture}`);

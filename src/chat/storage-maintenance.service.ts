@@ -76,6 +76,10 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
       for (const [table, n] of Object.entries(counts)) if (n > 0) removed[table] = (removed[table] ?? 0) + n;
     };
     const compacted = { runs: 0, chunksBefore: 0, chunksAfter: 0, traceRecords: 0 };
+    // rows in time partitions are left to their partition's drop for two spans past retention:
+    // the row deletes below are for what no drop removes (a partition kept for a held run's rows,
+    // the default partition), not a race with the drop that empties each row at a time
+    const grace = this.partitions ? 2 * this.partitions.spanMs : 0;
     let complete = true;
     const note = (r: { end: string }) => {
       if (r.end === 'locked') complete = false;
@@ -118,7 +122,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
         await runBatches(
           () =>
             underMaintenanceLock(this.ds, async (m) => {
-              const ids = await this.runs.claimExpired(m, runsBounds.deploymentMs, runsBounds.minMs, size);
+              const ids = await this.runs.claimExpired(m, runsBounds.deploymentMs, runsBounds.minMs, size, grace);
               add({ ...(await this.runs.deleteRuns(m, ids)) });
               return ids.length;
             }),
@@ -135,7 +139,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
         await runBatches(
           () =>
             underMaintenanceLock(this.ds, async (m) => {
-              const n = await this.trace.purgeExpired(m, traceBounds.deploymentMs, traceBounds.minMs, size);
+              const n = await this.trace.purgeExpired(m, traceBounds.deploymentMs, traceBounds.minMs, size, grace);
               add({ trace_events: n });
               return n;
             }),
@@ -153,7 +157,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
         await runBatches(
           () =>
             underMaintenanceLock(this.ds, async (m) => {
-              const ids = await this.retention.claimExpiredConversations(m, conversationBounds.deploymentMs, conversationBounds.minMs, perBatch);
+              const ids = await this.retention.claimExpiredConversations(m, conversationBounds.deploymentMs, conversationBounds.minMs, perBatch, grace);
               if (ids.length === 0) return 0;
               const runIds = await this.runs.runsOfConversations(m, ids);
               if (runIds.length > 0) add({ trace_events: await this.trace.deleteForRequests(m, runIds) });

@@ -51,3 +51,16 @@ export function formatDuration(ms: number): string {
   }
   return `${ms}ms`;
 }
+
+/** The shortest PARTITION_INTERVAL: below it the partitions' own overhead (catalog rows, planning) outweighs what dropping them saves. */
+export const MIN_PARTITION_SPAN_MS = 10_000;
+
+/**
+ * The milliseconds of a PARTITION_INTERVAL (issue 43): a duration of at least 10 s and at most a
+ * day that divides a day evenly (`30s`, `1m`, `15m`, `1h`, `1d`), so partitions stay aligned to
+ * UTC days; undefined for anything else.
+ */
+export function partitionSpanMs(text: string): number | undefined {
+  const ms = parseDuration(text);
+  return ms !== undefined && ms >= MIN_PARTITION_SPAN_MS && ms <= 86_400_000 && 86_400_000 % ms === 0 ? ms : undefined;
+}

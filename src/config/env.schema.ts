@@ -15,7 +15,7 @@ import {
   registerDecorator,
 } from 'class-validator';
 import { parseExtraBody } from './extra-body';
-import { isDurationOrOff } from './duration';
+import { isDurationOrOff, partitionSpanMs } from './duration';
 
 const toBool = ({ value }: { value: unknown }) => {
   if (typeof value === 'boolean') return value;
@@ -83,6 +83,20 @@ function IsDurationOrOff(): PropertyDecorator {
       validator: {
         validate: (v: unknown) => v === undefined || isDurationOrOff(v),
         defaultMessage: () => `${String(key)} must be a whole number and a unit (ms, s, m, h, d, w), e.g. 90s, 12h or 30d, at most 10 years; or off`,
+      },
+    });
+}
+
+/** A partition span: a duration from 10s to 1d that divides a day (src/config/duration.ts, partitionSpanMs). */
+function IsPartitionSpan(): PropertyDecorator {
+  return (target, key) =>
+    registerDecorator({
+      name: 'isPartitionSpan',
+      target: target.constructor,
+      propertyName: key as string,
+      validator: {
+        validate: (v: unknown) => typeof v === 'string' && partitionSpanMs(v) !== undefined,
+        defaultMessage: () => `${String(key)} must be a duration from 10s to 1d that divides a day evenly, e.g. 30s, 1m, 15m, 1h or 1d`,
       },
     });
 }
@@ -302,6 +316,14 @@ export class EnvironmentVariables {
   /** Extension (issue 43): conversations not written to for this long are deleted with their messages and runs; unset: kept for ever. */
   @Transform(emptyToUndefined) @IsOptional() @IsDurationOrOff()
   RETENTION_CONVERSATIONS?: string;
+
+  /**
+   * Extension (issue 43): the time each partition of run_events and trace_events covers on
+   * PostgreSQL and PGlite (docs/OPERATIONS.md, Partitions): about a tenth of the shortest
+   * retention, so that retention drops whole partitions; new partitions get this span.
+   */
+  @IsPartitionSpan()
+  PARTITION_INTERVAL = '1d';
 
   /** Extension (issue 43): how often the storage worker (compaction, retention) runs a pass. */
   @Transform(toInt) @IsInt() @Min(50) @Max(86_400_000)

@@ -8,6 +8,9 @@
 export const TIME_PARTITIONS = Symbol('TIME_PARTITIONS');
 
 export interface TimePartitions {
+  /** How long each partition's range is (PARTITION_INTERVAL), ms. */
+  readonly spanMs: number;
+
   /**
    * Drops the partitions of `table` none of whose rows must be kept; returns the rows removed.
    * `keepSql` is a boolean SQL expression over one row of the table, aliased `e` (columns of

@@ -1,9 +1,11 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import { dayOf, daysFrom, ensurePartitions, listPartitions, PARTITION_DAYS_AHEAD, type PartitionedTable, type Query } from './partitions';
+import { AppConfigService } from '../config/app-config.service';
+import { partitionSpanMs } from '../config/duration';
+import { DAY_MS, ensureSlots, listPartitions, PARTITION_DAYS_AHEAD, slotsFrom, type PartitionedTable, type Query } from './partitions';
 import type { TimePartitions } from './time-partitions.port';
 
-/** How often the days ahead are topped up (besides at start-up). */
+/** How often the partitions ahead are topped up at most (besides at start-up); a span shorter than this is topped up once per span. */
 const ENSURE_EVERY_MS = 3_600_000;
 
 /**
@@ -21,9 +23,11 @@ const PARTITIONS_LOCK = `hashtext('orion.time_partitions')`;
 const LOCK_TIMEOUT = '500ms';
 
 /**
- * The daily partitions of run_events and trace_events (src/database/partitions.ts): the next
- * PARTITION_DAYS_AHEAD days are created at start-up and every hour, and dropExpired drops whole
- * past days that hold no row the caller must keep (the retention worker's predicate).
+ * The time partitions of run_events and trace_events (src/database/partitions.ts), each
+ * PARTITION_INTERVAL long (a day by default): the current one and the next PARTITION_DAYS_AHEAD
+ * are created at start-up and every hour (every span, when a span is shorter), and dropExpired
+ * drops whole past partitions that hold no row the caller must keep (the retention worker's
+ * predicate).
  */
 @Injectable()
 export class TimePartitionsService implements TimePartitions, OnApplicationBootstrap, OnApplicationShutdown {
@@ -31,11 +35,19 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
   private timer?: NodeJS.Timeout;
   private running?: Promise<unknown>;
 
-  constructor(private readonly ds: DataSource) {}
+  /** The span of a partition, ms */
+  readonly spanMs: number;
+
+  constructor(
+    private readonly ds: DataSource,
+    config: AppConfigService,
+  ) {
+    this.spanMs = partitionSpanMs(config.get('PARTITION_INTERVAL')) ?? DAY_MS;
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     await this.ensureAhead();
-    this.timer = setInterval(() => void this.ensureAhead(), ENSURE_EVERY_MS);
+    this.timer = setInterval(() => void this.ensureAhead(), Math.min(ENSURE_EVERY_MS, this.spanMs));
     this.timer.unref();
   }
 
@@ -44,11 +56,16 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
     await this.running;
   }
 
-  /** Creates the missing partitions of today and the days ahead; the names created (an error is logged, and the next round tries again). */
+  /** Creates the missing partitions of now and the spans ahead; the names created (an error is logged, and the next round tries again). */
   async ensureAhead(now = new Date()): Promise<string[]> {
     const work = this.locked(async (q) => {
-      const days = daysFrom(dayOf(now), PARTITION_DAYS_AHEAD);
-      return [...(await ensurePartitions(q, 'run_events', days)), ...(await ensurePartitions(q, 'trace_events', days))];
+      const slots = slotsFrom(now, this.spanMs, PARTITION_DAYS_AHEAD);
+      const created: string[] = [];
+      for (const table of ['run_events', 'trace_events'] as const) {
+        await this.dropEmptyOfOtherSpan(q, table, slots[0].from);
+        created.push(...(await ensureSlots(q, table, slots)));
+      }
+      return created;
     }).catch((err: Error) => {
       this.logger.warn(`creating the partitions ahead failed (tried again within the hour): ${err.message}`);
       return [] as string[];
@@ -57,6 +74,21 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
     const created = (await work) ?? [];
     if (created.length > 0) this.logger.log(`created partitions ${created.join(', ')}`);
     return created;
+  }
+
+  /**
+   * The current and future partitions of another span than PARTITION_INTERVAL (made by the
+   * migration, a day each, or before the setting changed) are dropped while still empty, so the
+   * new span applies from now on instead of once they have passed; one that holds rows stays.
+   */
+  private async dropEmptyOfOtherSpan(q: Query, table: PartitionedTable, from: Date): Promise<void> {
+    for (const p of await listPartitions(q, table)) {
+      if (p.to <= from || p.to.getTime() - p.from.getTime() === this.spanMs) continue;
+      const [any] = (await q(`SELECT EXISTS (SELECT 1 FROM ${p.name}) AS any`)) as Array<{ any: boolean }>;
+      if (any?.any) continue;
+      await q(`ALTER TABLE ${table} DETACH PARTITION ${p.name}`);
+      await q(`DROP TABLE ${p.name}`);
+    }
   }
 
   async dropExpired(table: PartitionedTable, keepSql: string, params: unknown[]): Promise<number> {

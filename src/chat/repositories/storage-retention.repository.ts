@@ -45,17 +45,18 @@ export class StorageRetentionRepository {
   /**
    * Up to `limit` conversations not written to for longer than their project's
    * RETENTION_CONVERSATIONS, oldest first, locked for this transaction: none with a live or
-   * paused run, a queued turn, or a webhook still being delivered.
+   * paused run, a queued turn, or a webhook still being delivered. `graceMs` (two partition spans)
+   * more: their runs' events and trace records go with their partitions first, not row by row.
    */
-  async claimExpiredConversations(m: EntityManager, deploymentMs: number, minMs: number, limit: number): Promise<string[]> {
+  async claimExpiredConversations(m: EntityManager, deploymentMs: number, minMs: number, limit: number, graceMs = 0): Promise<string[]> {
     const rows = (await m.query(
       `SELECT c.id FROM conversations c
-        WHERE ${pastRetention('conversations', 'c.updated_at', 'c.project_id', '$1', '$2')}
+        WHERE ${pastRetention('conversations', '(c.updated_at + make_interval(secs => $4::float8 / 1000))', 'c.project_id', '$1', '$2')}
           AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation_id = c.id AND r.status IN ${HELD_STATUSES})
           AND NOT EXISTS (SELECT 1 FROM conversation_turns t WHERE t.conversation_id = c.id)
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.conversation_id = c.id AND w.state = 'pending')
         ORDER BY c.updated_at LIMIT $3 FOR UPDATE OF c SKIP LOCKED`,
-      [deploymentMs, minMs, limit],
+      [deploymentMs, minMs, limit, graceMs],
     )) as Array<{ id: string }>;
     return rows.map((r) => r.id);
   }

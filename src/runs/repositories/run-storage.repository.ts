@@ -93,11 +93,17 @@ export class RunStorageRepository {
     await m.query(`UPDATE runs SET compacted_at = now() WHERE request_id = ANY($1::uuid[])`, [requestIds]);
   }
 
-  /** Up to `limit` runs past retention (expiredRunSql), oldest first, locked for this transaction. */
-  async claimExpired(m: EntityManager, deploymentMs: number, minMs: number, limit: number): Promise<string[]> {
+  /**
+   * Up to `limit` runs past retention (expiredRunSql) by `graceMs` more, oldest first, locked for
+   * this transaction. The grace (two partition spans) leaves a run whose events sit in a time
+   * partition to that partition's drop: deleting the run first would delete its events row by row.
+   */
+  async claimExpired(m: EntityManager, deploymentMs: number, minMs: number, limit: number, graceMs = 0): Promise<string[]> {
     const rows = (await m.query(
-      `SELECT r.request_id FROM runs r WHERE ${expiredRunSql('r', '$1', '$2')} ORDER BY r.updated_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED`,
-      [deploymentMs, minMs, limit],
+      `SELECT r.request_id FROM runs r WHERE ${expiredRunSql('r', '$1', '$2')}
+          AND ${pastRetention('runs', `(r.updated_at + make_interval(secs => $4::float8 / 1000))`, 'r.project_id', '$1', '$2')}
+        ORDER BY r.updated_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED`,
+      [deploymentMs, minMs, limit, graceMs],
     )) as Array<{ request_id: string }>;
     return rows.map((r) => r.request_id);
   }

@@ -68,13 +68,16 @@ export class TraceEventRepository {
   }
 
   /**
-   * Deletes up to `limit` trace records past RETENTION_TRACE (expiredTraceSql), oldest first, in
-   * `m`'s transaction; how many.
+   * Deletes up to `limit` trace records past RETENTION_TRACE (expiredTraceSql) by `graceMs` more,
+   * oldest first, in `m`'s transaction; how many. The grace (two partition spans) leaves rows in a
+   * time partition to its drop: these deletes are for what no drop removes.
    */
-  async purgeExpired(m: EntityManager, deploymentMs: number, minMs: number, limit: number): Promise<number> {
+  async purgeExpired(m: EntityManager, deploymentMs: number, minMs: number, limit: number, graceMs = 0): Promise<number> {
     const res: unknown = await m.query(
-      `DELETE FROM trace_events WHERE id IN (SELECT e.id FROM trace_events e WHERE ${expiredTraceSql('e', '$1', '$2')} ORDER BY e.created_at LIMIT $3) RETURNING 1`,
-      [deploymentMs, minMs, limit],
+      `DELETE FROM trace_events WHERE id IN (SELECT e.id FROM trace_events e WHERE ${expiredTraceSql('e', '$1', '$2')}
+          AND ${pastRetention('trace', `(e.created_at + make_interval(secs => $4::float8 / 1000))`, 'e.project_id', '$1', '$2')}
+        ORDER BY e.created_at LIMIT $3) RETURNING 1`,
+      [deploymentMs, minMs, limit, graceMs],
     );
     return queryResult(res).count;
   }
