@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { DataSource, type EntityManager } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { partitionSpanMs } from '../config/duration';
-import { DAY_MS, ensureSlots, listPartitions, PARTITION_DAYS_AHEAD, slotsFrom, type PartitionedTable, type Query } from './partitions';
+import { DAY_MS, ensureSlots, listPartitions, PARTITION_DAYS_AHEAD, PARTITION_KEY, slotsFrom, type PartitionedTable, type Query, type Slot } from './partitions';
 import type { TimePartitions } from './time-partitions.port';
 
 /** How often the partitions ahead are topped up at most (besides at start-up); a span shorter than this is topped up once per span. */
@@ -20,7 +20,7 @@ const PARTITIONS_LOCK = `hashtext('orion.time_partitions')`;
  * on the next round instead). Shorter than PostgreSQL's deadlock_timeout (1 s), so a wait that
  * would deadlock is this statement's to give up, not a turn's.
  */
-const LOCK_TIMEOUT = '500ms';
+const LOCK_TIMEOUT = '100ms';
 
 /**
  * The time partitions of run_events and trace_events (src/database/partitions.ts), each
@@ -62,7 +62,7 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
       const slots = slotsFrom(now, this.spanMs, PARTITION_DAYS_AHEAD);
       const created: string[] = [];
       for (const table of ['run_events', 'trace_events'] as const) {
-        await this.dropEmptyOfOtherSpan(q, table, slots[0].from);
+        await this.fitOtherSpans(q, table, slots[0]);
         created.push(...(await ensureSlots(q, table, slots)));
       }
       return created;
@@ -78,16 +78,22 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
 
   /**
    * The current and future partitions of another span than PARTITION_INTERVAL (made by the
-   * migration, a day each, or before the setting changed) are dropped while still empty, so the
-   * new span applies from now on instead of once they have passed; one that holds rows stays.
+   * migration, a day each, or before the setting changed) make way for the new span from the
+   * next slot on: an empty one is dropped; the current one, holding rows, is re-attached to end
+   * where the current slot ends (its rows all fit; ATTACH checks them).
    */
-  private async dropEmptyOfOtherSpan(q: Query, table: PartitionedTable, from: Date): Promise<void> {
+  private async fitOtherSpans(q: Query, table: PartitionedTable, current: Slot): Promise<void> {
     for (const p of await listPartitions(q, table)) {
-      if (p.to <= from || p.to.getTime() - p.from.getTime() === this.spanMs) continue;
-      const [any] = (await q(`SELECT EXISTS (SELECT 1 FROM ${p.name}) AS any`)) as Array<{ any: boolean }>;
-      if (any?.any) continue;
-      await q(`ALTER TABLE ${table} DETACH PARTITION ${p.name}`);
-      await q(`DROP TABLE ${p.name}`);
+      if (p.to <= current.from || p.to.getTime() - p.from.getTime() === this.spanMs) continue;
+      const key = PARTITION_KEY[table];
+      const [r] = (await q(`SELECT max(${key}) AS last FROM ${p.name}`)) as Array<{ last: Date | string | null }>;
+      if (r?.last === null || r?.last === undefined) {
+        await q(`ALTER TABLE ${table} DETACH PARTITION ${p.name}`);
+        await q(`DROP TABLE ${p.name}`);
+      } else if (p.from < current.to && p.to > current.to && new Date(r.last) < current.to) {
+        await q(`ALTER TABLE ${table} DETACH PARTITION ${p.name}`);
+        await q(`ALTER TABLE ${table} ATTACH PARTITION ${p.name} FOR VALUES FROM ('${p.from.toISOString()}') TO ('${current.to.toISOString()}')`);
+      }
     }
   }
 
