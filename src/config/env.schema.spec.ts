@@ -80,4 +80,10 @@ describe('validateEnv', () => {
       /RUN_COMPACT_AFTER="soon"[\s\S]*RETENTION_RUNS="90": RETENTION_RUNS must be a whole number and a unit[\s\S]*RETENTION_TRACE="1h30m"/,
     );
   });
+
+  it('PARTITION_INTERVAL (issue 43): a day by default; a span from 10s to 1d that divides a day', () => {
+    expect(validateEnv({})).toMatchObject({ PARTITION_INTERVAL: '1d' });
+    for (const ok of ['10s', '30s', '1m', '15m', '1h', '6h', '1d']) expect(validateEnv({ PARTITION_INTERVAL: ok })).toMatchObject({ PARTITION_INTERVAL: ok });
+    for (const bad of ['5s', '7m', '2d', '1w', 'off', 'daily']) expect(() => validateEnv({ PARTITION_INTERVAL: bad })).toThrow(/PARTITION_INTERVAL must be a duration from 10s to 1d that divides a day/);
+  });
 });
