@@ -78,8 +78,11 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
     const compacted = { runs: 0, chunksBefore: 0, chunksAfter: 0, traceRecords: 0 };
     // rows in time partitions are left to their partition's drop for two spans past retention:
     // the row deletes below are for what no drop removes (a partition kept for a held run's rows,
-    // the default partition), not a race with the drop that empties each row at a time
-    const grace = this.partitions ? 2 * this.partitions.spanMs : 0;
+    // the default partition), not a race with the drop that empties each row at a time. Only
+    // when partitions are short beside the retention (a quarter of it at most): with daily
+    // partitions and an hour's retention, waiting for the drop would keep rows for days
+    const span = this.partitions?.spanMs ?? 0;
+    const graceFor = (b: RetentionBounds) => (span > 0 && span * 4 <= b.minMs ? 2 * span : 0);
     let complete = true;
     const note = (r: { end: string }) => {
       if (r.end === 'locked') complete = false;
@@ -122,7 +125,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
         await runBatches(
           () =>
             underMaintenanceLock(this.ds, async (m) => {
-              const ids = await this.runs.claimExpired(m, runsBounds.deploymentMs, runsBounds.minMs, size, grace);
+              const ids = await this.runs.claimExpired(m, runsBounds.deploymentMs, runsBounds.minMs, size, graceFor(runsBounds));
               add({ ...(await this.runs.deleteRuns(m, ids)) });
               return ids.length;
             }),
@@ -139,7 +142,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
         await runBatches(
           () =>
             underMaintenanceLock(this.ds, async (m) => {
-              const n = await this.trace.purgeExpired(m, traceBounds.deploymentMs, traceBounds.minMs, size, grace);
+              const n = await this.trace.purgeExpired(m, traceBounds.deploymentMs, traceBounds.minMs, size, graceFor(traceBounds));
               add({ trace_events: n });
               return n;
             }),
@@ -157,7 +160,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
         await runBatches(
           () =>
             underMaintenanceLock(this.ds, async (m) => {
-              const ids = await this.retention.claimExpiredConversations(m, conversationBounds.deploymentMs, conversationBounds.minMs, perBatch, grace);
+              const ids = await this.retention.claimExpiredConversations(m, conversationBounds.deploymentMs, conversationBounds.minMs, perBatch, graceFor(conversationBounds));
               if (ids.length === 0) return 0;
               const runIds = await this.runs.runsOfConversations(m, ids);
               if (runIds.length > 0) add({ trace_events: await this.trace.deleteForRequests(m, runIds) });

@@ -44,7 +44,7 @@ describe(`retention by time partitions (${onPostgres() ? 'PostgreSQL' : 'PGlite'
   });
 
   beforeAll(async () => {
-    t = await startApp({ PARTITION_INTERVAL: '10s', RETENTION_RUNS: '5s', RETENTION_TRACE: '5s', RUN_COMPACT_AFTER: 'off', STORAGE_MAINTENANCE_MS: '86400000' });
+    t = await startApp({ PARTITION_INTERVAL: '10s', RETENTION_RUNS: '1m', RETENTION_TRACE: '1m', RUN_COMPACT_AFTER: 'off', STORAGE_MAINTENANCE_MS: '86400000' });
     ds = t.app.get(DataSource);
     worker = t.app.get(StorageMaintenanceService);
   });
