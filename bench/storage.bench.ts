@@ -9,7 +9,7 @@
  * the machine's noise falling on both alike (bench/support/storage-soak.ts); a sizing phase for
  * the bytes per completed turn before and after compaction (after VACUUM FULL), beside its floor:
  * the same events stored as one row per turn (the stack floor's storing,
- * bench/load/stack-floor.ts) in the same database. Writes docs/images/storage-soak.svg.
+ * bench/load/stack-floor.ts) in the same database. Writes docs/images/<report>.svg.
  *
  *   npm run bench:storage                                          # short: 60 s at 5 turns/s, retention 20 s
  *   npm run bench:storage -- --db postgres --seconds 1200 --rate 17 --window 3m --partition 20s --report storage-soak
@@ -44,6 +44,8 @@ const SIZING_TURNS = Number(arg('sizing-turns', '100'));
 const DBS = arg('db', 'both');
 /** the result file's name (bench/results/<report>.json): a long soak beside the short one */
 const REPORT = arg('report', 'storage');
+/** the picture of the size over time: one per report, so the long soak's and the short one's do not overwrite each other */
+const PICTURE = `${REPORT}.svg`;
 
 interface App {
   port: number;
@@ -145,7 +147,7 @@ async function main() {
   const settledFrom = windowS + (2 * (parseDuration(PARTITION) ?? 0)) / 1000;
   const report = new BenchReport(
     REPORT,
-    `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, the service in a process per soak) at a steady rate, with compaction (RUN_COMPACT_AFTER), retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) and PARTITION_INTERVAL scaled to seconds, against the same soak without retention run at the same time in another process on another database; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/storage-soak.svg](images/storage-soak.svg). Method: bench/README.md.`,
+    `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, the service in a process per soak) at a steady rate, with compaction (RUN_COMPACT_AFTER), retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) and PARTITION_INTERVAL scaled to seconds, against the same soak without retention run at the same time in another process on another database; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/${PICTURE}](images/${PICTURE}). Method: bench/README.md.`,
     { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION, sizingTurns: SIZING_TURNS },
   );
   const rows: Array<Array<string | number>> = [];
@@ -175,9 +177,8 @@ async function main() {
     series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, compaction, no retention (at the same time)`, color: colors[db][1], samples: off.samples });
   }
   report.table(REPORT, 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows dropped with partitions', 'rows deleted', 'held rows removed'], rows);
-  const picture = REPORT === 'storage' ? 'storage-soak.svg' : `${REPORT}.svg`;
-  writeFileSync(join(REPO_ROOT, 'docs', 'images', picture), svg(series, windowS));
-  console.log(`\nwrote ${report.write()} and docs/images/${picture}`);
+  writeFileSync(join(REPO_ROOT, 'docs', 'images', PICTURE), svg(series, windowS));
+  console.log(`\nwrote ${report.write()} and docs/images/${PICTURE}`);
   void SIZED_TABLES;
 }
 
