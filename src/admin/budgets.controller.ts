@@ -94,7 +94,7 @@ export class ProjectBudgetController {
 @ApiTags('admin')
 @AdminOnly()
 @ApiForbiddenResponse({ description: 'the key is not an admin key for every project' })
-@ApiParam({ name: 'keyId', description: 'the key id (as GET /api/admin/keys lists it)' })
+@ApiParam({ name: 'keyId', example: 'local', description: 'the key id (as GET /api/admin/keys lists it; `local` without keys)' })
 @Controller('api/admin/keys/:keyId/budget')
 export class KeyBudgetController {
   private readonly routes: BudgetRoutes;

@@ -3,7 +3,7 @@ import { IsIn, IsInt, IsISO8601, IsNumber, IsOptional, Matches, Max, Min, Valida
 
 /** Body of PUT /api/admin/projects/:projectId/budget and PUT /api/admin/keys/:keyId/budget (issue 46). */
 export class PutBudgetDto {
-  @ApiProperty({ enum: ['day', 'month'], description: 'the budget is whole again at each UTC midnight (day) or first of the month (month)' })
+  @ApiProperty({ enum: ['day', 'month'], example: 'month', description: 'the budget is whole again at each UTC midnight (day) or first of the month (month)' })
   @IsIn(['day', 'month'], { message: 'period must be "day" or "month"' })
   period: 'day' | 'month';
 

@@ -571,7 +571,10 @@ export interface paths {
         };
         /** The project's budget and what its current period has used */
         get: operations["getProjectBudget"];
-        /** Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted */
+        /**
+         * Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted
+         * @description Example: put the project in the path (`default`). A cost budget counts in the currency of LLM_PRICES: `{"period": "day", "cost": 25}`; DELETE removes the budget.
+         */
         put: operations["putProjectBudget"];
         post?: never;
         /** Remove the project's budget */
@@ -590,7 +593,10 @@ export interface paths {
         };
         /** The key's budget and what its current period has used */
         get: operations["getKeyBudget"];
-        /** Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted */
+        /**
+         * Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted
+         * @description Example: put a key id in the path (`local` without keys; GET /api/admin/keys lists them).
+         */
         put: operations["putKeyBudget"];
         post?: never;
         /** Remove the key's budget */
@@ -1970,6 +1976,7 @@ export interface components {
         PutBudgetDto: {
             /**
              * @description the budget is whole again at each UTC midnight (day) or first of the month (month)
+             * @example month
              * @enum {string}
              */
             period: "day" | "month";
@@ -6191,6 +6198,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "period": "month",
+                 *       "tokens": 50000000,
+                 *       "warnAt": 0.8
+                 *     }
+                 */
                 "application/json": components["schemas"]["PutBudgetDto"];
             };
         };
@@ -6355,7 +6369,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the key id (as GET /api/admin/keys lists it) */
+                /** @description the key id (as GET /api/admin/keys lists it; `local` without keys) */
                 keyId: unknown;
             };
             cookie?: never;
@@ -6424,13 +6438,19 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the key id (as GET /api/admin/keys lists it) */
+                /** @description the key id (as GET /api/admin/keys lists it; `local` without keys) */
                 keyId: unknown;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "period": "day",
+                 *       "cost": 25
+                 *     }
+                 */
                 "application/json": components["schemas"]["PutBudgetDto"];
             };
         };
@@ -6506,7 +6526,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the key id (as GET /api/admin/keys lists it) */
+                /** @description the key id (as GET /api/admin/keys lists it; `local` without keys) */
                 keyId: unknown;
             };
             cookie?: never;
