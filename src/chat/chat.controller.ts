@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, Patch, Query, RequestMethod, Res, Sse, UseGuards } from '@nestjs/common';
+import { SenderKey } from '../common/auth/sender-key.decorator';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
 import { ApiIdempotentSend, IDEMPOTENCY_CONFLICT } from '../common/idempotency/api-idempotent-send.decorator';
@@ -49,10 +50,11 @@ export class ChatController {
   async send(
     @Body() dto: SendMessageDto,
     @IdempotencyKey() idempotency: IdempotentSend | undefined,
+    @SenderKey() keyId: string,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    return sse(await this.chat.send('unified', dto, responseFlow(res), signal, { idempotency }));
+    return sse(await this.chat.send('unified', dto, responseFlow(res), signal, { idempotency, keyId }));
   }
 
   @StartsTurn()
@@ -70,10 +72,11 @@ export class ChatController {
   async sendTwoStage(
     @Body() dto: SendMessageDto,
     @IdempotencyKey() idempotency: IdempotentSend | undefined,
+    @SenderKey() keyId: string,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal, { idempotency }));
+    return sse(await this.chat.send('two-stage', dto, responseFlow(res), signal, { idempotency, keyId }));
   }
 
   @StartsTurn()

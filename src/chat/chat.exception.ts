@@ -5,6 +5,7 @@ export enum ChatExceptionCode {
   CONVERSATION_NOT_FOUND = 'conversation_not_found',
   MODEL_NOT_ALLOWED = 'model_not_allowed',
   CONVERSATION_BUSY = 'conversation_busy',
+  BUDGET_EXHAUSTED = 'budget_exhausted',
 }
 
 const CHAT_STATUS: Record<ChatExceptionCode, number> = {
@@ -12,6 +13,7 @@ const CHAT_STATUS: Record<ChatExceptionCode, number> = {
   [ChatExceptionCode.CONVERSATION_NOT_FOUND]: 404,
   [ChatExceptionCode.MODEL_NOT_ALLOWED]: 400,
   [ChatExceptionCode.CONVERSATION_BUSY]: 409,
+  [ChatExceptionCode.BUDGET_EXHAUSTED]: 429,
 };
 
 export class ChatException extends codedException(CHAT_STATUS) {}

@@ -19,6 +19,9 @@ import { ProjectOwnership } from './project-ownership';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { StorageRetentionRepository } from './repositories/storage-retention.repository';
 import { StorageMaintenanceService } from './storage-maintenance.service';
+import { BudgetGate } from './budgets/budget-gate.service';
+import { BudgetRepository } from './repositories/budget.repository';
+import { UsageReportRepository } from './repositories/usage-report.repository';
 
 const conversationTables = TypeOrmModule.forFeature([ConversationEntity, ChatMessageEntity]);
 const runs = RunsModule.register({ imports: [conversationTables], store: ConversationRepository, queue: ConversationTurnRepository });
@@ -29,13 +32,13 @@ const runs = RunsModule.register({ imports: [conversationTables], store: Convers
   controllers: [ChatController],
   providers: [
     ConversationRepository, ConversationTurnRepository, TurnGate, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
-    StorageRetentionRepository, StorageMaintenanceService,
+    StorageRetentionRepository, StorageMaintenanceService, BudgetGate, BudgetRepository, UsageReportRepository,
     // what the global guards (common/auth, common/limits) ask of the runs and conversations
     ProjectOwnership,
     { provide: PROJECT_OWNERSHIP, useExisting: ProjectOwnership },
     { provide: TURN_SLOT_STORE, useExisting: TurnSlotRepository },
   ],
   // ChatService and the run engine (reconnect) for the edges that speak other wire formats
-  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, ConversationsService, StorageRetentionRepository, StorageMaintenanceService, runs],
+  exports: [PROJECT_OWNERSHIP, TURN_SLOT_STORE, ChatService, ConversationsService, StorageRetentionRepository, StorageMaintenanceService, BudgetRepository, UsageReportRepository, runs],
 })
 export class ChatModule {}

@@ -25,8 +25,19 @@ import { keyInUse, keyReused } from '../common/idempotency/idempotency.exception
 import { RunRepository } from '../runs/repositories/run.repository';
 import { RunEventsService } from '../runs/run-events.service';
 import { ConversationTurnRepository } from './repositories/conversation-turn.repository';
+import { BudgetGate } from './budgets/budget-gate.service';
+import type { TurnBudgets } from '../orchestration/protocol-strategy';
 
 export type ChatProtocol = 'two-stage' | 'unified';
+
+/** How an edge sends (see ChatService.send); `keyId`: the API key that sent it (its budget; stored with the run). */
+export interface SendOptions {
+  createMissing?: boolean;
+  history?: LlmMessage[];
+  instructions?: string;
+  idempotency?: IdempotentSend;
+  keyId?: string | null;
+}
 
 /** A turn's run, opened with its user message, and the history it follows. */
 interface OpenedTurn {
@@ -73,6 +84,7 @@ export class ChatService implements OnModuleInit {
     private readonly runEvents: RunEventsService,
     private readonly queuedTurns: ConversationTurnRepository,
     private readonly config: AppConfigService,
+    private readonly budgetGate: BudgetGate,
   ) {}
 
   /** Runs that waited for a person when their instance died are continued by the sweeper with chat's turns. */
@@ -98,7 +110,7 @@ export class ChatService implements OnModuleInit {
     dto: SendMessageDto,
     flow: ClientFlow,
     clientGone: AbortSignal,
-    opts: { createMissing?: boolean; history?: LlmMessage[]; instructions?: string; idempotency?: IdempotentSend } = {},
+    opts: SendOptions = {},
   ): Promise<Observable<SentEvent>> {
     const projectId = dto.projectId ?? 'default';
     const requestId = randomUUID();
@@ -135,19 +147,38 @@ export class ChatService implements OnModuleInit {
     return null;
   }
 
-  private async sendAs(
+  /**
+   * A send under a project or key budget reserves its turn's worst case first (429
+   * budget_exhausted when it does not fit, before anything is stored or any model is called) and
+   * runs with the turn budget its reservation covers; refused later, it releases the reservation.
+   */
+  private async sendAs(requestId: string, protocolName: ChatProtocol, dto: SendMessageDto, flow: ClientFlow, clientGone: AbortSignal, opts: SendOptions): Promise<Observable<SentEvent>> {
+    const budgets = this.orchestration.budgets(dto.options ?? {});
+    const projectId = dto.projectId ?? 'default';
+    // a /command never reaches a model
+    const admission = isCommand(dto.content) ? null : await this.dbOrUnavailable(() => this.budgetGate.admit(requestId, projectId, opts.keyId ?? null, budgets.turnTokenBudget, this.orchestration.prices()));
+    if (!admission) return this.sendAdmitted(requestId, protocolName, dto, flow, clientGone, opts, budgets);
+    try {
+      return await this.sendAdmitted(requestId, protocolName, dto, flow, clientGone, opts, { ...budgets, turnTokenBudget: admission.turnTokenBudget });
+    } catch (err) {
+      await this.budgetGate.release(requestId).catch((e: unknown) => this.logger.warn(`could not release the budget reservation of ${requestId}: ${(e as Error).message}`));
+      throw err;
+    }
+  }
+
+  private async sendAdmitted(
     requestId: string,
     protocolName: ChatProtocol,
     dto: SendMessageDto,
     flow: ClientFlow,
     clientGone: AbortSignal,
-    opts: { createMissing?: boolean; history?: LlmMessage[]; instructions?: string; idempotency?: IdempotentSend },
+    opts: SendOptions,
+    budgets: TurnBudgets,
   ): Promise<Observable<SentEvent>> {
     const projectId = dto.projectId ?? 'default';
     // a leading /command goes to the command registry, never to the model
     const protocol = isCommand(dto.content) ? this.commands : this.orchestration.protocol(protocolName);
     const options = dto.options ?? {};
-    const budgets = this.orchestration.budgets(options);
     const mode = dto.mode ?? 'act';
     // a send named by a key runs on when its client leaves: its retry follows it
     const detach = !!options.detach || !!opts.idempotency;
@@ -185,7 +216,7 @@ export class ChatService implements OnModuleInit {
             ? await this.history(conversation.id, contextWindow, m)
             : { history: [], lastTurnTools: [] };
         const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content, newId: dto.conversationId }, content: dto.content, requestId });
-        await this.runs.open({ requestId, conversationId: opening.conversationId, projectId, userMessageId: opening.userMessageId, ...turn }, opening.prelude, m).catch((err: unknown) => {
+        await this.runs.open({ requestId, conversationId: opening.conversationId, projectId, userMessageId: opening.userMessageId, keyId: opts.keyId ?? null, ...turn }, opening.prelude, m).catch((err: unknown) => {
           // the conversation was deleted after it was read: nothing was stored, and it is gone
           if (dto.conversationId && isForeignKeyViolation(err)) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${dto.conversationId} not found in project ${projectId}`);
           throw err;

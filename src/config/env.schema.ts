@@ -218,6 +218,13 @@ export class EnvironmentVariables {
   TURN_TOKEN_BUDGET = 0;
 
   /**
+   * What a turn under a project or key budget reserves when TURN_TOKEN_BUDGET (or the request's
+   * turnTokenBudget) sets none, and then runs with as its turn budget (docs/OPERATIONS.md, "Budgets").
+   */
+  @Transform(toInt) @IsInt() @Min(256) @Max(10_000_000)
+  BUDGET_TURN_RESERVE_TOKENS = 16_000;
+
+  /**
    * Content loops (docs/API.md, Loops): how many back-to-back copies of one passage stop a
    * response in prose (twice as many inside code blocks and tables); 0 turns the detector off.
    * The default comes from the loop corpus (bench:loops).

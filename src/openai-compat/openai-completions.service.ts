@@ -58,8 +58,8 @@ export class OpenAiCompletionsService {
   }
 
   /** `stream: true`: the turn as `chat.completion.chunk` messages, then `[DONE]`. */
-  async stream(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Observable<MessageEvent>> {
-    const { events, frame } = await this.start(body, headers, flow, clientGone, true, idempotency);
+  async stream(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend, keyId?: string): Promise<Observable<MessageEvent>> {
+    const { events, frame } = await this.start(body, headers, flow, clientGone, true, idempotency, keyId);
     const wire = events.pipe(
       concatMap((e) => {
         // every chunk names the model the turn talks to, which the start event reports
@@ -77,8 +77,8 @@ export class OpenAiCompletionsService {
    * time out first, and retry into a second turn): 409 `approval_required` naming the approval
    * and where to decide it; the run waits on. Both say `x-should-retry: false`: the turn ran.
    */
-  async complete(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<ChatCompletion> {
-    const { events, frame } = await this.start(body, headers, flow, clientGone, false, idempotency);
+  async complete(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend, keyId?: string): Promise<ChatCompletion> {
+    const { events, frame } = await this.start(body, headers, flow, clientGone, false, idempotency, keyId);
     const all: SentEvent[] = [];
     let waiting: SentEvent | undefined;
     await lastValueFrom(
@@ -110,6 +110,7 @@ export class OpenAiCompletionsService {
     clientGone: AbortSignal,
     streaming: boolean,
     idempotency: IdempotentSend | undefined,
+    keyId?: string,
   ): Promise<{ events: Observable<SentEvent>; frame: CompletionFrame }> {
     const req = readCompletionRequest(body);
     const { protocol, model } = this.resolveModel(req.model);
@@ -127,7 +128,7 @@ export class OpenAiCompletionsService {
       flow,
       clientGone,
       // a named conversation brings its stored history; otherwise the request's messages are it
-      { ...(conversationId ? {} : { history: input.history }), instructions: input.instructions, idempotency },
+      { ...(conversationId ? {} : { history: input.history }), instructions: input.instructions, idempotency, keyId },
     );
     const includeUsage = streaming && req.stream_options?.include_usage === true;
     return { events, frame: { created: Math.floor(Date.now() / 1000), model: model ?? this.orchestration.defaultModel(), includeUsage, progress } };

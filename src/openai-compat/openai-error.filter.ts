@@ -1,5 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { retryAfterOf } from '../common/errors/orion.exception';
 import { OpenAiError, SHOULD_RETRY_HEADER, toOpenAiError } from './openai-error';
 
 /**
@@ -26,6 +27,8 @@ export class OpenAiErrorFilter implements ExceptionFilter {
       return;
     }
     if (error.opts.retry === false) res.setHeader(SHOULD_RETRY_HEADER, 'false');
+    const retryAfter = retryAfterOf(exception);
+    if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
     res.status(error.status).json(error.body());
   }
 }

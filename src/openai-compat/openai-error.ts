@@ -58,7 +58,11 @@ export function toOpenAiError(exception: unknown): OpenAiError | null {
     if (isJsonText((exception as { body?: unknown }).body)) return invalidRequest('The request body must be a JSON object', null, 'invalid_body');
     return invalidRequest(`We could not parse the JSON body of your request: ${(exception as Error).message}`, null, 'invalid_json');
   }
-  if (exception instanceof OrionException) return new OpenAiError(exception.httpStatus(), exception.message, null, exception.code);
+  if (exception instanceof OrionException) {
+    // a refusal with a wait (a used-up budget) is not retried by the SDKs before it is over, and says what it is
+    const wait = typeof exception.details?.retryAfter === 'number';
+    return new OpenAiError(exception.httpStatus(), exception.message, null, exception.code, wait ? { retry: false, orion: exception.details } : {});
+  }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     const r = exception.getResponse();

@@ -1,4 +1,5 @@
 import { All, Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, Req, RequestMethod, Res, Sse, UseFilters } from '@nestjs/common';
+import { SenderKey } from '../common/auth/sender-key.decorator';
 import { ApiBody, ApiExcludeEndpoint, ApiExtraModels, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { EMPTY, type Observable } from 'rxjs';
@@ -87,14 +88,15 @@ export class OpenAiController {
     @Body() body: Record<string, unknown>,
     @Headers() headers: Record<string, string | string[] | undefined>,
     @IdempotencyKey([ORION_HEADERS.conversation]) idempotency: IdempotentSend | undefined,
+    @SenderKey() keyId: string,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    if (this.completions.wantsStream(body)) return this.completions.stream(body, headers, responseFlow(res), signal, idempotency);
+    if (this.completions.wantsStream(body)) return this.completions.stream(body, headers, responseFlow(res), signal, idempotency, keyId);
     // A JSON answer, sent here: the stream Nest then pipes into the ended response sends nothing.
     // The signal is Nest's stream signal, which it already watches while this handler runs, so a
     // caller that hangs up before the answer cancels the turn as on a stream.
-    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, signal, idempotency);
+    const completion = await this.completions.complete(body, headers, UNBOUNDED_FLOW, signal, idempotency, keyId);
     if (!res.writableEnded && !res.destroyed) res.status(200).json(completion);
     return EMPTY;
   }

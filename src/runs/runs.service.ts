@@ -54,7 +54,7 @@ export class RunsService {
    * given, in `m`'s transaction when given.
    */
   async open(
-    r: { requestId: string; conversationId: string; projectId: string; userMessageId: string | null; protocol: string; options: RunOptions },
+    r: { requestId: string; conversationId: string; projectId: string; userMessageId: string | null; protocol: string; options: RunOptions; keyId?: string | null },
     prelude?: StatementPrelude,
     m?: EntityManager,
   ): Promise<void> {

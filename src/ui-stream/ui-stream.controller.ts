@@ -1,4 +1,5 @@
 import { Body, Controller, HttpCode, type MessageEvent, Param, Query, RequestMethod, Res, Sse } from '@nestjs/common';
+import { SenderKey } from '../common/auth/sender-key.decorator';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { EMPTY, type Observable } from 'rxjs';
@@ -54,10 +55,11 @@ export class UiStreamController {
   async send(
     @Body() dto: UiChatRequestDto,
     @IdempotencyKey() idempotency: IdempotentSend | undefined,
+    @SenderKey() keyId: string,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    const parts = await this.ui.send(dto, responseFlow(res), signal, idempotency);
+    const parts = await this.ui.send(dto, responseFlow(res), signal, idempotency, keyId);
     res.setHeader(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION);
     return toMessageEvents(parts);
   }

@@ -40,7 +40,7 @@ export class UiStreamService {
    * with the turn when the chat is new). Refused with 400 before anything is stored when the last
    * message is not a user message with text.
    */
-  async send(dto: UiChatRequestDto, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Observable<WireMessage>> {
+  async send(dto: UiChatRequestDto, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend, keyId?: string): Promise<Observable<WireMessage>> {
     const projectId = dto.projectId ?? 'default';
     const message: SendMessageDto = {
       projectId,
@@ -49,7 +49,7 @@ export class UiStreamService {
       ...(dto.mode !== undefined && { mode: dto.mode }),
       ...(dto.options !== undefined && { options: dto.options }),
     };
-    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true, idempotency }));
+    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true, idempotency, keyId }));
   }
 
   /**

@@ -167,7 +167,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('every request example succeeds as it stands against the defaults (the ones that need an id of yours aside)', async () => {
-    const needsYourId = new Set(['resumeTwoStageRun', 'forkRun', 'approveMcpTool', 'renameConversation', 'updateConversationSettings', 'createApiKey', 'putToolApprovals', 'decideApproval', 'configureProjectWebhook', 'putProjectRetention']);
+    const needsYourId = new Set(['resumeTwoStageRun', 'forkRun', 'approveMcpTool', 'renameConversation', 'updateConversationSettings', 'createApiKey', 'putToolApprovals', 'decideApproval', 'configureProjectWebhook', 'putProjectRetention', 'putProjectBudget', 'putKeyBudget']);
     const tried: string[] = [];
     for (const [path, method, op] of operations(served)) {
       const example = op.requestBody?.content['application/json']?.example;

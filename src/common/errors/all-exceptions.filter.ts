@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from './database-unavailable';
 import { notAnObject } from './field-errors';
-import { OrionException } from './orion.exception';
+import { OrionException, retryAfterOf } from './orion.exception';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
@@ -37,6 +37,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
       if (!res.writableEnded) res.end();
       return;
     }
+    const retryAfter = retryAfterOf(exception);
+    if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
     res.status(status).json(body);
   }
 

@@ -33,3 +33,10 @@ export function codedException<Code extends string>(statuses: Readonly<Record<Co
   }
   return CodedException;
 }
+
+/** The seconds a coded refusal tells its caller to wait (`details.retryAfter`), answered as `Retry-After` by the error filters. */
+export function retryAfterOf(exception: unknown): number | undefined {
+  if (!(exception instanceof OrionException)) return undefined;
+  const v = exception.details?.retryAfter;
+  return typeof v === 'number' && v > 0 ? v : undefined;
+}

@@ -45,8 +45,8 @@ export class OpenAiResponsesService {
   }
 
   /** `stream: true`: the Responses stream events of the new turn. */
-  async stream(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Observable<MessageEvent>> {
-    const { events, projection } = await this.start(body, headers, flow, clientGone, idempotency);
+  async stream(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency?: IdempotentSend, keyId?: string): Promise<Observable<MessageEvent>> {
+    const { events, projection } = await this.start(body, headers, flow, clientGone, idempotency, keyId);
     return wire(events.pipe(concatMap((e) => projection.push(e))));
   }
 
@@ -55,8 +55,8 @@ export class OpenAiResponsesService {
    * (status `in_progress`); a turn that waits for a person answers with its `mcp_approval_request`
    * item and status `in_progress`, and the run waits on.
    */
-  async create(body: unknown, headers: Headers, clientGone: AbortSignal, idempotency?: IdempotentSend): Promise<Record<string, unknown>> {
-    const { events, projection, background } = await this.start(body, headers, UNBOUNDED_FLOW, clientGone, idempotency);
+  async create(body: unknown, headers: Headers, clientGone: AbortSignal, idempotency?: IdempotentSend, keyId?: string): Promise<Record<string, unknown>> {
+    const { events, projection, background } = await this.start(body, headers, UNBOUNDED_FLOW, clientGone, idempotency, keyId);
     let waiting = false;
     await lastValueFrom(
       events.pipe(
@@ -128,7 +128,7 @@ export class OpenAiResponsesService {
     };
   }
 
-  private async start(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency: IdempotentSend | undefined) {
+  private async start(body: unknown, headers: Headers, flow: ClientFlow, clientGone: AbortSignal, idempotency: IdempotentSend | undefined, keyId?: string) {
     const req = readResponsesRequest(body);
     const { protocol, model } = this.completions.resolveModel(req.model);
     const projectId = header(headers, ORION_HEADERS.project) ?? 'default';
@@ -151,7 +151,7 @@ export class OpenAiResponsesService {
       flow,
       clientGone,
       // a continued conversation brings its stored history; otherwise the request's items are it
-      { ...(conversationId ? {} : { history: req.turn.history }), instructions: req.turn.instructions, idempotency },
+      { ...(conversationId ? {} : { history: req.turn.history }), instructions: req.turn.instructions, idempotency, keyId },
     );
     const frame = (requestId: string): ResponseFrame => ({
       requestId,

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, type MessageEvent, Param, Post, Query, Req, RequestMethod, Res, Sse, UseFilters } from '@nestjs/common';
+import { SenderKey } from '../../common/auth/sender-key.decorator';
 import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { EMPTY, type Observable } from 'rxjs';
@@ -49,12 +50,13 @@ export class ResponsesController {
     @Body() body: Record<string, unknown>,
     @Headers() headers: Record<string, string | string[] | undefined>,
     @IdempotencyKey([ORION_HEADERS.project, TOOL_RESULTS_HEADER]) idempotency: IdempotentSend | undefined,
+    @SenderKey() keyId: string,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    if (this.responses.wantsStream(body)) return this.responses.stream(body, headers, responseFlow(res), signal, idempotency);
+    if (this.responses.wantsStream(body)) return this.responses.stream(body, headers, responseFlow(res), signal, idempotency, keyId);
     // a JSON answer, sent here: the stream Nest then pipes into the ended response sends nothing
-    const response = await this.responses.create(body, headers, signal, idempotency);
+    const response = await this.responses.create(body, headers, signal, idempotency, keyId);
     if (!res.writableEnded && !res.destroyed) res.status(200).json(response);
     return EMPTY;
   }

@@ -20,6 +20,8 @@ export interface NewRun {
   leaseMs: number;
   /** a fork: the run and checkpoint it continues from */
   fork?: { parentRequestId: string; fromPhaseIndex: number };
+  /** the API key that sent the turn (budgets and the usage report by key, issue 46) */
+  keyId?: string | null;
 }
 
 /** Runs: status, counters, checkpoints, control flags and leases. */
@@ -47,10 +49,11 @@ export class RunRepository {
       `now() + (${$(String(r.leaseMs))} || ' milliseconds')::interval`,
       $(r.fork?.parentRequestId ?? null),
       $(r.fork?.fromPhaseIndex ?? null),
+      $(r.keyId ?? null),
     ];
     await m.query(
       `${withPrelude(prelude)}INSERT INTO runs (request_id, conversation_id, project_id, user_message_id, protocol, status, options, lease_owner, lease_expires_at,
-                         parent_request_id, forked_from_phase_index)
+                         parent_request_id, forked_from_phase_index, key_id)
        VALUES (${values.join(', ')})`,
       params,
     );

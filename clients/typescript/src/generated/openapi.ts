@@ -562,6 +562,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/projects/{projectId}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's budget and what its current period has used */
+        get: operations["getProjectBudget"];
+        /**
+         * Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted
+         * @description Example: put the project in the path (`default`). A cost budget counts in the currency of LLM_PRICES: `{"period": "day", "cost": 25}`; DELETE removes the budget.
+         */
+        put: operations["putProjectBudget"];
+        post?: never;
+        /** Remove the project's budget */
+        delete: operations["deleteProjectBudget"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/keys/{keyId}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key's budget and what its current period has used */
+        get: operations["getKeyBudget"];
+        /**
+         * Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted
+         * @description Example: put a key id in the path (`local` without keys; GET /api/admin/keys lists them).
+         */
+        put: operations["putKeyBudget"];
+        post?: never;
+        /** Remove the key's budget */
+        delete: operations["deleteKeyBudget"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/projects/{projectId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Tokens, cost and turns of the project's ended runs started in [from, to), in total and per day, model or key */
+        get: operations["getProjectUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/responses": {
         parameters: {
             query?: never;
@@ -1881,6 +1942,89 @@ export interface components {
              * @example forever
              */
             conversations?: string | null;
+        };
+        BudgetSpentDto: {
+            /** @description tokens of the period's ended runs plus the reservations of its running turns */
+            tokens: number;
+            cost: number;
+        };
+        BudgetDto: {
+            /** @enum {string} */
+            scope: "project" | "key";
+            /** @description the project id or key id */
+            id: string;
+            /** @enum {string} */
+            period: "day" | "month";
+            tokens: number | null;
+            cost: number | null;
+            warnAt: number | null;
+            /** @description what the current period has used */
+            spent: components["schemas"]["BudgetSpentDto"];
+            /**
+             * @description reached: a limit is used up (sends get 429 budget_exhausted); warning: past warnAt of a limit
+             * @enum {string}
+             */
+            state: "ok" | "warning" | "reached";
+            /**
+             * Format: date-time
+             * @description when the current period ends (UTC)
+             */
+            resetsAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        PutBudgetDto: {
+            /**
+             * @description the budget is whole again at each UTC midnight (day) or first of the month (month)
+             * @example month
+             * @enum {string}
+             */
+            period: "day" | "month";
+            /**
+             * @description tokens (prompt + completion) per period; omitted or null: no token limit
+             * @example 2000000
+             */
+            tokens?: number | null;
+            /**
+             * @description cost per period, in the currency of LLM_PRICES; omitted or null: no cost limit
+             * @example 25
+             */
+            cost?: number | null;
+            /**
+             * @description the share of a limit at which the budget reports `warning` (0 < warnAt < 1)
+             * @example 0.8
+             */
+            warnAt?: number | null;
+        };
+        UsageTotalsDto: {
+            /** @description tokens (prompt + completion) of the ended runs */
+            tokens: number;
+            /** @description their cost from LLM_PRICES (0 for unpriced models) */
+            cost: number;
+            /** @description ended runs (turns) */
+            turns: number;
+        };
+        UsageGroupDto: {
+            /** @description tokens (prompt + completion) of the ended runs */
+            tokens: number;
+            /** @description their cost from LLM_PRICES (0 for unpriced models) */
+            cost: number;
+            /** @description ended runs (turns) */
+            turns: number;
+            /** @description the day (YYYY-MM-DD, UTC), model or key id; null: runs without one (e.g. sent before keys were recorded) */
+            group: string | null;
+        };
+        UsageReportDto: {
+            projectId: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string|null} */
+            groupBy: "day" | "model" | "key" | null;
+            totals: components["schemas"]["UsageTotalsDto"];
+            /** @description with groupBy: the totals per group, in order of the group */
+            groups: components["schemas"]["UsageGroupDto"][];
         };
         OpenAiErrorDetailDto: {
             message: string;
@@ -5947,6 +6091,572 @@ export interface operations {
             };
             /** @description the body is not sent as Content-Type: application/json (nothing changes) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getProjectBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description the project
+                 * @example default
+                 */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the project has no budget */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putProjectBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description the project
+                 * @example default
+                 */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "period": "month",
+                 *       "tokens": 50000000,
+                 *       "warnAt": 0.8
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutBudgetDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteProjectBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description the project
+                 * @example default
+                 */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the project has no budget */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getKeyBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the key id (as GET /api/admin/keys lists it; `local` without keys) */
+                keyId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key has no budget */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    putKeyBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the key id (as GET /api/admin/keys lists it; `local` without keys) */
+                keyId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "period": "day",
+                 *       "cost": 25
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutBudgetDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetDto"];
+                };
+            };
+            /** @description invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost (nothing is stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    deleteKeyBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the key id (as GET /api/admin/keys lists it; `local` without keys) */
+                keyId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid parameters or body (nothing changes) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key has no budget */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is over MAX_BODY_BYTES (default 256 KiB; nothing changes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the body is not sent as Content-Type: application/json (nothing changes) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE for this key */
+            429: {
+                headers: {
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+        };
+    };
+    getProjectUsage: {
+        parameters: {
+            query?: {
+                /** @description runs started at or after; default: the start of the current UTC month */
+                from?: string;
+                /** @description runs started before; default: now */
+                to?: string;
+                /** @description totals per UTC day, per model or per API key as well */
+                groupBy?: "day" | "model" | "key";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description the project
+                 * @example default
+                 */
+                projectId: unknown;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReportDto"];
+                };
+            };
+            /** @description invalid projectId, from or to not a date-time, from not before to, or groupBy not day, model or key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description API_KEYS is set and the request has no valid key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"];
+                };
+            };
+            /** @description the key is not an admin key for every project */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

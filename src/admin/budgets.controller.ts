@@ -1,0 +1,129 @@
+import { BadRequestException, Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Put } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { AdminOnly } from '../common/auth/admin-only.decorator';
+import { periodEnd, periodStart } from '../chat/budgets/budget-period';
+import { BudgetRepository, type BudgetRow, type BudgetScope } from '../chat/repositories/budget.repository';
+import { WebhookProjectParamDto } from '../webhooks/dto/webhook.dto';
+import { BudgetDto, BudgetKeyParamDto, PutBudgetDto } from './budgets.dto';
+
+/** The budget routes of one scope: GET, PUT and DELETE over the budgets table. */
+class BudgetRoutes {
+  constructor(
+    private readonly budgets: BudgetRepository,
+    private readonly scope: BudgetScope,
+  ) {}
+
+  async get(id: string): Promise<BudgetDto> {
+    const row = await this.budgets.find(this.scope, id);
+    if (!row) throw new NotFoundException(`No budget is set for ${this.scope} ${id}`);
+    return this.view(row);
+  }
+
+  async put(id: string, dto: PutBudgetDto): Promise<BudgetDto> {
+    if ((dto.tokens ?? null) === null && (dto.cost ?? null) === null) throw new BadRequestException('tokens or cost must be given (a budget with neither limits nothing); nothing was stored');
+    return this.view(await this.budgets.put({ scope: this.scope, scopeId: id, period: dto.period, tokens: dto.tokens ?? null, cost: dto.cost ?? null, warnAt: dto.warnAt ?? null }));
+  }
+
+  async remove(id: string): Promise<void> {
+    if (!(await this.budgets.remove(this.scope, id))) throw new NotFoundException(`No budget is set for ${this.scope} ${id}`);
+  }
+
+  private async view(b: BudgetRow): Promise<BudgetDto> {
+    const now = new Date();
+    const spent = await this.budgets.spent(b.scope, b.scopeId, periodStart(b.period, now));
+    const shares = [b.tokens !== null ? spent.tokens / b.tokens : 0, b.cost !== null ? spent.cost / b.cost : 0];
+    const top = Math.max(...shares);
+    const state = top >= 1 ? 'reached' : b.warnAt !== null && top >= b.warnAt ? 'warning' : 'ok';
+    return {
+      scope: b.scope,
+      id: b.scopeId,
+      period: b.period,
+      tokens: b.tokens,
+      cost: b.cost,
+      warnAt: b.warnAt,
+      spent: { tokens: spent.tokens, cost: Math.round(spent.cost * 1e6) / 1e6 },
+      state,
+      resetsAt: periodEnd(b.period, now).toISOString(),
+      updatedAt: b.updatedAt.toISOString(),
+    };
+  }
+}
+
+const PUT_SUMMARY = 'Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted';
+const BAD_PUT = 'invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost (nothing is stored)';
+
+/** A project's budget (issue 46; docs/API.md, "Budgets and usage"). */
+@ApiTags('admin')
+@AdminOnly()
+@ApiForbiddenResponse({ description: 'the key is not an admin key for every project' })
+@ApiParam({ name: 'projectId', description: 'the project' })
+@Controller('api/admin/projects/:projectId/budget')
+export class ProjectBudgetController {
+  private readonly routes: BudgetRoutes;
+  constructor(budgets: BudgetRepository) {
+    this.routes = new BudgetRoutes(budgets, 'project');
+  }
+
+  @Get()
+  @ApiOperation({ operationId: 'getProjectBudget', summary: "The project's budget and what its current period has used" })
+  @ApiOkResponse({ type: BudgetDto })
+  @ApiNotFoundResponse({ description: 'the project has no budget' })
+  get(@Param() { projectId }: WebhookProjectParamDto): Promise<BudgetDto> {
+    return this.routes.get(projectId);
+  }
+
+  @Put()
+  @ApiOperation({ operationId: 'putProjectBudget', summary: PUT_SUMMARY })
+  @ApiOkResponse({ type: BudgetDto })
+  @ApiBadRequestResponse({ description: BAD_PUT })
+  put(@Param() { projectId }: WebhookProjectParamDto, @Body() dto: PutBudgetDto): Promise<BudgetDto> {
+    return this.routes.put(projectId, dto);
+  }
+
+  @Delete()
+  @HttpCode(204)
+  @ApiOperation({ operationId: 'deleteProjectBudget', summary: "Remove the project's budget" })
+  @ApiNoContentResponse({ description: 'removed' })
+  @ApiNotFoundResponse({ description: 'the project has no budget' })
+  remove(@Param() { projectId }: WebhookProjectParamDto): Promise<void> {
+    return this.routes.remove(projectId);
+  }
+}
+
+/** An API key's budget, over every project the key sends to (issue 46). */
+@ApiTags('admin')
+@AdminOnly()
+@ApiForbiddenResponse({ description: 'the key is not an admin key for every project' })
+@ApiParam({ name: 'keyId', example: 'local', description: 'the key id (as GET /api/admin/keys lists it; `local` without keys)' })
+@Controller('api/admin/keys/:keyId/budget')
+export class KeyBudgetController {
+  private readonly routes: BudgetRoutes;
+  constructor(budgets: BudgetRepository) {
+    this.routes = new BudgetRoutes(budgets, 'key');
+  }
+
+  @Get()
+  @ApiOperation({ operationId: 'getKeyBudget', summary: "The key's budget and what its current period has used" })
+  @ApiOkResponse({ type: BudgetDto })
+  @ApiNotFoundResponse({ description: 'the key has no budget' })
+  get(@Param() { keyId }: BudgetKeyParamDto): Promise<BudgetDto> {
+    return this.routes.get(keyId);
+  }
+
+  @Put()
+  @ApiOperation({ operationId: 'putKeyBudget', summary: PUT_SUMMARY })
+  @ApiOkResponse({ type: BudgetDto })
+  @ApiBadRequestResponse({ description: BAD_PUT })
+  put(@Param() { keyId }: BudgetKeyParamDto, @Body() dto: PutBudgetDto): Promise<BudgetDto> {
+    return this.routes.put(keyId, dto);
+  }
+
+  @Delete()
+  @HttpCode(204)
+  @ApiOperation({ operationId: 'deleteKeyBudget', summary: "Remove the key's budget" })
+  @ApiNoContentResponse({ description: 'removed' })
+  @ApiNotFoundResponse({ description: 'the key has no budget' })
+  remove(@Param() { keyId }: BudgetKeyParamDto): Promise<void> {
+    return this.routes.remove(keyId);
+  }
+}
