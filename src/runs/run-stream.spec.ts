@@ -56,11 +56,14 @@ describe('RunStream', () => {
     for (let i = 0; i < 50; i++) void stream.emit({ type: 'chunk', content: `c${i} ` });
     await stream.emit({ type: 'done', fullContent: '', stopReason: 'final_answer', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0 } });
     await stream.flush();
-    expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: 52 }, (_, i) => i + 1));
+    // the 50 chunks came in one turn, so they waited together: joined, CHUNK_BATCH_SIZE deltas at most per event
+    const chunks = sent.filter((e) => e.type === 'chunk');
+    expect(chunks).toHaveLength(Math.ceil(50 / RunStream.CHUNK_BATCH_SIZE));
+    expect(chunks.map((e) => e.data.content).join('')).toBe(Array.from({ length: 50 }, (_, i) => `c${i} `).join(''));
+    expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: chunks.length + 2 }, (_, i) => i + 1));
     expect(stored.map((e) => e.seq)).toEqual(sent.map((e) => e.seq));
     expect(sent.map((e) => e.data)).toEqual(stored.map((e) => e.data));
-    // chunks were batched: fewer inserts than events
-    expect(sent.filter((e) => e.type === 'chunk')).toHaveLength(50);
+    for (const e of sent) expect(e.json).toBe(JSON.stringify(e.data));
   });
 
   it('stops sending once storing fails, and reports the failure', async () => {
@@ -82,7 +85,7 @@ describe('RunStream', () => {
     await stream.flush();
     expect(stream.error?.message).toBe('db down');
     expect(sent.map((e) => e.seq)).toEqual([5]);
-    expect(stream.lastSeq).toBe(8); // numbered, never stored or sent
+    expect(stream.lastSeq).toBe(6); // the three chunks, joined while they waited: numbered, never stored or sent
     expect(stream.lastSentSeq).toBe(5); // what the client's next event follows
   });
 
@@ -123,7 +126,8 @@ describe('RunStream', () => {
         for (const content of contents) void stream.emit({ type: 'chunk', content });
         await stream.flush();
         for (const e of sent) expect(e.json).toBe(JSON.stringify(e.data));
-        expect(sent.filter((e) => e.type === 'chunk').map((e) => JSON.parse(e.json!).content)).toEqual(contents);
+        // chunks of one turn wait together: one event carrying them all, in order
+        expect(sent.filter((e) => e.type === 'chunk').map((e) => JSON.parse(e.json!).content)).toEqual([contents.join('')]);
       }),
       { numRuns: 200 },
     );
@@ -139,7 +143,14 @@ describe('RunStream', () => {
         const stream = new RunStream(id, writerOver(slowRepo(0).repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
         for (const s of steps) void stream.emit(s as never);
         await stream.flush();
-        expect(sent.map((e) => e.seq)).toEqual(steps.map((_, i) => i + 1));
+        // adjacent chunks join; a phase start between two chunks keeps them apart
+        const expected: string[] = [];
+        steps.forEach((s, i) => {
+          if (s.type === 'chunk' && steps[i - 1]?.type === 'chunk') expected[expected.length - 1] += s.content;
+          else expected.push(s.type === 'chunk' ? s.content : s.phase);
+        });
+        expect(sent.map((e) => (e.type === 'chunk' ? e.data.content : e.data.phase))).toEqual(expected);
+        expect(sent.map((e) => e.seq)).toEqual(expected.map((_, i) => i + 1));
         for (const e of sent) expect(e.json).toBe(JSON.stringify(e.data));
       }),
       { numRuns: 300 },
@@ -169,17 +180,18 @@ describe('RunStream', () => {
     for (const c of ['a', 'b', 'c']) expect(stream.chunk(c)).toBeNull();
     expect(inserted).toEqual([]); // not before the turn ends: the rest of the burst joins
     await turn();
-    expect(inserted).toEqual([['a', 'b', 'c']]);
+    expect(inserted).toEqual([['abc']]); // one row for the burst
     releases[0]();
     await stream.flush();
-    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c']);
-    // idle again: a lone chunk goes at the end of its own turn
+    expect(sent.map((e) => e.data.content)).toEqual(['abc']);
+    // idle again: a lone chunk goes at the end of its own turn, as it came
     stream.chunk('d');
     await turn();
-    expect(inserted).toEqual([['a', 'b', 'c'], ['d']]);
+    expect(inserted).toEqual([['abc'], ['d']]);
     releases[1]();
     await stream.flush();
-    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c', 'd']);
+    expect(sent.map((e) => e.data.content)).toEqual(['abc', 'd']);
+    expect(sent.map((e) => e.seq)).toEqual([1, 2]);
   });
 
   it('stores one batch at a time: the chunks that arrive while a write is in flight go together in the next, as soon as it is done', async () => {
@@ -198,8 +210,8 @@ describe('RunStream', () => {
     releases[0]();
     await turn();
     expect(sent.map((e) => e.data.content)).toEqual(['a']);
-    // [b, c] went as one write as soon as [a] was done
-    expect(inserted).toEqual([['a'], ['b', 'c']]);
+    // b and c waited together behind [a]: one chunk, written as soon as [a] was done
+    expect(inserted).toEqual([['a'], ['bc']]);
     // behind the batch in flight, the producer is held once a full batch is pending
     const more = Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => stream.chunk(`d${i}`));
     expect(more.slice(0, -1).every((w) => w === null)).toBe(true);
@@ -214,7 +226,7 @@ describe('RunStream', () => {
     expect(waited).toBe(false); // the full batch is still being stored
     releases[2]();
     await wait;
-    expect(sent.map((e) => e.data.content)).toEqual(['a', 'b', 'c', ...Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => `d${i}`)]);
+    expect(sent.map((e) => e.data.content)).toEqual(['a', 'bc', Array.from({ length: RunStream.CHUNK_BATCH_SIZE }, (_, i) => `d${i}`).join('')]);
     expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: sent.length }, (_, i) => i + 1));
   });
 
@@ -226,13 +238,33 @@ describe('RunStream', () => {
     stream.chunk('b');
     const phase = stream.emit({ type: 'phase', phase: 'tool_phase', status: 'start', phaseIndex: 1, cycleIndex: 0 } as never);
     await turn();
-    // one write for all three (the phase event carries no content), and the turn's end found nothing left to store
-    expect(inserted).toEqual([['a', 'b', undefined as never]]);
+    // one write for both chunks, joined, and the phase event (no content); the turn's end found nothing left to store
+    expect(inserted).toEqual([['ab', undefined as never]]);
     releases[0]();
     await phase;
     await turn();
     expect(inserted).toHaveLength(1);
-    expect(sent.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(sent.map((e) => e.seq)).toEqual([1, 2]);
+  });
+
+  it('joins a waiting chunk only with the chunk right after it: any other event between them keeps them apart', async () => {
+    const { repo, inserted, releases } = heldRepo();
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, writerOver(repo), [(e) => void sent.push(...e)], { lastSeq: 0 });
+    stream.chunk('a');
+    stream.hold({ type: 'tool_calls', calls: [] });
+    stream.chunk('b');
+    stream.chunk('c');
+    await turn();
+    expect(inserted).toEqual([['a', undefined as never, 'bc']]);
+    releases[0]();
+    await stream.flush();
+    expect(sent.map((e) => [e.seq, e.type, e.data.content])).toEqual([
+      [1, 'chunk', 'a'],
+      [2, 'tool_calls', undefined],
+      [3, 'chunk', 'bc'],
+    ]);
+    for (const e of sent) expect(e.json).toBe(JSON.stringify(e.data));
   });
   it('stores an event held between phases with the run\'s next write, never alone and never sent before it is stored', async () => {
     const stored: StoredRunEvent[][] = [];
@@ -313,14 +345,17 @@ describe('RunStream with the writer shared by the runs (fair service)', () => {
     releases[0]();
     await turn();
     // the next statement takes every waiting chunk, A's (the oldest) first: B does not get a statement while A's older chunk waits
-    expect(statements).toEqual([['A:a1'], ['A:a2', 'A:a3', 'B:b1']]);
+    // (a2 and a3 waited together: one chunk)
+    expect(statements).toEqual([['A:a1'], ['A:a2a3', 'B:b1']]);
     releases[1]();
     await Promise.all([a.flush(), b.flush()]);
-    expect(sent).toEqual(['A:a1', 'A:a2', 'A:a3', 'B:b1']);
+    expect(sent).toEqual(['A:a1', 'A:a2a3', 'B:b1']);
   });
 
   it('under load, no run gets a second statement while another run\'s older chunk waits', async () => {
-    const { statements, releases, stream } = sharedWriter();
+    const w = sharedWriter();
+    let statements = w.statements;
+    const { releases, stream } = w;
     const sent: string[] = [];
     const runs = ['A', 'B', 'C'].map((r) => stream(r, sent));
     // each run streams a chunk every turn (A, B, C in turn); each statement is held for three turns
@@ -329,7 +364,7 @@ describe('RunStream with the writer shared by the runs (fair service)', () => {
     for (let t = 0; t < 12; t++) {
       for (const [i, run] of runs.entries()) {
         arrived.push(`${'ABC'[i]}:${t}`);
-        run.chunk(String(t));
+        run.chunk(`${t};`);
       }
       await turn();
       if (t % 3 === 2) releases[released++]();
@@ -340,12 +375,17 @@ describe('RunStream with the writer shared by the runs (fair service)', () => {
       await turn();
     }
     await Promise.all(runs.map((r) => r.flush()));
+    // a run's chunks that waited together are one row: `A:3;4;5;` carries A's chunks 3, 4 and 5
+    const rows = statements.flat();
+    const split = (row: string) => row.slice(2, -1).split(';').map((t) => `${row[0]}:${t}`);
+    expect(rows.length).toBeLessThan(arrived.length);
+    statements = statements.map((st) => st.flatMap(split));
     expect(statements.flat().sort()).toEqual(arrived.slice().sort());
     // each statement took every chunk waiting when it started: all of them arrived before any chunk of the next one
     const at = (c: string) => arrived.indexOf(c);
     for (let s = 1; s < statements.length; s++) expect(Math.max(...statements[s - 1].map(at))).toBeLessThan(Math.min(...statements[s].map(at)));
     expect(statements.length).toBeGreaterThan(2);
-    for (const r of ['A', 'B', 'C']) expect(sent.filter((x) => x.startsWith(`${r}:`))).toEqual(arrived.filter((x) => x.startsWith(`${r}:`)));
+    for (const r of ['A', 'B', 'C']) expect(sent.filter((x) => x.startsWith(`${r}:`)).flatMap(split)).toEqual(arrived.filter((x) => x.startsWith(`${r}:`)));
   });
 
   it('stores a chunk on an idle server at the end of the turn it came in (one hop of the event loop)', async () => {

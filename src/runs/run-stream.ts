@@ -87,7 +87,8 @@ export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeS
  * idle server stores a chunk at the end of the current turn of the event loop (the store's one
  * hop), and under load a run's chunks wait for the statement in flight only, in the queue's order
  * of their oldest chunk, not behind the run's own previous batch. Any event other than a chunk
- * closes its batch, and so does a batch of CHUNK_BATCH_SIZE chunks; an event between phases may
+ * closes its batch, and so does a batch of CHUNK_BATCH_SIZE chunks (joined ones counted, see
+ * `joinChunk`); an event between phases may
  * instead wait for the run's next write (`hold`). Each event keeps its own seq,
  * so a replay gives back exactly what was sent. A batch's events reach the sinks once it is
  * committed, batch after batch in seq order. `emit` resolves when its batch reached the sinks;
@@ -104,6 +105,8 @@ export class RunStream {
   private state: EnvelopeState;
   /** the batch events join, until it is closed */
   private open: RunBatch | null = null;
+  /** chunks (deltas) that went into the open batch, joined or not: CHUNK_BATCH_SIZE closes it */
+  private batchChunks = 0;
   /** events held for the run's next write (`hold`), while no batch is open */
   private held: SentEvent[] = [];
   /** a phase ended and the next has not started: see `hold` */
@@ -173,11 +176,34 @@ export class RunStream {
    * behind its model.
    */
   chunk(content: string): Promise<void> | null {
-    const seq = ++this.seq;
-    const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
-    const batch = this.add({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) });
-    if (batch.rows.length >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
+    const open = this.open;
+    const last = open !== null && !open.closed ? open.rows[open.rows.length - 1] : undefined;
+    if (last !== undefined && last.type === 'chunk') {
+      // the run's previous chunk still waits for a statement: this one joins it (see `joinChunk`)
+      this.joinChunk(last, content);
+      this.batchChunks++;
+    } else {
+      const seq = ++this.seq;
+      const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
+      if (this.add({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) }) !== open) this.batchChunks = 0;
+      this.batchChunks++;
+    }
+    if (this.batchChunks >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
     return this.sinkFailed ? this.chain : null;
+  }
+
+  /**
+   * Coalescing under load: a chunk that comes while the run's previous one is still waiting in
+   * the open batch (no statement took it yet) is appended to it, so the text that piled up
+   * behind a statement in flight costs one row, one seq, one write to the client and one event
+   * on the bus, however many deltas it holds. Nothing waits for this to happen: when idle, a
+   * batch is taken at the end of the turn of the event loop that opened it, so each delta still
+   * goes out on its own. Any other event after a chunk ends the joining (it takes the next seq).
+   */
+  private joinChunk(row: SentEvent, content: string): void {
+    const joined = (row.data.content as string) + content;
+    row.data.content = joined;
+    row.json = this.chunkJson(row.seq, joined);
   }
 
   /** Adds an event to the open batch, or to a new one handed to the store now (its events are sent once it is stored). */

@@ -55,8 +55,9 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
   /** A finished two-stage turn: text, a tool (checkpoint 2), more text, each in several chunks. */
   const finishedTurn = async (projectId = 'default') => {
     llm.enqueue(
-      respond.turn([{ text: 'Looking ' }, { text: 'it ' }, { text: 'up. ' }, { toolCall: { name: 'probe_first', args: { step: 'one' }, id: 'c1' } }]),
-      respond.turn([{ text: 'The ' }, { text: 'answer ' }, { text: 'is ' }, { text: 'here.' }]),
+      // frames apart, so that the deltas are not read together (and joined into one chunk)
+      respond.turn([{ text: 'Looking ' }, { text: 'it ' }, { text: 'up. ' }, { toolCall: { name: 'probe_first', args: { step: 'one' }, id: 'c1' } }], { faults: { delayMs: 30 } }),
+      respond.turn([{ text: 'The ' }, { text: 'answer ' }, { text: 'is ' }, { text: 'here.' }], { faults: { delayMs: 30 } }),
     );
     const res = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'Find it', projectId } });
     expect(res.events.at(-1)!.data.stopReason).toBe('final_answer');
@@ -77,7 +78,9 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
   it('compaction: one chunk per phase at its first seq, every other event and every other route unchanged; fork still works', async () => {
     const turn = await finishedTurn();
     const before = await read(turn.requestId, turn.conversationId);
-    expect(chunks(before.events).length).toBe(7);
+    // several chunks per phase to fold (7 when no delta waited for another; a chunk may carry several under load)
+    expect(chunks(before.events).length).toBeGreaterThan(2);
+    expect(chunks(before.events).map((c) => c.data.content).join('')).toBe('Looking it up. \n\nThe answer is here.');
 
     const firstStored = async () => ((await ds.query(`SELECT min(created_at) AS at FROM run_events WHERE request_id = $1`, [turn.requestId])) as Array<{ at: Date }>)[0].at;
     const storedAt = await firstStored();

@@ -127,6 +127,21 @@ describe('OpenAiCompatibleAdapter', () => {
       expect(got.finishes.map((f) => f.reason)).toEqual(['stop']);
     });
 
+    it('hands on the text deltas of one network chunk as one delta, and deltas that come apart one by one', async () => {
+      const delta = (content: string) => ({ choices: [{ index: 0, delta: { content } }] });
+      server.enqueue(respond.recording('deepseek-reasoner-text-2025-05')); // 810 chunks, sent at once
+      const together = await collectStream(adapter().stream(ASK));
+      const deltas = together.events.filter((e) => e.type === 'text-delta' || e.type === 'reasoning-delta');
+      expect(deltas.length).toBeLessThan(20);
+      expect(together.text.length).toBeGreaterThan(100);
+      server.enqueue(respond.sse([delta('a'), delta('b'), { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }, '[DONE]'], { delayMs: 30 }));
+      const apart = await collectStream(adapter().stream(ASK));
+      expect(apart.events.filter((e) => e.type === 'text-delta')).toEqual([
+        { type: 'text-delta', text: 'a' },
+        { type: 'text-delta', text: 'b' },
+      ]);
+    });
+
     it('drops what a choice sends after its finish_reason (a tool call after stop), and counts it on the finish', async () => {
       const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
       server.enqueue(

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmErrorInfo, LlmRequest, LlmStreamEvent } from '../llm-adapter.port';
 import { LlmError } from '../llm-adapter.port';
 import { completionToEvents } from '../collect-completion';
+import { coalesceDeltas } from '../coalesce-deltas';
 import { redactInfo, toLlmErrorInfo } from '../llm-error.util';
 import { RequestGuard } from '../request-guard';
 import { DEFAULT_RETRY_POLICY, withRetry, type AttemptFailure, type RetryPolicy } from '../retry-policy';
@@ -93,8 +94,9 @@ export abstract class StreamingHttpAdapter implements LlmAdapter {
       const decoder = this.decoder();
       try {
         for await (const bytes of readBody(bodyOf(response), guard)) {
-          for (const event of decoder.push(bytes)) {
-            // One network chunk can hold many lines or messages: stop between them once aborted.
+          // deltas read together go on as one (see coalesceDeltas); one network chunk can hold
+          // many lines or messages: stop between them once aborted
+          for (const event of coalesceDeltas(decoder.push(bytes))) {
             if (guard.cause) throw guard.signal.reason;
             yield this.redactEvent(event);
           }
