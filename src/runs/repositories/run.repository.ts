@@ -253,6 +253,20 @@ export class RunRepository {
     return countOf(res) > 0;
   }
 
+  /**
+   * A draining instance hands a running run over (issue 44, rolling deploys): its lease lapses
+   * now, so another instance's next sweep takes it over from its last checkpoint; the run stays
+   * `running`. False when `owner` no longer holds it (it ended, or was taken).
+   */
+  async releaseRunning(requestId: string, owner: string): Promise<boolean> {
+    const res: [unknown[], number] = await this.runs.query(
+      `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
+        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING request_id`,
+      [requestId, owner],
+    );
+    return countOf(res) > 0;
+  }
+
   /** Closes as failed a run `owner` took over but could not continue; false when it no longer holds it. */
   async failTakenOver(requestId: string, owner: string): Promise<boolean> {
     const params: unknown[] = [requestId, owner];
