@@ -1,5 +1,5 @@
 /**
- * npm run test:rolling  [-- --turns 50 --grace 2000 --words 40]   (DATABASE_URL: a PostgreSQL database, required)
+ * npm run test:rolling  [-- --turns 50 --grace 15000 --words 100]   (DATABASE_URL: a PostgreSQL database, required)
  *
  * A rolling restart under load (issue 44, item 4): two Orion processes on one PostgreSQL and a
  * scripted model; `--turns` turns (half two-stage, half unified, each a tool call then an answer of
@@ -9,8 +9,9 @@
  * is followed on an instance that is up from its last event (Last-Event-ID). Every turn must
  * complete: run `completed`, the scripted answer stored once, exactly one `done` on the client's
  * stream, its seqs without a gap, and its answer (a `supersedesFromSeq` cut applied) the stored one
- * byte for byte. With `--grace` shorter than a turn, turns are handed over at their next checkpoint
- * and continued by the other instance. Exits 1 unless every turn completed so.
+ * byte for byte. With the default grace every turn can finish where it runs; with `--grace` shorter
+ * than a turn (`--grace 1000`) turns are handed over at their next checkpoint and continued by the
+ * other instance (issue 44's takeover). Exits 1 unless every turn completed so.
  */
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -23,8 +24,11 @@ import { freePort, startModel, startOrion, type Instance, type Received } from '
 
 const arg = (name: string, d: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
 const TURNS = arg('--turns', 50);
-const GRACE_MS = arg('--grace', 2000);
-const WORDS = Array.from({ length: arg('--words', 40) }, (_, i) => `r${i}`);
+const GRACE_MS = arg('--grace', 15_000);
+/** 50 ms a word: 100 words are a 5 s answer, so turns run across both restarts */
+const WORDS = Array.from({ length: arg('--words', 100) }, (_, i) => `r${i}`);
+/** between two turns' starts: 50 turns start over 7.5 s */
+const STAGGER_MS = 150;
 const EXPECTED = WORDS.map((w) => `${w} `).join('');
 const LEASE_MS = 2000;
 const DIST = join(__dirname, '..', '..', 'dist', 'main.js');
@@ -60,10 +64,11 @@ async function main() {
   let restarts: string[] = [];
   try {
     // the turns start over the first half of the window; the restarts run meanwhile
-    const turns = Array.from({ length: TURNS }, (_, i) => scriptedDelay(i * 60).then(() => turn(i, pick, ROUTES[i % 2])));
+    const turns = Array.from({ length: TURNS }, (_, i) => scriptedDelay(i * STAGGER_MS).then(() => turn(i, pick, ROUTES[i % 2])));
     restarts = await rollingRestart(nodes, env);
     const results = await Promise.all(turns);
-    const problems = await Promise.all(results.map((r) => check(pg, r)));
+    const problems: string[][] = [];
+    for (const r of results) problems.push(await check(pg, r));
     const failed = problems.filter((p) => p.length > 0);
     const handedOver = (await pg.query<{ n: string }>(`SELECT count(DISTINCT request_id) AS n FROM run_event_list WHERE request_id = ANY($1::uuid[]) AND type = 'start' AND (data->>'takeover')::boolean`, [results.map((r) => r.requestId).filter(Boolean)])).rows[0].n;
     console.log(`\nrolling restart (${restarts.join(', ')}) of 2 instances under ${TURNS} turns (grace ${GRACE_MS} ms, ${WORDS.length} words a turn) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
