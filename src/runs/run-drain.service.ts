@@ -48,6 +48,8 @@ export class RunDrainService {
     // no checkpoint in time: stopped where they are (fenced first, so the stop stores nothing)
     const cut = this.executor.busy.filter((id) => rest.includes(id));
     for (const id of cut) {
+      // fenced at once (release's first step, before it awaits the database), then stopped once
+      // released: what the turn stores meanwhile, or while it stops, is refused here
       await this.handover.release(id);
       this.control.cancelLocal(id, 'lease_lost');
     }

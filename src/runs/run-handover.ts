@@ -39,7 +39,7 @@ export class RunHandover {
     return true;
   }
 
-  /** Fences the run at once and releases its lease; the caller stops its turn. */
+  /** Fences the run at once (before the first await) and releases its lease; the caller stops its turn. */
   async release(requestId: string): Promise<boolean> {
     this.gone.add(requestId);
     this.asked.delete(requestId);

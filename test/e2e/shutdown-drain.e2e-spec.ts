@@ -121,4 +121,34 @@ describe('draining on SIGTERM (rolling deploys)', () => {
     expect(res.events.map((e) => e.event)).not.toContain('done');
     expect(res.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'lease_lost' } });
   }, 60_000);
+
+  it('hands a turn that reaches no checkpoint in time over where it is: fenced, stopped, lease released, no end or answer stored here', async () => {
+    // unified, its model streaming and never finishing: no checkpoint comes
+    llm.enqueue(
+      respond.handler(async (_req, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(frame({ content: 'a long ' }));
+        await new Promise((r) => res.once('close', r));
+      }),
+    );
+    let requestId = '';
+    let chunks = 0;
+    const turn = sse(`${t.url}/api/chat/messages`, {
+      body: { content: 'a long answer' },
+      onEvent: (e) => {
+        if (e.event === 'start') requestId = String(e.data.requestId);
+        if (e.event === 'chunk') chunks++;
+      },
+    });
+    await waitFor(() => chunks > 0, { what: 'the answer to stream' });
+    expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 0, handedOver: 1 });
+    const [run] = await ds.query(`SELECT status, lease_owner FROM runs WHERE request_id = $1`, [requestId]);
+    expect(run).toEqual({ status: 'running', lease_owner: null });
+    const types: string[] = (await ds.query(`SELECT type FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [requestId])).map((r: { type: string }) => r.type);
+    expect(types).toContain('chunk');
+    expect(types).not.toContain('done');
+    expect(Number((await ds.query(`SELECT count(*) AS n FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId]))[0].n)).toBe(0);
+    const res = await turn;
+    expect(res.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'lease_lost' } });
+  }, 60_000);
 });
