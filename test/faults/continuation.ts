@@ -116,16 +116,29 @@ export async function continuationRun(d: ContinuationDeps, point: KillPoint): Pr
   const got: Received[] = [...first.events];
   const reconnected = !got.some((e) => e.event === 'done');
   // the client reconnects to the survivor from the last event it got, and reads to the end
-  if (reconnected) got.push(...(await follow(`${d.b.url}/api/chat/runs/${requestId}/events`, got.at(-1)?.id ?? 0, d.leaseMs * 15)));
-  return judge(d, requestId, marker, got, reconnected, first.events.length);
+  // the client reconnects (again, as a client does, while a stream ends without done) until the end
+  const deadline = Date.now() + d.leaseMs * 15;
+  const tries: string[] = [];
+  while (reconnected && !got.some((e) => e.event === 'done') && Date.now() < deadline) {
+    const r = await follow(`${d.b.url}/api/chat/runs/${requestId}/events`, got.at(-1)?.id ?? 0, deadline - Date.now());
+    tries.push(`${r.status}:${r.events.length}`);
+    got.push(...r.events);
+  }
+  return judge(d, requestId, marker, got, reconnected, first.events.length, tries);
 }
 
 /** GET the run's events after `lastId` (Last-Event-ID), until the stream ends or `ms` pass. */
-async function follow(url: string, lastId: number, ms: number): Promise<Received[]> {
+async function follow(url: string, lastId: number, ms: number): Promise<{ status: number; events: Received[] }> {
   const events: Received[] = [];
+  let status = 0;
   try {
     const res = await fetch(url, { headers: { 'last-event-id': String(lastId) }, signal: AbortSignal.timeout(ms) });
-    if (!res.body) return events;
+    status = res.status;
+    if (!res.ok || !res.body) {
+      // not there yet (or refused): the client tries again shortly
+      await scriptedDelay(200);
+      return { status, events };
+    }
     await readSseFrames(res.body as unknown as AsyncIterable<Uint8Array>, (f) => {
       if (f.event === 'message') return;
       events.push({ id: Number(f.id), event: f.event, data: JSON.parse(f.data) as Record<string, unknown>, raw: f.data });
@@ -133,7 +146,7 @@ async function follow(url: string, lastId: number, ms: number): Promise<Received
   } catch {
     /* timed out: what arrived is judged */
   }
-  return events;
+  return { status, events };
 }
 
 /** The answer a client assembles: its chunks in order, those at or after a `supersedesFromSeq` dropped when it arrives. */
@@ -147,7 +160,7 @@ export function assembledAnswer(events: readonly Received[]): string {
   return chunks.map((c) => c.text).join('');
 }
 
-async function judge(d: ContinuationDeps, requestId: string, marker: string, got: Received[], reconnected: boolean, fromA: number): Promise<ContinuationResult> {
+async function judge(d: ContinuationDeps, requestId: string, marker: string, got: Received[], reconnected: boolean, fromA: number, tries: string[]): Promise<ContinuationResult> {
   const v: string[] = [];
   const ended = async () => {
     const run = (await d.pg.query<{ status: string }>('SELECT status FROM runs WHERE request_id = $1', [requestId])).rows[0];
@@ -163,7 +176,8 @@ async function judge(d: ContinuationDeps, requestId: string, marker: string, got
   // the client's stream: one sequence without a gap or a repeat, one done, each event as stored
   if (got.some((e, i) => e.id !== i + 1)) v.push(`the client got seqs ${got.map((e) => e.id).join(',')}`);
   const dones = got.filter((e) => e.event === 'done').length;
-  if (dones !== 1) v.push(`the client got ${dones} done events`);
+  // (with what each reconnect answered: status and events, for the diagnosis)
+  if (dones !== 1) v.push(`the client got ${dones} done events (${fromA} from A, reconnects ${tries.join(' ') || 'none'})`);
   const byRow = new Map(stored.map((s) => [s.seq, s]));
   got.forEach((e, i) => {
     const s = byRow.get(e.id);
