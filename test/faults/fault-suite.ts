@@ -16,7 +16,8 @@
  * Continuation (issue 44, continuation.ts): the turn killed at each of eight points on both routes, its
  * client reconnecting to B with Last-Event-ID; B must continue it (or close it with a reason), a tool
  * that is not read-only (an MCP tool, counted at the tool) never runs twice, no trace gap, and the
- * client's answer is the stored one byte for byte. `--continuation-runs N` per point and route (default --runs).
+ * client's answer is the stored one byte for byte. `--continuation-runs N` per point and route (default --runs);
+ * `--continuation-alternate` each point on one route only, alternating (CI's reduced form).
  * `--cases frozen,mid-stream` runs only those cases (`continue` all continuation cases, `continue:mid-stream` one).
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
@@ -38,6 +39,8 @@ const RUNS = arg('--runs', 10);
 const TRACE_RUNS = arg('--trace-runs', 100);
 /** runs per point and route of the continuation cases (issue 44) */
 const CONTINUATION_RUNS = arg('--continuation-runs', RUNS);
+/** CI's reduced form: each kill point on one route, the routes alternating (8 runs, both routes covered) */
+const CONTINUATION_ALTERNATE = process.argv.includes('--continuation-alternate');
 const LEASE_MS = 2000;
 const DIST = join(__dirname, '..', '..', 'dist', 'main.js');
 const DB = process.env.DATABASE_URL;
@@ -117,8 +120,9 @@ async function main() {
     }
     // continuation (issue 44): killed at each point, the client reconnects to B, B continues the run
     const continuing = KILL_POINTS.filter((p) => !only || only.includes('continue') || only.includes(`continue:${p}`));
-    for (const point of continuing) {
-      for (const [protocol, route] of Object.entries(PROTOCOLS)) {
+    for (const [pi, point] of continuing.entries()) {
+      for (const [ri, [protocol, route]] of Object.entries(PROTOCOLS).entries()) {
+        if (CONTINUATION_ALTERNATE && (pi + ri) % 2 === 1) continue;
         const row = { case: `continue:${point}`, protocol, runs: 0, violations: 0, notes: new Set<string>() };
         table.push(row);
         for (let i = 0; i < CONTINUATION_RUNS; i++) {
