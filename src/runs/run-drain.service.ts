@@ -53,8 +53,9 @@ export class RunDrainService {
       await this.handover.release(id);
       this.control.cancelLocal(id, 'lease_lost');
     }
-    // their clients here follow the takers' events until the end, for up to a lease
-    await this.executor.settled(this.config.get('RUN_LEASE_MS'));
+    // their clients here follow the takers' events until the end, for up to a lease (runs waiting
+    // for a person are not waited for: the executor's shutdown hands them over next)
+    await this.until(() => this.executor.busy.length === 0 && !this.executor.forwardingClients, rest.length ? this.config.get('RUN_LEASE_MS') : 0);
     const handedOver = rest.length;
     this.logger.warn(`drained: ${started.size - handedOver} turn(s) finished here, ${handedOver} handed over (${cut.length} between checkpoints)`);
     return { finished: started.size - handedOver, handedOver };

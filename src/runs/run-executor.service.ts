@@ -97,6 +97,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     } catch (err) {
       await this.failed(p, stream, leg, err, live.abort.signal, state);
     } finally {
+      // counted before the run leaves `executing`, so a drain never sees neither
+      const forward = state.leaseLost && p.client !== null;
+      if (forward) this.forwarding++;
       this.executing.delete(p.requestId);
       this.handover?.forget(p.requestId);
       stopLease();
@@ -106,7 +109,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
       void this.trace.flush();
-      if (state.leaseLost && p.client) await this.failures.sendStoredEnd(p, p.client, state.clientSeq, stream);
+      if (forward) await this.failures.sendStoredEnd(p, p.client!, state.clientSeq, stream).finally(() => this.forwarding--);
     }
     return state.ended;
   }
@@ -119,11 +122,12 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     return [...this.executing].filter((id) => !this.waiting.has(id));
   }
 
-  /** Resolves once every run started here is closed (or handed over and its client served), or after `ms`. */
-  async settled(ms: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-    clearTimeout(timer);
+  /** clients of runs that lost their lease (or were handed over) being sent what the other instance stores */
+  private forwarding = 0;
+
+  /** Whether a client here is still being sent the events another instance stores for a run that left (a drain waits for it). */
+  get forwardingClients(): boolean {
+    return this.forwarding > 0;
   }
 
   /** the approvals each run executing here still waits for (a unified step can ask for several) */
