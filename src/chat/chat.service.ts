@@ -333,6 +333,7 @@ export class ChatService implements OnModuleInit {
           resumed: true,
           resumeFromPhaseIndex: plan.phaseIndex,
           ...(takeover && { takeover: true }),
+          ...(takeover && point.supersedesFromSeq !== undefined && { supersedesFromSeq: point.supersedesFromSeq }),
           ...(fork && { parentRequestId: fork.parentRequestId }),
         },
       ],
