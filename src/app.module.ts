@@ -30,6 +30,7 @@ import { AppConfigService } from './config/app-config.service';
 import { SecretsModule } from './common/secrets/secrets.module';
 import { CloseIdleOnShutdown } from './common/sse/close-idle-on-shutdown';
 import { FieldValidationPipe } from './common/errors/field-errors';
+import { DrainModule } from './common/lifecycle/drain';
 
 /** The whole service; `forRoot(overrides)` lets tests run several differently configured apps in one process. */
 @Module({})
@@ -37,7 +38,7 @@ export class AppModule {
   static forRoot(envOverrides: Record<string, string | undefined> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(envOverrides), SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, UiStreamModule, HealthModule, ObservabilityModule, WebModule, AdminModule, OpenAiCompatModule, McpServerModule, A2aModule,
+      imports: [AppConfigModule.forRoot(envOverrides), DrainModule, SecretsModule, LoggingModule, DatabaseModule, TraceModule, LlmModule, KnowledgeModule, ToolsModule, OrchestrationModule, ChatModule, UiStreamModule, HealthModule, ObservabilityModule, WebModule, AdminModule, OpenAiCompatModule, McpServerModule, A2aModule,
         ThrottlerModule.forRootAsync({
           imports: [AdminModule],
           inject: [AppConfigService, RATE_LIMIT_WINDOWS],

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const json = env.LOG_FORMAT === 'json';
   // JSON: start-up lines wait for the pino logger instead of printing as plain text first
   const app = await NestFactory.create(AppModule.forRoot(), { bodyParser: false, ...(json ? { bufferLogs: true } : { logger: ['error', 'warn', 'log'] }) });
-  configureApp(app);
+  configureApp(app, { drainOnSigterm: true });
   const config = app.get(AppConfigService);
   app.useLogger(json ? app.get(PinoNestLogger) : new MaskingConsoleLogger(app.get(SecretRegistry), logLevels(config.get('LOG_LEVEL'))));
   const port = config.get('PORT');

@@ -364,6 +364,7 @@ export class ChatService implements OnModuleInit {
           resumed: true,
           resumeFromPhaseIndex: plan.phaseIndex,
           ...(takeover && { takeover: true }),
+          ...(takeover && point.supersedesFromSeq !== undefined && { supersedesFromSeq: point.supersedesFromSeq }),
           ...(fork && { parentRequestId: fork.parentRequestId }),
         },
       ],

@@ -299,6 +299,22 @@ export class EnvironmentVariables {
   RUN_LEASE_MS = 30_000;
 
   /**
+   * Extension (issue 44): on SIGTERM, how long the turns running here may take to finish before
+   * the rest are handed over to another instance at their next checkpoint (rolling deploys).
+   * Keep it, plus RunDrainService.HANDOVER_WAIT_MS and a lease, under the orchestrator's kill timeout.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(600_000)
+  SHUTDOWN_GRACE_MS = 10_000;
+
+  /**
+   * Extension (issue 44): how many times a run whose instance died is taken over and continued
+   * from its last checkpoint by another instance; past it, the run is closed `instance_lost`.
+   * `0`: never continued (closed as before).
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(100)
+  RUN_MAX_TAKEOVERS = 2;
+
+  /**
    * Extension (issue 42): how long an `Idempotency-Key` names the request its first send started
    * (docs/API.md, Idempotent sends): within it, the same key with the same body gives that run.
    */

@@ -4,6 +4,7 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthI
 import { DataSource } from 'typeorm';
 import { Public } from '../common/auth/public.decorator';
 import { LLM_ADAPTER, type LlmAdapter } from '../llm/llm-adapter.port';
+import { Drain } from '../common/lifecycle/drain';
 
 /** Embedded PGlite is one connection: a ping may wait behind a running transaction. */
 const DB_PING_TIMEOUT_MS = 3000;
@@ -22,6 +23,7 @@ export class HealthProbesController {
     private readonly indicators: HealthIndicatorService,
     private readonly ds: DataSource,
     @Inject(LLM_ADAPTER) private readonly llm: LlmAdapter,
+    private readonly drain: Drain,
   ) {}
 
   @Get('live')
@@ -33,13 +35,21 @@ export class HealthProbesController {
 
   @Get('ready')
   @HealthCheck()
-  @ApiOperation({ operationId: 'getReadiness', summary: 'Readiness: database reachable, migrations applied, LLM configured (send traffic only when 200)' })
+  @ApiOperation({ operationId: 'getReadiness', summary: 'Readiness: not draining, database reachable, migrations applied, LLM configured (send traffic only when 200)' })
   ready() {
     return this.health.check([
+      () => this.serving(),
       () => this.db.pingCheck('database', { connection: this.ds }).withTimeout(DB_PING_TIMEOUT_MS),
       () => this.migrations(),
       () => this.llmConfigured(),
     ]);
+  }
+
+  /** Down from SIGTERM on: the instance drains (takes no new turn), so traffic goes elsewhere. */
+  private serving() {
+    const check = this.indicators.check('serving');
+    const since = this.drain.since;
+    return since === null ? check.up() : check.down({ message: 'draining: shutting down, no new turns', since: new Date(since).toISOString() });
   }
 
   private async migrations() {

@@ -88,6 +88,9 @@ export class TurnMetricsObserver {
       case 'tool_call_refused':
         this.metrics.toolRefusals.inc({ tool: this.toolLabel(d.toolName), reason: str(d.reason, 'refused') });
         return;
+      case 'run_taken_over':
+        this.metrics.takenOver.inc({ route: str(d.route, 'unknown'), outcome: str(d.outcome, 'unknown') });
+        return;
       case 'approval_requested':
         return this.approvalRequested(id, d);
       case 'approval_decided':

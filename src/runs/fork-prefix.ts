@@ -5,9 +5,30 @@ import type { RunRepository } from './repositories/run.repository';
 /** A chain of forks deeper than this is cut (a guard against a cycle written by hand). */
 const MAX_FORK_DEPTH = 64;
 
+/**
+ * `events` without those a takeover superseded (issue 44): a `start` carrying `supersedesFromSeq`
+ * (the continuation of a run whose instance died mid-phase) voids the events from that seq up to
+ * itself, the phase cut short, which the continuation runs again. Everything built from stored
+ * events (the answer, its steps, the edges' mappings) reads them through this.
+ */
+export function liveEvents<E extends { seq: number; type: string; data: Record<string, unknown> }>(events: E[]): E[] {
+  const cuts = events.filter((e) => e.type === 'start' && typeof e.data.supersedesFromSeq === 'number').map((e) => [Number(e.data.supersedesFromSeq), e.seq] as const);
+  if (cuts.length === 0) return events;
+  return events.filter((e) => !cuts.some(([from, until]) => e.seq >= from && e.seq < until));
+}
+
+/**
+ * Where a run continued from the checkpoint of `phaseIndex` cuts its stored events: the seq of the
+ * first live event past that phase (what the dead instance streamed of the next phase), or
+ * undefined when there is none.
+ */
+export function supersedeFrom(events: StoredRunEvent[], phaseIndex: number): number | undefined {
+  return liveEvents(events).find((e) => e.type !== 'start' && Number(e.data.phaseIndex) > phaseIndex)?.seq;
+}
+
 /** The answer text of `events` up to and including the phase `phaseIndex`. */
 export function textUpTo(events: StoredRunEvent[], phaseIndex: number): string {
-  return events
+  return liveEvents(events)
     .filter((e) => e.type === 'chunk' && Number(e.data.phaseIndex) <= phaseIndex)
     .map((e) => String(e.data.content ?? ''))
     .join('');

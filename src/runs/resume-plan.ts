@@ -5,7 +5,7 @@ import type { RunEntity } from './entities/run.entity';
 import type { StoredRunEvent } from './repositories/run-event.repository';
 import type { ExecuteRunParams } from './run-params';
 import { RunsException, RunsExceptionCode } from './runs.exception';
-import { textUpTo } from './fork-prefix';
+import { liveEvents, supersedeFrom, textUpTo } from './fork-prefix';
 import { TurnStepsRecorder } from './turn-steps';
 
 /*
@@ -33,6 +33,11 @@ export interface ResumePoint {
   priorContent: string;
   /** the stored steps of those legs, kept with the answer */
   priorSteps: TurnStep[];
+  /**
+   * a takeover of a run whose instance died mid-phase (issue 44): the seq from which the stored
+   * events are the phase cut short, which its continuation's `start` supersedes
+   */
+  supersedesFromSeq?: number;
 }
 
 /** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
@@ -43,8 +48,14 @@ export function pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoi
     envelope: last ? { phase: last.data.phase as PhaseName, phaseIndex: Number(last.data.phaseIndex), cycleIndex: Number(last.data.cycleIndex) } : undefined,
     priorContent: textUpTo(events, phaseIndex),
     // the steps up to the checkpoint are kept with the answer, as their text is
-    priorSteps: TurnStepsRecorder.fromStored(events, phaseIndex),
+    priorSteps: TurnStepsRecorder.fromStored(liveEvents(events), phaseIndex),
   };
+}
+
+/** Where a run taken over continues after `events`: as `pointOf`, with where the phase its instance was cut off in starts. */
+export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
+  const from = supersedeFrom(events, phaseIndex);
+  return { ...pointOf(events, phaseIndex), ...(from !== undefined && { supersedesFromSeq: from }) };
 }
 
 /** The phase indexes of a run's stored checkpoints, in order. */

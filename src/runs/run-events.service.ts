@@ -10,6 +10,8 @@ import { RunsException, RunsExceptionCode } from './runs.exception';
 /** Fallback poll while following a run, for wake-ups that never arrive (a lost NOTIFY). */
 const FOLLOW_POLL_MS = 1000;
 const PAGE = 1000;
+/** how long a follower waits for the end of a run seen closed before its `done` was stored */
+const ENDED_WAIT_MS = 5 * FOLLOW_POLL_MS;
 
 /**
  * The reconnect route: every stored event after `afterSeq`, then the live run until it ends,
@@ -26,13 +28,16 @@ export class RunEventsService {
 
   /**
    * 404 before any stream starts when the run does not exist; false when the run has ended and
-   * has nothing after `afterSeq` (there is nothing to stream: the edge answers 204).
+   * has nothing after `afterSeq`, which is its end (there is nothing to stream: the edge answers 204).
    */
   async hasMore(requestId: string, afterSeq: number): Promise<boolean> {
     const run = await this.runs.findById(requestId);
     if (!run) throw new RunsException(RunsExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
     if (run.status === 'running' || run.status === 'awaiting_approval') return true;
-    return (await this.events.listAfter(requestId, afterSeq, 1)).length > 0;
+    if ((await this.events.listAfter(requestId, afterSeq, 1)).length > 0) return true;
+    // ended and nothing after afterSeq: complete, unless its end is not stored yet (a sweeper
+    // between its claim and its `error` + `done`): then the stream waits for it (bounded)
+    return !(await this.endStoredAt(requestId, afterSeq));
   }
 
   /** Every stored event of the run after `afterSeq` as they are now, without waiting (a snapshot of the run). */
@@ -65,8 +70,17 @@ export class RunEventsService {
     return this.pages(requestId, afterSeq, UNBOUNDED_FLOW, stop, true);
   }
 
+  /** Whether the event stored at `seq` ends the run's stream (`done`, or a `paused` nothing followed). */
+  private async endStoredAt(requestId: string, seq: number): Promise<boolean> {
+    if (seq <= 0) return false;
+    const [at] = await this.events.listAfter(requestId, seq - 1, 1);
+    return at?.type === 'done' || at?.type === 'paused';
+  }
+
   private async *pages(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal, waitForEnd: boolean): AsyncGenerator<SentEvent> {
     let last = afterSeq;
+    /** when the run was first seen ended with its end not yet stored */
+    let endedSince: number | null = null;
     let wake: (() => void) | null = null;
     let signalled = false;
     const onWake = () => {
@@ -93,11 +107,14 @@ export class RunEventsService {
         // a stored paused last: the end unless the run was resumed meanwhile (then its leg follows)
         if ((rows.length === 0 || rows.at(-1)!.type === 'paused') && !waitForEnd) {
           const run = await this.runs.findById(requestId);
-          // an ended run with nothing more to send: the stream is complete
+          // an ended run with nothing more to send: the stream is complete once its end is stored
           if (!run || (run.status !== 'running' && run.status !== 'awaiting_approval')) {
             const more = await this.events.listAfter(requestId, last, 1);
-            if (more.length === 0) break;
-            continue;
+            if (more.length > 0) continue;
+            // a sweeper marks the run closed before it stores its `error` and `done`: a client that
+            // reconnected in between waits for them (bounded) instead of a stream without an end
+            endedSince ??= Date.now();
+            if (!run || (await this.endStoredAt(requestId, last)) || Date.now() - endedSince > ENDED_WAIT_MS) break;
           }
         }
         if (!signalled) {

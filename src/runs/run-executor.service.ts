@@ -22,6 +22,7 @@ import { forkOf, RunFailures, type Leg } from './run-failures';
 import { INSTANCE_ID, keepLease } from './run-lease';
 import type { TurnStep } from './answer-store.port';
 import { ApprovalsService } from './approvals/approvals.service';
+import { RunHandover } from './run-handover';
 
 export { INSTANCE_ID } from './run-lease';
 
@@ -67,6 +68,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     @Optional() secrets?: SecretRegistry,
     // absent only where no run asks for approvals (the service benchmark builds the executor by hand)
     @Optional() private readonly approvals?: ApprovalsService,
+    // absent where the executor is built by hand (the service benchmark): nothing is handed over on shutdown
+    @Optional() private readonly handover?: RunHandover,
   ) {
     this.secrets = secrets ?? SecretRegistry.fromConfig(config);
     const leaseMs = () => config.get('RUN_LEASE_MS');
@@ -81,6 +84,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   }
 
   private async run(p: ExecuteRunParams): Promise<'done' | 'paused' | null> {
+    this.executing.add(p.requestId);
     const live = this.control.attach(p.requestId);
     // nobody watches from the start: like a disconnect, this cancels unless detached
     if (!p.client && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
@@ -93,6 +97,11 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     } catch (err) {
       await this.failed(p, stream, leg, err, live.abort.signal, state);
     } finally {
+      // counted before the run leaves `executing`, so a drain never sees neither
+      const forward = state.leaseLost && p.client !== null;
+      if (forward) this.forwarding++;
+      this.executing.delete(p.requestId);
+      this.handover?.forget(p.requestId);
       stopLease();
       this.waiting.delete(p.requestId);
       this.resumable.delete(p.requestId);
@@ -100,9 +109,25 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
       void this.trace.flush();
-      if (state.leaseLost && p.client) await this.failures.sendStoredEnd(p, p.client, state.clientSeq, stream);
+      if (forward) await this.failures.sendStoredEnd(p, p.client!, state.clientSeq, stream).finally(() => this.forwarding--);
     }
     return state.ended;
+  }
+
+  /** the runs whose turn executes here (not counting the wait of one that lost its lease for the end stored elsewhere) */
+  private readonly executing = new Set<string>();
+
+  /** Runs whose turn is executing here and does not wait for a person (a drain waits for these, RunDrainService). */
+  get busy(): string[] {
+    return [...this.executing].filter((id) => !this.waiting.has(id));
+  }
+
+  /** clients of runs that lost their lease (or were handed over) being sent what the other instance stores */
+  private forwarding = 0;
+
+  /** Whether a client here is still being sent the events another instance stores for a run that left (a drain waits for it). */
+  get forwardingClients(): boolean {
+    return this.forwarding > 0;
   }
 
   /** the approvals each run executing here still waits for (a unified step can ask for several) */
@@ -121,9 +146,10 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       });
     }
     // stored under this instance's lease, grouped with the other runs' events of the moment
+    // a run handed over on shutdown stores nothing more here, before its lease is even released
     const fenced: RunEventStore = {
-      enqueue: (batch) => this.writer.enqueue(batch, INSTANCE_ID),
-      insertMany: (id, rows, closing) => this.writer.append(id, INSTANCE_ID, rows, closing),
+      enqueue: (batch) => (this.handover?.fenced(batch.requestId) ? Promise.reject(new LeaseLostError(batch.requestId)) : this.writer.enqueue(batch, INSTANCE_ID)),
+      insertMany: (id, rows, closing) => (this.handover?.fenced(id) ? Promise.reject(new LeaseLostError(id)) : this.writer.append(id, INSTANCE_ID, rows, closing)),
     };
     return new RunStream(p, fenced, sinks, { lastSeq: p.lastSeq, state: p.envelope });
   }
@@ -213,6 +239,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         await stream.flush();
         if (stream.error) throw stream.error;
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
+        // draining: the run stops at this checkpoint, and another instance continues from it
+        if (await this.handover?.atCheckpoint(p.requestId)) throw new LeaseLostError(p.requestId);
         return null;
       case 'phase':
         leg.steps.apply(ev.type, ev);
@@ -312,6 +340,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     // held events (the turn's sources, a last error) are stored by the closing statement, with `done`
     await stream.settle();
     if (stream.error) throw stream.error;
+    // handed over on shutdown: the answer is the taker's to store
+    if (this.handover?.fenced(p.requestId)) throw new LeaseLostError(p.requestId);
     const { message } = await this.conversations.insertAssistantOnce(p.conversationId, p.requestId, done.fullContent, status, {
       stopReason: done.stopReason,
       protocol: p.turn.protocol.name,

@@ -3,7 +3,7 @@ import type { RunClosing, StoredRunEvent } from './repositories/run-event.reposi
 import type { SentEvent } from './run-event-bus.service';
 
 /** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
-export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; model?: string; resumed?: boolean; resumeFromPhaseIndex?: number; takeover?: boolean; parentRequestId?: string };
+export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; model?: string; resumed?: boolean; resumeFromPhaseIndex?: number; takeover?: boolean; supersedesFromSeq?: number; parentRequestId?: string };
 
 /** `done` as sent: with the id of the stored answer (null when it could not be stored). */
 export type DoneEvent = Extract<WireEvent, { type: 'done' }> & { messageId: string | null };

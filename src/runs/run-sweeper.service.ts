@@ -3,7 +3,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { emptyUsage, type PhaseName } from '../orchestration/protocol-event';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
-import { forkPrefix, textUpTo } from './fork-prefix';
+import { forkPrefix, liveEvents, textUpTo } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { ApprovalRepository } from './repositories/approval.repository';
@@ -15,18 +15,30 @@ import type { RunEntity } from './entities/run.entity';
 import { INSTANCE_ID } from './run-lease';
 import { IdempotencyKeyStore } from '../database/idempotency-key.store';
 
-/** Continues a run taken over by this instance; resolves once it started (it then runs detached). */
-export type Takeover = (run: RunEntity) => Promise<void>;
+/** Continues a run taken over by this instance; resolves once it started (it then runs detached), with the checkpoint it continues from. */
+export type Takeover = (run: RunEntity) => Promise<number>;
 
 const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
+
+/** Why a run whose instance died was closed rather than continued elsewhere (issue 44), as its error message ends. */
+export type CloseReason = 'lease_expired' | 'protocol_cannot_continue' | 'no_checkpoint' | 'takeovers_exhausted' | 'takeover_failed';
+const BECAUSE: Record<CloseReason, string> = {
+  lease_expired: '',
+  protocol_cannot_continue: ' (its protocol cannot continue from a checkpoint)',
+  no_checkpoint: ' (it had no checkpoint to continue from yet)',
+  takeovers_exhausted: ' (it was continued elsewhere RUN_MAX_TAKEOVERS times already)',
+  takeover_failed: ' (the instance that took it over could not continue it)',
+};
 
 /**
  * Closes runs whose instance died. A running instance renews its lease every RUN_LEASE_MS / 3;
  * every instance sweeps every RUN_LEASE_MS / 2 for leases that expired, and exactly one claims
  * each such run (SKIP LOCKED): it is marked `failed`, its assistant message is built from the
  * chunks it had stored, and `error` + `done` events are appended so a follower sees it end.
- * A run that waited for a person on a protocol that can continue from a checkpoint is taken
- * over instead (`registerTakeover`): it goes on here, waiting for the same approval.
+ * A run of a protocol that can continue from a checkpoint is taken over instead
+ * (`registerTakeover`) when it waited for a person (it goes on here, waiting for the same
+ * approval) or, issue 44, when it was running and has a checkpoint and was taken over fewer than
+ * RUN_MAX_TAKEOVERS times: it continues here from that checkpoint.
  */
 @Injectable()
 export class RunSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -80,10 +92,10 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const closed: string[] = [];
     try {
       closed.push(...(await this.takeOver()));
-      for (const run of await this.runs.claimExpired(20, this.takeover?.protocols)) {
+      for (const run of await this.runs.claimExpired(20, this.takeover?.protocols, this.config.get('RUN_MAX_TAKEOVERS'))) {
         // a run that cannot continue elsewhere is closed; the approvals it waited for are void
         await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch((err) => this.logger.warn(`could not void the approvals of run ${run.requestId}: ${(err as Error).message}`));
-        await this.closeFromStoredEvents(run, 'failed').catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
+        await this.closeFromStoredEvents(run, 'failed', run.reason).catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
         closed.push(run.requestId);
       }
       // Idempotency-Keys past their window (a send with one replaces it anyway)
@@ -97,23 +109,27 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
   }
 
   /**
-   * Runs that waited for a person when their instance died are leased to this instance (exactly
-   * one sweeper claims each) and continued here from their latest checkpoint, still waiting for
-   * the same approval. One that cannot be continued is closed as failed, like any lost run.
+   * Runs whose instance died that can continue (waiting for a person, or running with a
+   * checkpoint) are leased to this instance (exactly one sweeper claims each) and continued here
+   * from their latest checkpoint. One that cannot be continued is closed as failed, like any lost run.
    */
   private async takeOver(): Promise<string[]> {
     const closed: string[] = [];
     if (!this.takeover) return closed;
     const { protocols, continueHere } = this.takeover;
-    for (const run of await this.runs.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols)) {
-      this.logger.warn(`run ${run.requestId}: its instance's lease expired while it waited for a person; continued here`);
+    const claimed = await this.runs.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols, 20, this.config.get('RUN_MAX_TAKEOVERS'));
+    for (const { run, fromInstance } of claimed) {
+      this.logger.warn(`run ${run.requestId}: its instance's lease expired while it ${run.status === 'running' ? 'ran' : 'waited for a person'}; continued here`);
+      const taken = (outcome: 'continued' | 'failed', checkpoint: number | null) =>
+        this.trace.record({ requestId: run.requestId, projectId: run.projectId, type: 'run_taken_over', details: { fromInstance, checkpoint, route: run.protocol, outcome, takeovers: run.takeovers, status: run.status } });
       try {
-        await continueHere(run);
+        taken('continued', await continueHere(run));
       } catch (err) {
         this.logger.error(`run ${run.requestId} could not be taken over: ${(err as Error).message}`);
         if (!(await this.runs.failTakenOver(run.requestId, INSTANCE_ID).catch(() => false))) continue;
+        taken('failed', null);
         await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch(() => 0);
-        await this.closeFromStoredEvents(run, 'failed').catch((e) => this.logger.error(`could not close run ${run.requestId}: ${(e as Error).message}`));
+        await this.closeFromStoredEvents(run, 'failed', 'takeover_failed').catch((e) => this.logger.error(`could not close run ${run.requestId}: ${(e as Error).message}`));
         closed.push(run.requestId);
       }
     }
@@ -124,15 +140,16 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
    * Ends a run nobody executes (its instance died, or it was paused and then cancelled): the
    * assistant message is built from the chunks it stored, and the closing events are appended.
    */
-  async closeFromStoredEvents(run: { requestId: string; conversationId: string; projectId: string }, status: 'failed' | 'cancelled'): Promise<void> {
+  async closeFromStoredEvents(run: { requestId: string; conversationId: string; projectId: string }, status: 'failed' | 'cancelled', reason: CloseReason = 'lease_expired'): Promise<void> {
+    const lost = INSTANCE_LOST_MESSAGE + BECAUSE[reason];
     const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
     // a fork's answer starts with its parent's text up to the checkpoint, as if it had run to the end
     const row = await this.runs.findById(run.requestId);
     const prefix = row ? await forkPrefix(this.runs, this.events, row) : '';
     const content = prefix + textUpTo(stored, Infinity);
     const stopReason = status === 'failed' ? 'error' : 'cancelled';
-    const steps = new TurnStepsRecorder(TurnStepsRecorder.fromStored(stored, Infinity, prefix.length));
-    if (status === 'failed') steps.apply('error', { code: 'instance_lost', message: INSTANCE_LOST_MESSAGE });
+    const steps = new TurnStepsRecorder(TurnStepsRecorder.fromStored(liveEvents(stored), Infinity, prefix.length));
+    if (status === 'failed') steps.apply('error', { code: 'instance_lost', message: lost });
     const { message } = await this.conversations.insertAssistantOnce(run.conversationId, run.requestId, content, status === 'failed' ? 'error' : 'cancelled', {
       stopReason,
       ...(status === 'failed' ? { error: 'instance_lost' } : {}),
@@ -152,7 +169,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       const closing = [];
       if (status === 'failed') {
         seq += 1;
-        closing.push({ seq, type: 'error', data: runEnvelope(run, seq, state, { type: 'error', code: 'instance_lost', message: INSTANCE_LOST_MESSAGE, retryable: true }) });
+        closing.push({ seq, type: 'error', data: runEnvelope(run, seq, state, { type: 'error', code: 'instance_lost', message: lost, retryable: true }) });
       }
       seq += 1;
       closing.push({ seq, type: 'done', data: runEnvelope(run, seq, state, { type: 'done', fullContent: content, messageId: message.id, stopReason, usage: emptyUsage() }) });
@@ -164,7 +181,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       requestId: run.requestId,
       projectId: run.projectId,
       type: status === 'failed' ? 'run_failed' : 'run_cancelled',
-      details: { reason: status === 'failed' ? 'lease_expired' : 'cancelled_while_paused', messageId: message.id },
+      details: { reason: status === 'failed' ? 'lease_expired' : 'cancelled_while_paused', ...(status === 'failed' && reason !== 'lease_expired' && { notContinued: reason }), messageId: message.id },
     });
     if (status === 'failed') this.logger.warn(`run ${run.requestId} closed: its instance's lease expired`);
   }

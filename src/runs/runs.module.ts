@@ -19,6 +19,8 @@ import { RunDeletionService } from './run-deletion.service';
 import { RunEventBus } from './run-event-bus.service';
 import { RunEventsService } from './run-events.service';
 import { RunExecutorService } from './run-executor.service';
+import { RunHandover } from './run-handover';
+import { RunDrainService } from './run-drain.service';
 import { RunSweeperService } from './run-sweeper.service';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
@@ -45,6 +47,8 @@ export class RunsModule {
         RunEventBus,
         RunControlService,
         RunExecutorService,
+        RunHandover,
+        RunDrainService,
         RunSweeperService,
         RunsService,
         RunEventsService,
@@ -54,7 +58,7 @@ export class RunsModule {
         ApprovalRepository,
         ApprovalsService,
       ],
-      exports: [RunsService, RunDeletionService, RunRepository, RunStorageRepository, TurnSlotRepository, RunEventsService, ApprovalsService],
+      exports: [RunDrainService, RunsService, RunDeletionService, RunRepository, RunStorageRepository, TurnSlotRepository, RunEventsService, ApprovalsService],
     };
   }
 }

@@ -15,7 +15,7 @@ import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import type { SentEvent } from './run-event-bus.service';
-import { checkpointsOf, forkHint, pointOf, runCancelled, type ResumePlan, type ResumePoint } from './resume-plan';
+import { checkpointsOf, forkHint, pointOf, runCancelled, takeoverPointOf, type ResumePlan, type ResumePoint } from './resume-plan';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
 import { RunSweeperService } from './run-sweeper.service';
 import { BatchHandoff } from './batch-handoff';
@@ -94,10 +94,12 @@ export class RunsService {
   }
 
   /**
-   * How runs that waited for a person when their instance died are continued (chat builds the
-   * turn, as for a resume; runs does not import chat): the sweeper that takes such a run over
-   * plans it from its latest checkpoint, has `build` make the turn, and runs it here, detached
-   * and without a client (followers read it through the reconnect route and the bus).
+   * How runs whose instance died are continued (chat builds the turn, as for a resume; runs does
+   * not import chat): the sweeper that takes such a run over (it waited for a person, or ran and
+   * has a checkpoint) plans it from its latest checkpoint, has `build` make the turn, and runs it
+   * here, detached and without a client (followers read it through the reconnect route and the
+   * bus). What the dead instance stored of the phase after the checkpoint is superseded by the
+   * continuation's `start` (`supersedesFromSeq`). Resolves with the checkpoint's phase index.
    */
   onTakeover(build: (plan: ResumePlan, point: ResumePoint) => Promise<StartRunParams>): void {
     const protocols = this.orchestration.protocolNames().filter((n) => this.strategyOf(n)?.capabilities.resume);
@@ -106,7 +108,7 @@ export class RunsService {
       const state = phaseIndex === undefined ? undefined : run.checkpoint?.byPhase[String(phaseIndex)];
       if (phaseIndex === undefined || state === undefined) throw new Error(`run ${run.requestId} has no checkpoint to continue from`);
       const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
-      const point = pointOf(await this.events.listAfter(run.requestId, 0, 1_000_000), phaseIndex);
+      const point = takeoverPointOf(await this.events.listAfter(run.requestId, 0, 1_000_000), phaseIndex);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
       // executes on its own: the executor closes it however it ends
       void this.executor
@@ -117,6 +119,7 @@ export class RunsService {
       // (the run is attached by now; its lease renewal would only see the flag a third of a lease later)
       if (run.control === 'cancel') this.control.cancelLocal(run.requestId, 'cancelled');
       else if (run.control === 'pause') this.control.pauseLocal(run.requestId);
+      return phaseIndex;
     });
   }
 

@@ -3,7 +3,7 @@
  * COPY lines name (refusing anything .dockerignore leaves out), runs the build stage's RUN steps,
  * starts the final stage's CMD with its ENV, runs its HEALTHCHECK until it passes, takes a heap
  * snapshot with SIGUSR2 (the service keeps serving) and stops it with SIGTERM during a turn
- * (the turn ends cancelled, its answer stored).
+ * (the service drains: the turn finishes, its answer stored).
  *
  *   npm run check:image [-- path/to/Dockerfile]
  *
@@ -131,8 +131,9 @@ async function main(): Promise<number> {
 /**
  * The operator's diagnostics and the orchestrator's stop: SIGUSR2 (with Node's
  * --heapsnapshot-signal) writes a heap snapshot into the diagnostic directory and the service
- * keeps serving; SIGTERM during a turn cancels it gracefully (the stream ends with
- * done{cancelled} and the stored answer's messageId) and the process ends within 30 s.
+ * keeps serving; SIGTERM during a turn drains the service (issue 44, rolling deploys): a new turn
+ * is refused with 503 shutting_down, the running turn finishes within the grace period (the
+ * stream ends with done and the stored answer's messageId) and the process ends within 30 s.
  */
 async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise<Ended>, diagnosticDir: string, url: string, healthy: () => boolean, log: (msg: string) => void): Promise<void> {
   server.kill('SIGUSR2');
@@ -149,6 +150,7 @@ async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise
 
   // a chat turn on the image's default replay model, SIGTERM at its first chunk
   let stopping = false;
+  let refused: Promise<number> | null = null;
   const turn = await sse(`${url}/api/chat/messages`, {
     body: { content: 'Tell me about Orion at some length.' },
     timeoutMs: 30_000,
@@ -156,17 +158,23 @@ async function snapshotAndStop(server: ReturnType<typeof spawn>, exited: Promise
       if (e.event !== 'chunk' || stopping) return;
       stopping = true;
       server.kill('SIGTERM');
+      // once draining (readiness down), a new turn is refused
+      refused = waitFor(async () => (await fetch(`${url}/api/health/ready`)).status === 503, { timeoutMs: 10_000, what: 'readiness to fail while draining' }).then(() =>
+        fetch(`${url}/api/chat/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"content":"hi"}' }).then((r) => r.status, () => 0),
+      );
     },
   });
   if (!stopping) throw new Error(`a chat turn streamed no chunk (HTTP ${turn.status}): ${turn.body.slice(0, 200)}`);
   const last = turn.events.at(-1);
   const done = last?.event === 'done' ? last.data : undefined;
-  if (done?.stopReason !== 'cancelled' || typeof done.messageId !== 'string') throw new Error(`a turn streaming at SIGTERM should end with done{stopReason: cancelled, messageId}; it ended with ${JSON.stringify(done ?? 'no done event')}`);
+  if (!done || done.stopReason === 'error' || typeof done.messageId !== 'string') throw new Error(`a turn streaming at SIGTERM should finish (done with its messageId); it ended with ${JSON.stringify(done ?? 'no done event')}`);
+  const refusedStatus = await refused;
+  if (refusedStatus !== 503) throw new Error(`a turn sent to a draining service should get 503 shutting_down; it got ${refusedStatus}`);
   const end = await withTimeout(exited, 30_000, 'timeout' as const);
   if (end === 'timeout') throw new Error('SIGTERM did not stop the service within 30 s');
   // Nest closes the application, then raises the signal again with its own listener removed
   if (end.code !== 0 && end.signal !== 'SIGTERM') throw new Error(`SIGTERM stopped the service with ${end.signal ?? `exit code ${end.code}`}`);
-  log(`SIGTERM: the streaming turn ended with done{cancelled} (message ${done.messageId}); the service stopped (${end.signal ?? `exit code ${end.code}`})`);
+  log(`SIGTERM: a new turn got 503, the streaming turn finished with done{${String(done.stopReason)}} (message ${done.messageId}); the service stopped (${end.signal ?? `exit code ${end.code}`})`);
 }
 
 main().then(

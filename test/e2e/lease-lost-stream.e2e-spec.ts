@@ -5,6 +5,7 @@ import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
 import { waitFor } from '../support/wait-for';
+import { scriptedDelay } from '../support/scripted-delay';
 
 /**
  * Issue #29: a stream whose instance lost its run's lease (it stalled past it and another
@@ -137,4 +138,21 @@ describe('a stream whose instance lost its run lease', () => {
     expect(again.events.map((e) => e.event)).toEqual(['done']);
     expect(Number(again.events[0].id)).toBe(Number(last.id) + 1);
   });
+
+  it('a client that reconnects between the takeover\'s claim and its stored end waits for that end instead of a stream without done (issue 44)', async () => {
+    let following: Promise<{ events: SseEvent[] }> | null = null;
+    const { requestId, events } = await turnTakenOver('/api/chat/messages', async (id) => {
+      await claim(id);
+      // the run reads closed and nothing after the client's last event is stored yet
+      const lastSeq = (await stored(id)).at(-1)!.seq;
+      following = sse(`${t.url}/api/chat/runs/${id}/events`, { headers: { 'last-event-id': String(lastSeq) } });
+      // the sweeper's window between its claim and its store, longer than the follower's poll
+      await scriptedDelay(1500);
+      await close(id);
+    });
+    await expectStoredEnd(requestId, events);
+    const followed = await following!;
+    expect(followed.events.map((e) => e.event)).toEqual(['error', 'done']);
+  });
 });
+

@@ -1,5 +1,5 @@
 /**
- * npm run test:faults  [-- --runs 10 --trace-runs 100]   (DATABASE_URL: a PostgreSQL database, required)
+ * npm run test:faults  [-- --runs 10 --trace-runs 100 --continuation-runs 10]   (DATABASE_URL: a PostgreSQL database, required)
  *
  * Two Orion processes on one PostgreSQL and a scripted model. For each case the turn runs on
  * instance A, which is killed (SIGKILL) at the case's point or frozen (SIGSTOP past its lease,
@@ -13,7 +13,12 @@
  * record of the same phase, phaseIndex and cycleIndex, and each stored `tool_progress` completed/failed
  * of a call that ran the `tool_result` record of the same callId (traceGaps): a run's trace records
  * ride the statement that stores its events, so a kill never leaves an event without them.
- * `--cases frozen,mid-stream` runs only those cases.
+ * Continuation (issue 44, continuation.ts): the turn killed at each of eight points on both routes, its
+ * client reconnecting to B with Last-Event-ID; B must continue it (or close it with a reason), a tool
+ * that is not read-only (an MCP tool, counted at the tool) never runs twice, no trace gap, and the
+ * client's answer is the stored one byte for byte. `--continuation-runs N` per point and route (default --runs);
+ * `--continuation-alternate` each point on one route only, alternating (CI's reduced form).
+ * `--cases frozen,mid-stream` runs only those cases (`continue` all continuation cases, `continue:mid-stream` one).
  * Prints: case × protocol × runs × violations. Exits 1 on any violation.
  */
 import { once } from 'node:events';
@@ -24,10 +29,18 @@ import { freePort, readSse, startModel, startOrion, type Instance, type ModelHoo
 import { waitFor } from '../support/wait-for';
 import { withTimeout } from '../../src/common/util/abort.util';
 import { BenchReport } from '../../bench/report';
+import { traceGaps } from './trace-gaps';
+import { ContinuationTally, continuationRun, KILL_POINTS, NOTE_SERVER, NOTE_TOOL, startNoteTool } from './continuation';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 
 const arg = (name: string, d: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
 const RUNS = arg('--runs', 10);
 const TRACE_RUNS = arg('--trace-runs', 100);
+/** runs per point and route of the continuation cases (issue 44) */
+const CONTINUATION_RUNS = arg('--continuation-runs', RUNS);
+/** CI's reduced form: each kill point on one route, the routes alternating (8 runs, both routes covered) */
+const CONTINUATION_ALTERNATE = process.argv.includes('--continuation-alternate');
 const LEASE_MS = 2000;
 const DIST = join(__dirname, '..', '..', 'dist', 'main.js');
 const DB = process.env.DATABASE_URL;
@@ -57,12 +70,21 @@ let onModel: (h: ModelHook, n: number) => void = () => undefined;
 async function main() {
   const model = await startModel(() => script, (h, n) => onModel(h, n));
   modelPort = model.port;
-  const env = { FETCH_ALLOW_HOSTS: `127.0.0.1:${model.port}`, DATABASE_URL: DB!, LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fault', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: String(LEASE_MS) };
+  // the continuation cases' tool with a side effect, counted at the tool (an MCP server in this process)
+  const note = await startNoteTool();
+  const mcpConfig = join(mkdtempSync(join(tmpdir(), 'orion-faults-mcp-')), 'mcp.json');
+  writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [NOTE_SERVER]: { url: note.url } } }));
+  const env = {
+    FETCH_ALLOW_HOSTS: `127.0.0.1:${model.port}`, DATABASE_URL: DB!, LLM_PROVIDER: 'openai', LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`, LLM_MODEL: 'fault', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: String(LEASE_MS),
+    // the note tool is not read-only: it runs as the model asks (no person in the loop)
+    MCP_CONFIG: mcpConfig, TOOLS_APPROVAL_DEFAULT: 'none',
+  };
   const pg = new Client({ connectionString: DB });
   await pg.connect();
   let a = await startOrion(DIST, await freePort(), env);
   const b = await startOrion(DIST, await freePort(), env);
   const table: Array<{ case: string; protocol: string; runs: number; violations: number; notes: Set<string> }> = [];
+  const continuation = new ContinuationTally();
   try {
     const all: Array<Point | Special> = ['before-model', 'after-start', 'mid-stream', 'after-tool-calls', 'during-tool', 'after-tool-result', 'before-done', 'after-done', 'during-cancel', 'during-resume', 'paused-then-kill', 'racing-resumes-after-kill', 'kill-while-awaiting', 'frozen-model', 'frozen-tool', 'frozen', 'surrogate', 'deep-args', 'long-line'];
     // --cases a,b: only those (while working on one fault)
@@ -96,6 +118,28 @@ async function main() {
         console.error(`${point} ${protocol}: ${row.runs} runs, ${row.violations} violations ${[...row.notes].join('; ')}`);
       }
     }
+    // continuation (issue 44): killed at each point, the client reconnects to B, B continues the run
+    const continuing = KILL_POINTS.filter((p) => !only || only.includes('continue') || only.includes(`continue:${p}`));
+    for (const [pi, point] of continuing.entries()) {
+      for (const [ri, [protocol, route]] of Object.entries(PROTOCOLS).entries()) {
+        if (CONTINUATION_ALTERNATE && (pi + ri) % 2 === 1) continue;
+        const row = { case: `continue:${point}`, protocol, runs: 0, violations: 0, notes: new Set<string>() };
+        table.push(row);
+        for (let i = 0; i < CONTINUATION_RUNS; i++) {
+          await waitForTool(a, NOTE_TOOL);
+          await waitForTool(b, NOTE_TOOL);
+          const r = await continuationRun({ a, b, pg, route, note, leaseMs: LEASE_MS, setScript: (x) => (script = x), setHook: (h) => (onModel = h) }, point);
+          continuation.add(r);
+          row.runs++;
+          row.violations += r.problems.length;
+          r.problems.forEach((p) => row.notes.add(p));
+          if (r.outcome !== 'continued') row.notes.add(`${r.outcome}${r.reason ? ` (${r.reason})` : ''}`);
+          if (a.child.exitCode === null && a.child.signalCode === null && !(await answers(a))) await withTimeout(once(a.child, 'exit'), 5_000, undefined);
+          if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+        }
+        console.error(`continue:${point} ${protocol}: ${row.runs} runs, ${row.violations} violations ${[...row.notes].join('; ')}`);
+      }
+    }
     // the trace test: GET /api/trace on the other instance the moment done arrives — a plain turn
     // on each route, and a two-stage turn paused on A and resumed on B (trace read from A)
     for (const variant of ['two-stage', 'unified', 'two-stage paused on A, resumed on B'] as const) {
@@ -116,6 +160,7 @@ async function main() {
     a.child.kill('SIGKILL');
     b.child.kill('SIGKILL');
     model.close();
+    await note.close();
     await pg.end();
   }
   console.log('\n| case | protocol | runs | violations |\n|---|---|---|---|');
@@ -123,16 +168,27 @@ async function main() {
   const kills = table.filter((r) => ![...FROZEN, 'surrogate', 'deep-args', 'long-line', 'trace-at-done'].includes(r.case)).reduce((s, r) => s + r.runs, 0);
   const total = table.reduce((s, r) => s + r.violations, 0);
   console.log(`\nkilled runs: ${kills}; violations: ${total}`);
+  if (continuation.runs) console.log(continuation.summary());
   for (const [key, c] of frozenClients) console.log(`${key}: the stalled instance's client got exactly one done in ${c.oneDone} of ${c.runs} runs, its error and done byte-equal to run_events in ${c.byteEqual}`);
   if (longLineGaps.length) console.log(`long line: largest pause between the other turn's chunks ${Math.max(...longLineGaps)} ms (its model sends one every 20 ms)`);
   const report = new BenchReport(
     'faults',
     'Two built instances on one PostgreSQL; the turn\'s instance is killed (SIGKILL) at each point of a turn or frozen past its lease, ' +
       'hostile model output is fed, and the invariants are checked after every run. A correctness suite: violations must be 0; no floor.',
-    { runs: RUNS, traceRuns: TRACE_RUNS, leaseMs: LEASE_MS, longLineMiB: LONG_LINE / 1024 / 1024, slowPageMs: SLOW_PAGE_MS, cases: process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1] : 'all' },
+    { runs: RUNS, continuationRuns: CONTINUATION_RUNS, traceRuns: TRACE_RUNS, leaseMs: LEASE_MS, longLineMiB: LONG_LINE / 1024 / 1024, slowPageMs: SLOW_PAGE_MS, cases: process.argv.includes('--cases') ? process.argv[process.argv.indexOf('--cases') + 1] : 'all' },
   )
     .add('killed-runs', 'killed runs', kills, '')
     .add('violations', 'violations', total, '');
+  if (continuation.runs) {
+    report
+      .add('continuation.runs', 'continuation: killed turns (8 points × both routes)', continuation.runs, '')
+      .add('continuation.completed.pct', 'continuation: killed turns completed with the scripted answer and exactly one done', continuation.continuedPct, '%')
+      .add('continuation.closed', 'continuation: killed turns closed with a reason', continuation.closed, '')
+      .add('continuation.inconsistent', 'continuation: killed turns neither (violations)', continuation.inconsistent, '')
+      .add('continuation.tool-twice', 'continuation: runs whose non-read-only tool ran twice (counted at the tool)', continuation.toolTwice, '')
+      .add('continuation.trace-gaps', 'continuation: trace gaps', continuation.traceGaps, '')
+      .add('continuation.answer-byte-equal', `continuation: client answer byte-equal to the stored one (of ${continuation.answersCompared})`, continuation.answersEqual, '');
+  }
   for (const [name, c] of frozenClients) {
     // "frozen-model, two-stage" → "frozen-model.two-stage": keys hold no spaces
     const key = name.replace(/, /g, '.');
@@ -539,39 +595,19 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
   return v;
 }
 
-/** tool_progress outcomes that no tool run produced (a person's decision), so no tool_result is traced for them */
-const UNRUN = ['denied', 'expired'];
-
-/**
- * After a kill, every stored run event has its trace records: trace records ride the statement
- * that stores the run events they belong to, so a record made before an event was handed to
- * storage is committed no later than the event. Checked per run, by request id:
- * - each stored `phase` event has the `orchestration_phase_<status>` record of the same phase,
- *   phaseIndex and cycleIndex (recorded just before the event is yielded);
- * - each stored `tool_progress` `completed` / `failed` of a call that ran has the `tool_result`
- *   record of the same callId (recorded by the tool runner as it shapes the result the event shows).
- * One violation per kind of gap in a run.
- */
-async function traceGaps(pg: Client, requestId: string, stored: Array<{ type: string; data: Record<string, unknown> }>): Promise<string[]> {
-  const trace = (await pg.query<{ type: string; details: Record<string, unknown> }>('SELECT type, details FROM trace_events WHERE request_id = $1', [requestId])).rows;
-  const has = (type: string, match: (d: Record<string, unknown>) => boolean) => trace.some((t) => t.type === type && match(t.details));
-  const gaps = new Set<string>();
-  for (const e of stored) {
-    const d = e.data;
-    if (e.type === 'phase' && !has(`orchestration_phase_${String(d.status)}`, (t) => t.phase === d.phase && t.phaseIndex === d.phaseIndex && t.cycleIndex === d.cycleIndex)) {
-      gaps.add('trace gap: a stored phase event without its orchestration_phase record');
-    }
-    if (e.type === 'tool_progress' && (d.action === 'completed' || d.action === 'failed') && !UNRUN.includes(String(d.outcome)) && !has('tool_result', (t) => t.callId === d.callId)) {
-      gaps.add('trace gap: a stored tool_progress completed/failed without its tool_result record');
-    }
-  }
-  return [...gaps];
-}
-
 void main().catch((err) => {
   console.error(err);
   process.exit(1);
 });
+
+/** Waits until the instance lists `tool` as available (an MCP tool appears once its server answered). */
+async function waitForTool(i: Instance, tool: string): Promise<void> {
+  await waitFor(async () => ((await (await fetch(`${i.url}/api/tools`)).json()) as Array<{ name: string; available: boolean }>).some((t) => t.name === tool && t.available), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: `${tool} on ${i.url}`,
+  });
+}
 
 /** Whether the instance answers its liveness probe. */
 async function answers(i: Instance): Promise<boolean> {

@@ -128,7 +128,7 @@ describe('RunRepository raw SQL (medium)', () => {
     const claimed = claims.flat().map((c) => c.requestId);
     for (const id of expired) expect(claimed.filter((c) => c === id)).toHaveLength(1);
     expect(claimed).not.toContain(live);
-    expect(claims.flat().find((c) => c.requestId === expired[0])).toEqual({ requestId: expired[0], conversationId, projectId: 'p' });
+    expect(claims.flat().find((c) => c.requestId === expired[0])).toEqual({ requestId: expired[0], conversationId, projectId: 'p', reason: 'protocol_cannot_continue' });
     for (const id of expired) expect(await runs.findById(id)).toMatchObject({ status: 'failed', stopReason: 'error', leaseOwner: null });
     expect((await runs.findById(live))!.status).toBe('running');
     expect(await runs.claimExpired()).toEqual([]);
@@ -145,8 +145,10 @@ describe('RunRepository raw SQL (medium)', () => {
     expect(closed).toContain(unified);
     expect(closed).not.toEqual(expect.arrayContaining([waiting[0]]));
     const claims = await Promise.all(['b', 'c', 'd'].map((owner) => runs.claimForTakeover(owner, 30_000, ['two-stage'])));
-    for (const id of waiting) expect(claims.flat().filter((r) => r.requestId === id)).toHaveLength(1);
-    expect(claims.flat().map((r) => r.requestId)).not.toContain(held);
+    for (const id of waiting) expect(claims.flat().filter((c) => c.run.requestId === id)).toHaveLength(1);
+    expect(claims.flat().map((c) => c.run.requestId)).not.toContain(held);
+    // the instance whose lease lapsed is named (the trace's run_taken_over fromInstance)
+    expect(claims.flat().map((c) => c.fromInstance)).toEqual(['me', 'me']);
     for (const id of waiting) {
       const run = (await runs.findById(id))!;
       // still waiting, now leased to its new instance, whose writes the lease fences
@@ -161,6 +163,26 @@ describe('RunRepository raw SQL (medium)', () => {
     expect(await runs.failTakenOver(waiting[0], 'someone-else')).toBe(false);
     expect(await runs.failTakenOver(waiting[0], owner)).toBe(true);
     expect(await runs.findById(waiting[0])).toMatchObject({ status: 'failed', leaseOwner: null });
+  });
+
+  it('a running run whose lease expired is continued by exactly one sweeper when it has a checkpoint, up to maxTakeovers; else closed with why', async () => {
+    const [withCheckpoint, without, exhausted] = await Promise.all([open({ leaseMs: -1000 }), open({ leaseMs: -1000 }), open({ leaseMs: -1000 })]);
+    for (const id of [withCheckpoint, exhausted]) await runs.saveCheckpoint(id, 1, 2, { phaseIndex: 2 });
+    await ds.query(`UPDATE runs SET takeovers = 2 WHERE request_id = $1`, [exhausted]);
+    const claims = await Promise.all(['b', 'c'].map((owner) => runs.claimForTakeover(owner, 30_000, ['two-stage'], 20, 2)));
+    expect(claims.flat().map((c) => c.run.requestId)).toEqual([withCheckpoint]);
+    const taken = (await runs.findById(withCheckpoint))!;
+    expect(taken).toMatchObject({ status: 'running', takeovers: 1 });
+    // the instance that was only slow has lost its fence
+    expect(await runs.renewLease(withCheckpoint, 'me', 30_000)).toBe(false);
+    const closed = await runs.claimExpired(20, ['two-stage'], 2);
+    expect(closed.filter((c) => [without, exhausted].some((id) => id === c.requestId)).map((c) => [c.requestId, c.reason]).sort()).toEqual(
+      [
+        [without, 'no_checkpoint'],
+        [exhausted, 'takeovers_exhausted'],
+      ].sort(),
+    );
+    expect(closed.map((c) => c.requestId)).not.toContain(withCheckpoint);
   });
 
   it('stores run events in one INSERT and lists them after a seq, in order', async () => {

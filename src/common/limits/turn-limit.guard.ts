@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnModuleDestroy, SetMetadata } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, HttpException, Inject, Injectable, type OnModuleDestroy, Optional, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { AppConfigService } from '../../config/app-config.service';
@@ -10,6 +10,7 @@ import { holdTurn } from './turn-hold';
 import { TurnSlots } from './turn-slots';
 import { TURN_SLOT_STORE, type TurnSlotStorePort } from './turn-slot-store.port';
 import { UUID_PATTERN as UUID } from '../util/uuid';
+import { Drain } from '../lifecycle/drain';
 
 export const STARTS_TURN = 'orion:startsTurn';
 /** The route starts a model turn: it counts against the concurrent-turn limits. */
@@ -18,6 +19,8 @@ export const StartsTurn = (): MethodDecorator => SetMetadata(STARTS_TURN, true);
 
 /** Turns usually end within seconds; a client told to wait longer would just give up. */
 const RETRY_AFTER_S = 2;
+/** A draining instance: the retry goes to another instance (through the load balancer) at once. */
+const DRAINING_RETRY_AFTER_S = 1;
 
 /**
  * Concurrent running turns, checked before the stream opens, so an answer over a limit is a
@@ -40,6 +43,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     private readonly config: AppConfigService,
     @Inject(PROJECT_OWNERSHIP) private readonly owners: ProjectOwnershipPort,
     @Inject(TURN_SLOT_STORE) store: TurnSlotStorePort,
+    @Optional() private readonly drain?: Drain,
   ) {
     this.slots = new TurnSlots(store, config.get('RUN_LEASE_MS'));
   }
@@ -48,6 +52,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     if (context.getType() !== 'http' || !this.reflector.get<boolean>(STARTS_TURN, context.getHandler())) return true;
     const req = context.switchToHttp().getRequest<Request>();
     const res = context.switchToHttp().getResponse<Response>();
+    if (this.drain?.draining) throw shuttingDown(res);
     const key = principalOf(req).keyId;
     const maxTotal = this.config.get('MAX_CONCURRENT_TURNS');
     if (this.total >= maxTotal) throw tooMany(res, 'MAX_CONCURRENT_TURNS', maxTotal, RETRY_AFTER_S, 'Too many turns running on this instance');
@@ -102,4 +107,17 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
       if (slot) void this.slots.release(slot);
     });
   }
+}
+
+/**
+ * The instance is draining (SIGTERM, a rolling deploy): the turn was not started and nothing was
+ * stored; `Retry-After` says to send it again, which a load balancer routes to another instance
+ * (the readiness probe of this one already fails).
+ */
+function shuttingDown(res: Response): HttpException {
+  res.setHeader('Retry-After', String(DRAINING_RETRY_AFTER_S));
+  return new HttpException(
+    { statusCode: 503, error: 'shutting_down', retryAfter: DRAINING_RETRY_AFTER_S, message: `This instance is shutting down and starts no new turn; nothing was stored. Retry after ${DRAINING_RETRY_AFTER_S} s (another instance answers)` },
+    503,
+  );
 }

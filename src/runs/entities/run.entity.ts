@@ -80,6 +80,10 @@ export class RunEntity {
   @Column({ name: 'forked_from_phase_index', type: 'int', nullable: true })
   forkedFromPhaseIndex: number | null;
 
+  /** how many times another instance took the run over after its instance's lease lapsed (issue 44) */
+  @Column({ name: 'takeovers', type: 'int', default: 0 })
+  takeovers: number;
+
   @Column({ name: 'lease_owner', type: 'varchar', length: 64, nullable: true })
   leaseOwner: string | null;
 

@@ -7,6 +7,7 @@ import { HELD_STATUSES, pastRetention } from '../../database/retention-sql';
 import { queryResult } from '../../database/query-result';
 import { TraceEventEntity } from '../trace-event.entity';
 import type { TraceRecord } from '../trace-sink.port';
+import { stripNul } from '../../common/util/text-safety.util';
 import { FOLDED_TRACE_TYPE, foldTraceRecords, withFolded } from './trace-folding';
 
 export interface TraceQuery {
@@ -27,9 +28,19 @@ export function traceInsert(param: string): string {
   SELECT e->>0, e->>1, e->>2, e->3 FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`;
 }
 
-/** The records as traceInsert's one jsonb parameter. */
+/**
+ * The records as traceInsert's one jsonb parameter. Their strings are made storable as they are
+ * serialized (NUL and lone surrogates become U+FFFD, as in run events): a record PostgreSQL
+ * refused failed the run-event statement carrying it, which was then retried without its records,
+ * so the events were committed before their trace and a kill in between left a trace gap (issue 44).
+ */
 export function traceRowsParam(rows: readonly TraceRecord[]): string {
-  return jsonRows(rows.map((r) => [r.requestId ?? null, r.projectId ?? null, r.type, new RawJson(JSON.stringify(r.details ?? {}))]));
+  return jsonRows(rows.map((r) => [r.requestId ?? null, r.projectId ?? null, r.type, new RawJson(JSON.stringify(r.details ?? {}, storable))]));
+}
+
+/** JSON.stringify's replacer: each string value storable (called after toJSON, so a Date is its ISO text already). */
+function storable(_key: string, value: unknown): unknown {
+  return typeof value === 'string' ? stripNul(value) : value;
 }
 
 const INSERT_MANY = traceInsert('$1');

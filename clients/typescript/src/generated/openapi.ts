@@ -378,7 +378,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: database reachable, migrations applied, LLM configured (send traffic only when 200) */
+        /** Readiness: not draining, database reachable, migrations applied, LLM configured (send traffic only when 200) */
         get: operations["getReadiness"];
         put?: never;
         post?: never;

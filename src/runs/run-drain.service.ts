@@ -1,0 +1,68 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfigService } from '../config/app-config.service';
+import { Drain } from '../common/lifecycle/drain';
+import { RunControlService } from './run-control.service';
+import { RunExecutorService } from './run-executor.service';
+import { RunHandover } from './run-handover';
+import { RunSweeperService } from './run-sweeper.service';
+
+/**
+ * A rolling deploy's SIGTERM (issue 44, item 4), before the application closes (bootstrap.ts):
+ * 1. the instance drains: no new turn (503 shutting_down with Retry-After), readiness down;
+ * 2. the turns running here get SHUTDOWN_GRACE_MS to finish (short turns end here as usual);
+ * 3. those still running are handed over at their next checkpoint, within HANDOVER_WAIT_MS; one
+ *    that reaches none (a long final answer) is handed over where it is, and the taker continues
+ *    from its last stored checkpoint (the cut text superseded). Handing over releases the lease,
+ *    so another instance's next sweep takes the run over;
+ * 4. this instance's clients of handed-over runs read what the taker stores, for up to a lease.
+ * Runs that wait for a person are left to the executor's shutdown, which hands them over too.
+ * The instance's own sweeps stop at once: it takes no run over while it leaves.
+ */
+@Injectable()
+export class RunDrainService {
+  /** how long, past the grace period, a running turn has to reach its next checkpoint */
+  static readonly HANDOVER_WAIT_MS = 5_000;
+  private static readonly POLL_MS = 50;
+  private readonly logger = new Logger('Drain');
+
+  constructor(
+    private readonly drain: Drain,
+    private readonly executor: RunExecutorService,
+    private readonly handover: RunHandover,
+    private readonly control: RunControlService,
+    private readonly config: AppConfigService,
+    private readonly sweeper: RunSweeperService,
+  ) {}
+
+  /** Drains this instance; resolves when nothing runs here any more. How many turns ended here and how many were handed over. */
+  async run(graceMs = this.config.get('SHUTDOWN_GRACE_MS')): Promise<{ finished: number; handedOver: number }> {
+    this.drain.start();
+    // a leaving instance takes nothing over: its sweeps stop, the other instances' sweeps take what it hands over
+    this.sweeper.onApplicationShutdown();
+    const started = new Set(this.executor.busy);
+    this.logger.warn(`draining: ${started.size} turn(s) running, ${graceMs} ms to finish`);
+    await this.until(() => this.executor.busy.length === 0, graceMs);
+    const rest = this.executor.busy;
+    this.handover.ask(rest);
+    await this.until(() => !this.executor.busy.some((id) => rest.includes(id)), rest.length ? RunDrainService.HANDOVER_WAIT_MS : 0);
+    // no checkpoint in time: stopped where they are (fenced first, so the stop stores nothing)
+    const cut = this.executor.busy.filter((id) => rest.includes(id));
+    for (const id of cut) {
+      // fenced at once (release's first step, before it awaits the database), then stopped once
+      // released: what the turn stores meanwhile, or while it stops, is refused here
+      await this.handover.release(id);
+      this.control.cancelLocal(id, 'lease_lost');
+    }
+    // their clients here follow the takers' events until the end, for up to a lease (runs waiting
+    // for a person are not waited for: the executor's shutdown hands them over next)
+    await this.until(() => this.executor.busy.length === 0 && !this.executor.forwardingClients, rest.length ? this.config.get('RUN_LEASE_MS') : 0);
+    const handedOver = rest.length;
+    this.logger.warn(`drained: ${started.size - handedOver} turn(s) finished here, ${handedOver} handed over (${cut.length} between checkpoints)`);
+    return { finished: started.size - handedOver, handedOver };
+  }
+
+  private async until(done: () => boolean, ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    while (!done() && Date.now() < end) await new Promise((r) => setTimeout(r, RunDrainService.POLL_MS));
+  }
+}

@@ -1,0 +1,133 @@
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { freePort, readSse, startOrion, type Instance, type Received } from '../faults/harness';
+import { startApp, type TestApp } from '../support/app';
+import { createTestDatabase, describeOnPostgres } from '../support/db';
+import { sse } from '../support/sse-client';
+import { waitFor } from '../support/wait-for';
+
+/**
+ * Issue 44: a two-stage turn whose instance dies mid-phase is continued by another instance from
+ * its last checkpoint. A is the built service in a child process (killed with SIGKILL while the
+ * model streams the answer phase after a tool ran), B an app in this process on the same
+ * PostgreSQL. B's sweeper takes the run over; its `start` supersedes what A streamed of the phase
+ * cut short, and the client that reconnects to B with Last-Event-ID reads one gap-free sequence
+ * ending in one `done` with the whole answer; the stored answer has no fragment; the tool that
+ * finished before the kill (counted at the page it fetches) is not run again.
+ */
+const ROOT = join(__dirname, '..', '..');
+const DIST = join(ROOT, 'dist', 'main.js');
+const LEASE_MS = 3000;
+const ANSWER = ['The', 'page', 'is', 'slow.'];
+
+describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running turn whose instance died is continued by another', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let model: Server;
+  let port = 0;
+  let pg: Client;
+  let a: Instance;
+  let b: TestApp;
+  let pages = 0;
+  let answers = 0;
+
+  const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+  /** The first model call asks for fetch_page; the first answer call sends two words and hangs (A is killed then); later ones answer. */
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      if (req.url?.startsWith('/page')) {
+        pages++;
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>page</title></head><body><p>a slow page</p></body></html>');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (pages === 0) {
+        res.end(frame({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'fetch_page', arguments: JSON.stringify({ url: `http://127.0.0.1:${port}/page` }) } }] }, 'tool_calls') + 'data: [DONE]\n\n');
+        return;
+      }
+      if (++answers === 1) {
+        for (const w of ANSWER.slice(0, 2)) res.write(frame({ content: `${w} ` }));
+        return; // never ends: the instance is killed while it streams
+      }
+      res.end(ANSWER.map((w, i) => frame({ content: i === ANSWER.length - 1 ? w : `${w} ` })).join('') + frame({}, 'stop') + 'data: [DONE]\n\n');
+    });
+  }
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], { cwd: ROOT, stdio: 'ignore', timeout: 600_000 });
+    db = await createTestDatabase();
+    model = createServer(handle);
+    await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
+    port = (model.address() as AddressInfo).port;
+    const env = {
+      DATABASE_URL: db.url,
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      LLM_MODEL: 'fault',
+      TWO_STAGE_ENABLED: 'true',
+      FETCH_ALLOW_HOSTS: `127.0.0.1:${port}`,
+      RUN_LEASE_MS: String(LEASE_MS),
+      MCP_CONFIG: '',
+    };
+    a = await startOrion(DIST, await freePort(), env);
+    b = await startApp(env, { databaseUrl: db.url });
+    pg = new Client({ connectionString: db.url });
+    await pg.connect();
+  }, 700_000);
+
+  afterAll(async () => {
+    a?.child.kill('SIGKILL');
+    await b?.close();
+    await pg?.end();
+    model?.closeAllConnections();
+    model?.close();
+    await db?.drop();
+  });
+
+  it('A killed mid-phase: B continues from the checkpoint; one done, the answer once, the tool not run again, one gap-free stream on reconnect', async () => {
+    const got: Received[] = [];
+    const stream = readSse(`${a.url}/api/chat/messages_two_stage`, { content: 'Fetch the page' }, (e) => got.push(e));
+    // A streamed part of the phase after the tool: the fragment B's continuation supersedes
+    await waitFor(() => got.filter((e) => e.event === 'chunk' && String(e.data.content).includes('page')).length > 0, { what: 'the fragment on A', timeoutMs: 30_000 });
+    const requestId = String(got[0].data.requestId);
+    const lastId = got.at(-1)!.id;
+    a.child.kill('SIGKILL');
+    await once(a.child, 'exit').catch(() => undefined);
+    await stream;
+    expect(pages).toBe(1);
+
+    // the client reconnects to B after the last event it read
+    const again = await sse(`${b.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': String(lastId) }, timeoutMs: LEASE_MS * 20 });
+    const all = [...got.map((e) => ({ id: e.id, event: e.event, data: e.data })), ...again.events.map((e) => ({ id: Number(e.id), event: e.event, data: e.data }))];
+    expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
+    expect(all.filter((e) => e.event === 'done')).toHaveLength(1);
+    const start = again.events.find((e) => e.event === 'start');
+    expect(start?.data).toMatchObject({ takeover: true, resumed: true });
+    const from = Number(start!.data.supersedesFromSeq);
+    // what a client keeps: the chunks before the cut and after the continuation's start
+    const kept = all.filter((e) => e.event === 'chunk' && (e.id < from || e.id > Number(start!.id)));
+    const done = all.at(-1)!;
+    expect(done).toMatchObject({ event: 'done', data: { stopReason: 'final_answer' } });
+    expect(kept.map((e) => String(e.data.content)).join('')).toBe(String(done.data.fullContent));
+    expect(String(done.data.fullContent)).toContain(ANSWER.join(' '));
+    expect(String(done.data.fullContent).split('The page').length).toBe(2);
+
+    const message = (await pg.query<{ content: string }>(`SELECT content FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId])).rows;
+    expect(message.map((m) => m.content)).toEqual([done.data.fullContent]);
+    expect(pages).toBe(1);
+    const run = (await pg.query('SELECT status, takeovers FROM runs WHERE request_id = $1', [requestId])).rows[0];
+    expect(run).toMatchObject({ status: 'completed', takeovers: 1 });
+    const traced = await waitFor(async () => (await pg.query(`SELECT details FROM trace_events WHERE request_id = $1 AND type = 'run_taken_over'`, [requestId])).rows[0], { what: 'run_taken_over', timeoutMs: 10_000 });
+    expect(traced.details).toMatchObject({ outcome: 'continued', route: 'two-stage', checkpoint: expect.any(Number), fromInstance: expect.any(String) });
+    // the reloaded page's conversation carries the answer once
+    const res = await fetch(`${b.url}/api/chat/runs/${requestId}`);
+    expect(res.status).toBe(200);
+  }, 120_000);
+});
