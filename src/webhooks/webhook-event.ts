@@ -4,7 +4,7 @@
  */
 
 /** The events: a run's end (its status), or a run waiting for a person's approval. */
-export type WebhookEventType = 'run.completed' | 'run.cancelled' | 'run.failed' | 'run.awaiting_approval';
+export type WebhookEventType = 'run.completed' | 'run.cancelled' | 'run.failed' | 'run.awaiting_approval' | 'budget.reached' | 'budget.warning';
 
 /** The stored answer is sent up to this many characters (`answerTruncated` says when it was cut). */
 export const WEBHOOK_ANSWER_LIMIT = 8000;
@@ -12,8 +12,8 @@ export const WEBHOOK_ANSWER_LIMIT = 8000;
 /** The body of a webhook. */
 export interface WebhookPayload {
   type: WebhookEventType;
-  requestId: string;
-  conversationId: string;
+  requestId: string | null;
+  conversationId: string | null;
   projectId: string;
   status: string;
   stopReason: string | null;
@@ -28,19 +28,24 @@ export interface WebhookPayload {
 /** An outbox row's columns that make its payload. */
 export interface OutboxEventRow {
   type: WebhookEventType;
-  requestId: string;
-  conversationId: string;
+  /** null for a project's event (budget.*) */
+  requestId: string | null;
+  conversationId: string | null;
   projectId: string;
   status: string;
   stopReason: string | null;
   answer: string | null;
   answerTruncated: boolean;
   usage: Record<string, unknown> | null;
+  /** a budget event's budget (scope, id, period, limits, spent, resetsAt) */
+  details?: Record<string, unknown> | null;
   createdAt: Date;
 }
 
 /** The payload's JSON text; keys in a fixed order, so every try sends the same bytes. */
 export function payloadJson(r: OutboxEventRow): string {
+  // a budget's event is about a project, not a run (docs/API.md, Webhooks)
+  if (r.type === 'budget.reached' || r.type === 'budget.warning') return JSON.stringify({ type: r.type, projectId: r.projectId, budget: r.details ?? null, at: r.createdAt.toISOString() });
   const payload: WebhookPayload = {
     type: r.type,
     requestId: r.requestId,

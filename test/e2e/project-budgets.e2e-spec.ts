@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { startApp, type TestApp } from '../support/app';
 import { describeOnPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
+import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 const KEY = 'budget-admin-key';
 const auth = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -108,7 +110,7 @@ describe('project and key budgets (issue 46)', () => {
   describe('on one instance', () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await startApp({ ...env, LLM_BASE_URL: llm.openAiBaseUrl });
+      t = await startApp({ ...env, LLM_BASE_URL: llm.openAiBaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true' });
     });
     afterAll(async () => {
       await t?.close();
@@ -117,6 +119,29 @@ describe('project and key budgets (issue 46)', () => {
     it('20 concurrent sends against a budget of 5 turns: 5 run, 15 get 429 budget_exhausted before any model call; the report is the sum of the runs', async () => {
       await twentyAgainstFive(llm, [t.url], 'alpha');
     }, 60_000);
+
+    it("budget.warning past warnAt and budget.reached (once per period) go to the project's webhook URL, signed", async () => {
+      const hooks = await WebhookReceiver.start();
+      try {
+        const secret = (await api<{ secret: string }>(t.url, '/api/admin/projects/epsilon/webhook', { method: 'PUT', body: { url: hooks.url() } })).body.secret;
+        hooks.secrets = [secret];
+        // room for one reservation (1000 of 1200, past warnAt 0.5); after it the stored 400 + 1000 do not fit
+        expect((await api(t.url, '/api/admin/projects/epsilon/budget', { method: 'PUT', body: { period: 'day', tokens: 1200, warnAt: 0.5 } })).status).toBe(200);
+        llm.enqueue(respond.turn([{ text: 'hello' }, { finish: 'stop', usage }]));
+        expect((await sendTo(t.url, 'epsilon', 'first')).status).toBe(200);
+        expect((await sendTo(t.url, 'epsilon', 'second')).status).toBe(429);
+        expect((await sendTo(t.url, 'epsilon', 'third')).status).toBe(429);
+        const types = () => hooks.received.map((r) => r.payload.type).sort();
+        await waitFor(() => (hooks.received.length >= 3 ? true : undefined), { timeoutMs: 15_000, what: 'three webhooks' });
+        expect(types()).toEqual(['budget.reached', 'budget.warning', 'run.completed']);
+        expect(hooks.received.every((r) => r.verified)).toBe(true);
+        const reached = hooks.received.find((r) => r.payload.type === 'budget.reached')!.payload;
+        expect(reached).toMatchObject({ type: 'budget.reached', projectId: 'epsilon', budget: { scope: 'project', id: 'epsilon', period: 'day', tokens: 1200, spent: { tokens: 400 } } });
+        expect(typeof (reached.budget as { resetsAt: string }).resetsAt).toBe('string');
+      } finally {
+        await hooks.close();
+      }
+    });
 
     it('the budget routes validate their body with a 400 naming the field, and store nothing', async () => {
       const put = (body: unknown) => api<{ message: unknown }>(t.url, '/api/admin/projects/beta/budget', { method: 'PUT', body });

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { WebhookOutboxRepository } from '../../webhooks/repositories/webhook-outbox.repository';
 import { AppConfigService } from '../../config/app-config.service';
 import type { PriceTable } from '../../llm/llm-prices';
 import { ChatException, ChatExceptionCode } from '../chat.exception';
@@ -23,9 +24,12 @@ const named = (b: BudgetRow): string => (b.scope === 'project' ? `project ${b.sc
  */
 @Injectable()
 export class BudgetGate {
+  private readonly logger = new Logger('Budgets');
+
   constructor(
     private readonly budgets: BudgetRepository,
     private readonly config: AppConfigService,
+    private readonly outbox: WebhookOutboxRepository,
   ) {}
 
   /** null: no budget applies (one indexed read). Throws 429 budget_exhausted, before anything is stored. */
@@ -35,15 +39,36 @@ export class BudgetGate {
     const tokens = turnTokenBudget || this.config.get('BUDGET_TURN_RESERVE_TOKENS');
     const cost = (tokens * dearestRate(prices)) / 1e6;
     const now = new Date();
-    await this.budgets.locked(applying, async (m, current) => {
-      for (const b of current) {
-        const spent = await this.budgets.spent(b.scope, b.scopeId, periodStart(b.period, now), m);
-        const over = exceeded(b, spent, tokens, cost);
-        if (over) throw exhausted(b, over, spent, periodEnd(b.period, now), now);
-      }
-      await this.budgets.reserve({ requestId, projectId, keyId, tokens, cost }, m);
-    });
+    const warned: Array<{ b: BudgetRow; spent: Spent }> = [];
+    try {
+      await this.budgets.locked(applying, async (m, current) => {
+        for (const b of current) {
+          const spent = await this.budgets.spent(b.scope, b.scopeId, periodStart(b.period, now), m);
+          const over = exceeded(b, spent, tokens, cost);
+          if (over) throw Object.assign(exhausted(b, over, spent, periodEnd(b.period, now), now), { budgetRow: b, spentNow: spent });
+          if (pastWarning(b, { tokens: spent.tokens + tokens, cost: spent.cost + cost })) warned.push({ b, spent: { tokens: spent.tokens + tokens, cost: spent.cost + cost } });
+        }
+        await this.budgets.reserve({ requestId, projectId, keyId, tokens, cost }, m);
+      });
+    } catch (err) {
+      const e = err as { budgetRow?: BudgetRow; spentNow?: Spent };
+      if (e.budgetRow) this.announce('budget.reached', e.budgetRow, e.spentNow!, now);
+      throw err;
+    }
+    for (const w of warned) this.announce('budget.warning', w.b, w.spent, now);
     return { turnTokenBudget: tokens };
+  }
+
+  /**
+   * A project budget's webhook (its project's default URL), once per budget, event and period;
+   * after the admission's transaction, so a slow outbox never holds the budget's lock. A key's
+   * budget has no project to announce to.
+   */
+  private announce(type: 'budget.reached' | 'budget.warning', b: BudgetRow, spent: Spent, now: Date): void {
+    if (b.scope !== 'project') return;
+    const start = periodStart(b.period, now).toISOString();
+    const details = { scope: b.scope, id: b.scopeId, period: b.period, tokens: b.tokens, cost: b.cost, warnAt: b.warnAt, spent, periodStart: start, resetsAt: periodEnd(b.period, now).toISOString() };
+    this.outbox.announceProject(b.scopeId, type, details, `${type}:${b.scope}:${b.scopeId}:${start}`).catch((e: unknown) => this.logger.warn(`could not announce ${type} of ${named(b)}: ${(e as Error).message}`));
   }
 
   /** The send was refused after its admission: its reservation no longer holds anything. */
@@ -57,6 +82,12 @@ function dearestRate(prices: PriceTable): number {
   let max = 0;
   for (const p of prices.values()) max = Math.max(max, p.input, p.output, p.cached ?? 0);
   return max;
+}
+
+/** Whether what the period holds with this turn's reservation is past the budget's warning share of a limit. */
+function pastWarning(b: BudgetRow, held: Spent): boolean {
+  if (b.warnAt === null) return false;
+  return (b.tokens !== null && held.tokens >= b.warnAt * b.tokens) || (b.cost !== null && held.cost >= b.warnAt * b.cost);
 }
 
 /** Which limit the reservation would pass, if any. */

@@ -34,9 +34,16 @@ export class Budgets1764660000000 implements MigrationInterface {
     await q.query(`ALTER TABLE runs ADD COLUMN key_id varchar(128)`);
     await q.query(`CREATE INDEX idx_runs_project_created ON runs (project_id, created_at)`);
     await q.query(`CREATE INDEX idx_runs_key_created ON runs (key_id, created_at) WHERE key_id IS NOT NULL`);
+    // budget.reached / budget.warning go through the webhook outbox: a project's event, with no run
+    await q.query(`ALTER TABLE webhook_deliveries ALTER COLUMN request_id DROP NOT NULL, ALTER COLUMN conversation_id DROP NOT NULL,
+                   ADD COLUMN details jsonb, ADD COLUMN dedupe_key varchar(200)`);
+    await q.query(`CREATE UNIQUE INDEX uq_webhook_deliveries_dedupe ON webhook_deliveries (dedupe_key) WHERE dedupe_key IS NOT NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DELETE FROM webhook_deliveries WHERE request_id IS NULL`);
+    await q.query(`DROP INDEX uq_webhook_deliveries_dedupe`);
+    await q.query(`ALTER TABLE webhook_deliveries DROP COLUMN dedupe_key, DROP COLUMN details, ALTER COLUMN request_id SET NOT NULL, ALTER COLUMN conversation_id SET NOT NULL`);
     await q.query(`DROP INDEX idx_runs_key_created`);
     await q.query(`DROP INDEX idx_runs_project_created`);
     await q.query(`ALTER TABLE runs DROP COLUMN key_id`);

@@ -96,6 +96,21 @@ export class WebhookOutboxRepository {
     return Number(rows[0]?.n ?? 0) > 0;
   }
 
+  /**
+   * A project's budget event (budget.reached, budget.warning) to its default webhook URL, once per
+   * `dedupeKey` (the budget and its period): a second announcement of the same is dropped.
+   * Returns whether a row was written (false: no URL, or already announced).
+   */
+  async announceProject(projectId: string, type: 'budget.reached' | 'budget.warning', details: Record<string, unknown>, dedupeKey: string): Promise<boolean> {
+    const res = await this.ds.query(
+      `INSERT INTO webhook_deliveries (project_id, type, status, url, details, dedupe_key, next_attempt_at)
+       SELECT s.project_id, $2::varchar, $3::varchar, s.url, $4::jsonb, $5::varchar, now() FROM webhook_settings s WHERE s.project_id = $1 AND s.url IS NOT NULL
+       ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id`,
+      [projectId, type, type === 'budget.reached' ? 'reached' : 'warning', JSON.stringify(details), dedupeKey],
+    );
+    return queryResult(res).rows.length > 0;
+  }
+
   /** Gives a held-back announcement of this run its answer and makes it due now (see Announcement.answer). */
   async release(requestId: string, answer: string): Promise<void> {
     await this.ds.query(
@@ -118,7 +133,7 @@ export class WebhookOutboxRepository {
                        ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED),
               claimed AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $2::float8 / 1000), updated_at = now()
                             FROM due WHERE d.id = due.id
-                          RETURNING d.id, d.request_id, d.project_id, d.conversation_id, d.type, d.status, d.stop_reason, d.answer, d.answer_truncated, d.usage, d.url, d.attempts, d.created_at),
+                          RETURNING d.id, d.request_id, d.project_id, d.conversation_id, d.type, d.status, d.stop_reason, d.answer, d.answer_truncated, d.usage, d.details, d.url, d.attempts, d.created_at),
               abandoned AS (UPDATE webhook_attempts a SET finished_at = now(), error = $4 FROM claimed c WHERE a.delivery_id = c.id AND a.finished_at IS NULL),
               tries AS (INSERT INTO webhook_attempts (delivery_id, attempt, instance) SELECT id, attempts, $3 FROM claimed)
          SELECT c.*, s.secret, CASE WHEN s.previous_until > now() THEN s.previous_secret END AS previous_secret
@@ -128,15 +143,16 @@ export class WebhookOutboxRepository {
     ).rows as Array<Record<string, unknown>>;
     return rows.map((r) => ({
       id: String(r.id),
-      requestId: String(r.request_id),
+      requestId: r.request_id == null ? null : String(r.request_id),
       projectId: String(r.project_id),
-      conversationId: String(r.conversation_id),
+      conversationId: r.conversation_id == null ? null : String(r.conversation_id),
       type: r.type as WebhookEventType,
       status: String(r.status),
       stopReason: (r.stop_reason as string | null) ?? null,
       answer: (r.answer as string | null) ?? null,
       answerTruncated: !!r.answer_truncated,
       usage: (r.usage as Record<string, unknown> | null) ?? null,
+      details: (r.details as Record<string, unknown> | null) ?? null,
       createdAt: new Date(r.created_at as string),
       url: String(r.url),
       attempt: Number(r.attempts),
