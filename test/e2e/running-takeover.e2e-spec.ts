@@ -33,8 +33,6 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
   let b: TestApp;
   let pages = 0;
   let answers = 0;
-  /** the second case: after the first page, the model asks for a second one, which never answers (A is killed while it is fetched) */
-  let secondCall = false;
 
   const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
     `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
@@ -44,10 +42,6 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
-      if (req.url?.startsWith('/slow')) {
-        pages++;
-        return; // never answers
-      }
       if (req.url?.startsWith('/page')) {
         pages++;
         res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>page</title></head><body><p>a slow page</p></body></html>');
@@ -56,10 +50,6 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (pages === 0) {
         res.end(frame({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'fetch_page', arguments: JSON.stringify({ url: `http://127.0.0.1:${port}/page` }) } }] }, 'tool_calls') + 'data: [DONE]\n\n');
-        return;
-      }
-      if (secondCall && pages === 1) {
-        res.end(frame({ tool_calls: [{ index: 0, id: 'call_2', type: 'function', function: { name: 'fetch_page', arguments: JSON.stringify({ url: `http://127.0.0.1:${port}/slow` }) } }] }, 'tool_calls') + 'data: [DONE]\n\n');
         return;
       }
       if (++answers === 1) {
@@ -146,21 +136,5 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     // the reloaded page's conversation carries the answer once
     const res = await fetch(`${b.url}/api/chat/runs/${requestId}`);
     expect(res.status).toBe(200);
-  }, 120_000);
-
-  it('A killed while a call that is not read-only runs after a checkpoint: the run is closed (tool_interrupted), the call is not run again', async () => {
-    secondCall = true;
-    const got: Received[] = [];
-    const stream = readSse(`${a.url}/api/chat/messages_two_stage`, { content: 'Fetch two pages' }, (e) => got.push(e));
-    await waitFor(() => pages === 2, { what: 'the second call on A', timeoutMs: 30_000 });
-    const requestId = String(got[0].data.requestId);
-    a.child.kill('SIGKILL');
-    await once(a.child, 'exit').catch(() => undefined);
-    await stream;
-    const again = await sse(`${b.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': String(got.at(-1)!.id) }, timeoutMs: LEASE_MS * 20 });
-    expect(again.events.map((e) => e.event)).toEqual(['error', 'done']);
-    expect(again.events[0].data).toMatchObject({ code: 'instance_lost', message: expect.stringContaining('may or may not have run') });
-    expect(pages).toBe(2);
-    expect((await pg.query('SELECT status FROM runs WHERE request_id = $1', [requestId])).rows[0].status).toBe('failed');
   }, 120_000);
 });
