@@ -1,7 +1,7 @@
 import { compactRun, foldChunks, type ChunkRow } from './compaction';
 import { unpack } from './repositories/run-event.repository';
 import { TurnStepsRecorder } from './turn-steps';
-import { textUpTo } from './fork-prefix';
+import { liveEvents, textUpTo } from './fork-prefix';
 
 const env = (seq: number, phaseIndex: number) => ({ requestId: 'r', seq, phase: phaseIndex % 2 ? 'action_phase' : 'complete', phaseIndex, cycleIndex: 0 });
 const chunk = (seq: number, phaseIndex: number, content: string) => ({ ...env(seq, phaseIndex), content });
@@ -70,6 +70,27 @@ describe('compactRun', () => {
     expect(stored).toEqual(c.events);
     for (const phase of [0, 1, 2, 3, Infinity]) expect(textUpTo(stored, phase)).toBe(textUpTo(before, phase));
     expect(TurnStepsRecorder.fromStored(stored)).toEqual(TurnStepsRecorder.fromStored(before));
+  });
+
+  it('a taken-over run (issue 44): the phase cut short folds apart from its continuation, so the answer read back is the continued one', () => {
+    const takenOver = [
+      ...rows.slice(0, 5),
+      // A streamed part of phase 3, then died; B's start supersedes it from seq 7 and runs phase 3 again
+      { ...single('s7', 7, 3, 'Do'), last_seq: null, type: 'chunk' },
+      ev(8, 'start', 3, { takeover: true, supersedesFromSeq: 7 }),
+      { ...packed('p9', 9, 3, ['Done', '.']), last_seq: 10, type: 'chunks' },
+      ev(11, 'done', 3, { stopReason: 'final_answer' }),
+    ];
+    const raw = takenOver.flatMap((r) => unpack(r));
+    expect(textUpTo(raw, Infinity)).toBe('Looking Done.');
+    const c = compactRun(takenOver)!;
+    expect(c.events.filter((e) => e.type === 'chunk').map((e) => [e.seq, e.data.content])).toEqual([
+      [3, 'Looking '],
+      [7, 'Do'],
+      [9, 'Done.'],
+    ]);
+    expect(textUpTo(c.events, Infinity)).toBe('Looking Done.');
+    expect(TurnStepsRecorder.fromStored(liveEvents(c.events))).toEqual(TurnStepsRecorder.fromStored(liveEvents(raw)));
   });
 
   it('nothing to do for a run without rows or already compacted', () => {

@@ -38,15 +38,24 @@ function eventsOf(row: ChunkRow): Array<{ seq: number; data: Record<string, unkn
   return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, data }));
 }
 
-/** Folds one run's chunk rows (any order): one chunk per phase, in the row of the phase's first chunk. */
-export function foldChunks(rows: readonly ChunkRow[]): ChunkFold {
+/**
+ * Folds one run's chunk rows (any order): one chunk per phase, in the row of the phase's first
+ * chunk. `cuts`: the [from, until) seq ranges a takeover superseded (liveEvents, issue 44): a
+ * phase's chunks inside one are folded apart from the same phase's live ones, so the folded
+ * chunk of the continued phase is not starting in the superseded range (and dropped with it).
+ */
+export function foldChunks(rows: readonly ChunkRow[], cuts: ReadonlyArray<readonly [number, number]> = []): ChunkFold {
   const sorted = [...rows].sort((a, b) => a.seq - b.seq);
-  const phases = new Map<number, { first: { seq: number; data: Record<string, unknown> }; lastSeq: number; text: string[] }>();
+  const keyOf = (seq: number, phase: number) => {
+    const cut = cuts.find(([from, until]) => seq >= from && seq < until);
+    return cut ? `cut${cut[1]}:${phase}` : `${cuts.filter(([, until]) => until <= seq).length}:${phase}`;
+  };
+  const phases = new Map<string, { first: { seq: number; data: Record<string, unknown> }; lastSeq: number; text: string[] }>();
   let chunksBefore = 0;
   for (const row of sorted) {
     for (const e of eventsOf(row)) {
       chunksBefore++;
-      const phase = Number(e.data.phaseIndex) || 0;
+      const phase = keyOf(e.seq, Number(e.data.phaseIndex) || 0);
       const p = phases.get(phase);
       if (!p) phases.set(phase, { first: e, lastSeq: e.seq, text: [String(e.data.content ?? '')] });
       else {
@@ -102,7 +111,9 @@ export function compactRun(rows: readonly RunRow[]): CompactedRun | null {
     if (r.type === 'chunk' || r.type === 'chunks') chunkRows.push({ id: r.id, seq: r.seq, lastSeq: r.last_seq, data: r.data });
     else events.push(...unpack(r));
   }
-  const fold = foldChunks(chunkRows);
+  // a takeover's start supersedes the phase cut short: its chunks fold apart (foldChunks)
+  const cuts = events.filter((e) => e.type === 'start' && typeof e.data.supersedesFromSeq === 'number').map((e) => [Number(e.data.supersedesFromSeq), e.seq] as const);
+  const fold = foldChunks(chunkRows, cuts);
   const startOf = new Map(chunkRows.map((c) => [c.id, c.seq]));
   for (const w of fold.rewrite) events.push({ seq: startOf.get(w.id)!, type: 'chunk', data: w.data });
   for (const i of fold.insert) events.push({ seq: i.seq, type: 'chunk', data: i.data });

@@ -58,6 +58,16 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number): R
   return { ...pointOf(events, phaseIndex), ...(from !== undefined && { supersedesFromSeq: from }) };
 }
 
+/**
+ * A call the dead instance had started after the checkpoint (issue 44): its result is not in the
+ * checkpoint, so continuing from it would have the model ask for it again and run it a second
+ * time. The run is closed instead (reason `tool_interrupted`); undefined when there is none.
+ */
+export function interruptedCall(events: StoredRunEvent[], phaseIndex: number): string | undefined {
+  const call = liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+  return call ? String(call.data.tool) : undefined;
+}
+
 /** The phase indexes of a run's stored checkpoints, in order. */
 export function checkpointsOf(run: RunEntity): number[] {
   return Object.keys(run.checkpoint?.byPhase ?? {})

@@ -21,13 +21,24 @@ export type Takeover = (run: RunEntity) => Promise<number>;
 const INSTANCE_LOST_MESSAGE = 'The instance running this turn stopped; the turn was closed with what it had streamed';
 
 /** Why a run whose instance died was closed rather than continued elsewhere (issue 44), as its error message ends. */
-export type CloseReason = 'lease_expired' | 'protocol_cannot_continue' | 'no_checkpoint' | 'takeovers_exhausted' | 'takeover_failed';
+export type CloseReason = 'lease_expired' | 'protocol_cannot_continue' | 'no_checkpoint' | 'takeovers_exhausted' | 'takeover_failed' | 'tool_interrupted';
+
+/** Thrown by a Takeover that must not continue the run: it is closed with `reason`. */
+export class TakeoverRefused extends Error {
+  constructor(
+    readonly reason: CloseReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 const BECAUSE: Record<CloseReason, string> = {
   lease_expired: '',
   protocol_cannot_continue: ' (its protocol cannot continue from a checkpoint)',
   no_checkpoint: ' (it had no checkpoint to continue from yet)',
   takeovers_exhausted: ' (it was continued elsewhere RUN_MAX_TAKEOVERS times already)',
   takeover_failed: ' (the instance that took it over could not continue it)',
+  tool_interrupted: ' (a tool call was running when it stopped; it may or may not have run, and is not run again)',
 };
 
 /**
@@ -120,16 +131,16 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const claimed = await this.runs.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols, 20, this.config.get('RUN_MAX_TAKEOVERS'));
     for (const { run, fromInstance } of claimed) {
       this.logger.warn(`run ${run.requestId}: its instance's lease expired while it ${run.status === 'running' ? 'ran' : 'waited for a person'}; continued here`);
-      const taken = (outcome: 'continued' | 'failed', checkpoint: number | null) =>
+      const taken = (outcome: 'continued' | 'failed' | 'refused', checkpoint: number | null) =>
         this.trace.record({ requestId: run.requestId, projectId: run.projectId, type: 'run_taken_over', details: { fromInstance, checkpoint, route: run.protocol, outcome, takeovers: run.takeovers, status: run.status } });
       try {
         taken('continued', await continueHere(run));
       } catch (err) {
         this.logger.error(`run ${run.requestId} could not be taken over: ${(err as Error).message}`);
         if (!(await this.runs.failTakenOver(run.requestId, INSTANCE_ID).catch(() => false))) continue;
-        taken('failed', null);
+        taken(err instanceof TakeoverRefused ? 'refused' : 'failed', null);
         await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch(() => 0);
-        await this.closeFromStoredEvents(run, 'failed', 'takeover_failed').catch((e) => this.logger.error(`could not close run ${run.requestId}: ${(e as Error).message}`));
+        await this.closeFromStoredEvents(run, 'failed', err instanceof TakeoverRefused ? err.reason : 'takeover_failed').catch((e) => this.logger.error(`could not close run ${run.requestId}: ${(e as Error).message}`));
         closed.push(run.requestId);
       }
     }

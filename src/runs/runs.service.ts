@@ -15,9 +15,9 @@ import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunControlService } from './run-control.service';
 import type { SentEvent } from './run-event-bus.service';
-import { checkpointsOf, forkHint, pointOf, runCancelled, takeoverPointOf, type ResumePlan, type ResumePoint } from './resume-plan';
+import { checkpointsOf, forkHint, interruptedCall, pointOf, runCancelled, takeoverPointOf, type ResumePlan, type ResumePoint } from './resume-plan';
 import { INSTANCE_ID, RunExecutorService, type ExecuteRunParams } from './run-executor.service';
-import { RunSweeperService } from './run-sweeper.service';
+import { RunSweeperService, TakeoverRefused } from './run-sweeper.service';
 import { BatchHandoff } from './batch-handoff';
 import { forkPrefix } from './fork-prefix';
 import { RunsException, RunsExceptionCode } from './runs.exception';
@@ -108,7 +108,11 @@ export class RunsService {
       const state = phaseIndex === undefined ? undefined : run.checkpoint?.byPhase[String(phaseIndex)];
       if (phaseIndex === undefined || state === undefined) throw new Error(`run ${run.requestId} has no checkpoint to continue from`);
       const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
-      const point = takeoverPointOf(await this.events.listAfter(run.requestId, 0, 1_000_000), phaseIndex);
+      const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
+      // never run twice by accident: a call started after the checkpoint may or may not have run
+      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex) : undefined;
+      if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
+      const point = takeoverPointOf(stored, phaseIndex);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
       // executes on its own: the executor closes it however it ends
       void this.executor

@@ -21,6 +21,7 @@ export type TraceType =
   | 'run_paused'
   | 'run_resumed'
   | 'run_failed'
+  | 'run_taken_over'
   | (string & {});
 
 export interface TraceRecord {

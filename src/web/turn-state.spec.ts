@@ -217,3 +217,21 @@ describe('turn state', () => {
     expect(isSettled(s.status)).toBe(true);
   });
 });
+
+describe('a turn continued on another instance (issue 44)', () => {
+  it("drops the text streamed from the takeover start's supersedesFromSeq, then shows the continuation once", () => {
+    const s = createTurnState();
+    const env = { ...ids, phase: 'action_phase', phaseIndex: 3, cycleIndex: 1 };
+    applyEvent(s, 'start', { ...env, seq: 1, protocol: 'two-stage', phaseIndex: 0 });
+    applyEvent(s, 'chunk', { ...env, seq: 2, content: 'Looking. ', phaseIndex: 1 });
+    applyEvent(s, 'chunk', { ...env, seq: 3, content: 'The pa' });
+    applyEvent(s, 'chunk', { ...env, seq: 4, content: 'ge' });
+    applyEvent(s, 'start', { ...env, seq: 5, protocol: 'two-stage', resumed: true, takeover: true, supersedesFromSeq: 3 });
+    expect(s.content).toBe('Looking. ');
+    applyEvent(s, 'chunk', { ...env, seq: 6, content: 'The page is slow.' });
+    applyEvent(s, 'done', { ...env, seq: 7, stopReason: 'final_answer', fullContent: 'Looking. The page is slow.', messageId: 'm' });
+    expect(s.content).toBe('Looking. The page is slow.');
+    expect(s.contentMismatch).toBe(false);
+    expect(s.gaps).toBe(0);
+  });
+});

@@ -66,7 +66,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     model = createServer(handle);
     await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
     port = (model.address() as AddressInfo).port;
-    const env = {
+    env = {
       DATABASE_URL: db.url,
       LLM_PROVIDER: 'openai',
       LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
@@ -81,6 +81,13 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     pg = new Client({ connectionString: db.url });
     await pg.connect();
   }, 700_000);
+
+  let env: Record<string, string>;
+  beforeEach(async () => {
+    pages = 0;
+    answers = 0;
+    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+  }, 120_000);
 
   afterAll(async () => {
     a?.child.kill('SIGKILL');

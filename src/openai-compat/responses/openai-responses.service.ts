@@ -9,6 +9,7 @@ import { PROJECT_ID_PATTERN } from '../../common/workspace/project-id';
 import { ApprovalsService } from '../../runs/approvals/approvals.service';
 import type { SentEvent } from '../../runs/run-event-bus.service';
 import { RunEventsService } from '../../runs/run-events.service';
+import { liveEvents } from '../../runs/fork-prefix';
 import { RunRepository } from '../../runs/repositories/run.repository';
 import { RunsService } from '../../runs/runs.service';
 import { header, OpenAiCompletionsService, ORION_HEADERS } from '../openai-completions.service';
@@ -103,7 +104,8 @@ export class OpenAiResponsesService {
   /** The response as the run's stored events say now. */
   private async stored(requestId: string, frame: ResponseFrame): Promise<Record<string, unknown>> {
     const projection = new ResponseProjection(frame);
-    for (const e of await this.runEvents.stored(requestId)) projection.push(e);
+    // what a takeover superseded is not part of the response (issue 44)
+    for (const e of liveEvents(await this.runEvents.stored(requestId))) projection.push(e);
     return projection.snapshot();
   }
 

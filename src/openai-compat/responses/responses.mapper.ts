@@ -177,6 +177,12 @@ export class ResponseProjection {
     const out: ResponseEvent[] = [];
     if (full && stop !== 'error') {
       if (full.startsWith(this.text) && full.length > this.text.length) out.push(...this.openMessage(), this.delta(full.slice(this.text.length)));
+      else if (!full.startsWith(this.text) && this.message >= 0) {
+        // a takeover superseded part of what was streamed (issue 44): the response holds the
+        // stored answer; the deltas already sent cannot be taken back (docs/API.md)
+        this.text = full;
+        (this.output[this.message] as MessageItem).content[0].text = full;
+      }
       out.push(...this.closeMessage(stop === 'max_tokens' ? 'incomplete' : 'completed'));
     }
     if (stop === 'error' || this.error) {

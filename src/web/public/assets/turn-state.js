@@ -61,6 +61,7 @@ export function createTurnState(init = {}) {
     cycleIndex: 0,
     /** @type {PhaseStep[]} */ phases: [],
     content: '',
+    /** where each chunk's text starts in `content`, by seq: a takeover's `start` cuts back to one @type {Array<[number, number]>} */ chunkAt: [],
     /** @type {ToolActivity[]} */ tools: [],
     /** calls waiting for (or decided by) a person @type {import('./approval-state.js').Approval[]} */ approvals: [],
     /** @type {{ code: string, message: string }[]} */ notices: [],
@@ -180,6 +181,12 @@ export function applyEvent(s, type, data) {
     case 'start':
       s.queuePosition = null;
       if (typeof data.protocol === 'string') s.protocol = data.protocol;
+      // the run was continued on another instance (docs/API.md): the text streamed from this seq on is superseded
+      if (Number.isInteger(data.supersedesFromSeq)) {
+        const cut = (s.chunkAt ?? []).find(([at]) => at >= data.supersedesFromSeq);
+        if (cut) s.content = s.content.slice(0, cut[1]);
+        s.chunkAt = (s.chunkAt ?? []).filter(([at]) => at < data.supersedesFromSeq);
+      }
       break;
     case 'phase':
       if (data.status === 'start') {
@@ -190,7 +197,9 @@ export function applyEvent(s, type, data) {
       }
       break;
     case 'chunk':
-      if (typeof data.content === 'string') s.content += data.content;
+      if (typeof data.content !== 'string') break;
+      if (Number.isInteger(seq)) (s.chunkAt ??= []).push([seq, s.content.length]);
+      s.content += data.content;
       break;
     case 'tool_calls':
       for (const call of Array.isArray(data.calls) ? data.calls : []) upsertTool(s, call.id, { name: call.name, status: 'requested' });
