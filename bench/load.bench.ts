@@ -135,7 +135,7 @@ function against(row: Row, floor: Row | undefined): string {
 }
 
 /** p99 added latency per chunk by system and route, in ascending N: where it crosses 100 ms (crossings) */
-const p99s = new Map<string, Array<{ n: number; p99: number }>>();
+const p99s = new Map<string, Array<{ n: number; p99: number; turnsPerS: number }>>();
 
 /** `floor`: the relay's row at the same N; `stack`: the stack floor's on the same database */
 function print(row: Row, floor?: Row, stack?: Row): void {
@@ -143,7 +143,7 @@ function print(row: Row, floor?: Row, stack?: Row): void {
   const turns = Math.max(1, l.completed + l.errors);
   const ratio = ` | ${against(row, floor)} | ${against(row, stack)}`;
   const key = row.route === 'floor' ? row.system : `${row.system} ${row.route}`;
-  p99s.set(key, [...(p99s.get(key) ?? []), { n: row.n, p99: pct(l.latenciesMs, 0.99) }]);
+  p99s.set(key, [...(p99s.get(key) ?? []), { n: row.n, p99: pct(l.latenciesMs, 0.99), turnsPerS: (l.completed * 1000) / l.wallMs }]);
   const line =
     `| ${row.system} | ${row.route} | ${row.n} | ${l.completed} | ${l.errors} | ${f(pct(l.latenciesMs, 0.5))} | ${f(pct(l.latenciesMs, 0.99))} | ${f(pct(l.openMs, 0.5), 0)} / ${f(pct(l.openMs, 0.99), 0)} | ${f(pct(l.turnMs, 0.5) / 1000, 2)} / ${f(pct(l.turnMs, 0.99) / 1000, 2)} | ${f(row.loopP99Ms)} | ${f(row.idleRss / 1048576, 0)} | ${f(row.perStreamKb, 0)} | ${f(row.cpuPerTurn)} | ${f(row.pgCpuPerTurn)} | ${f(row.rowsPerTurn, 0)} | ${f(row.commitsPerTurn, 0)} | ${f(row.statementsPerTurn)} | ${f(row.walKbPerTurn, 0)} / ${f(row.dbKbPerTurn, 0)} / ${f(row.storageKbPerTurn, 0)} | ${f(row.writesPerTurn, 0)} | ${f(l.dataEvents / turns, 0)} | ${f(l.sseBytes / turns / 1024)} | ${f((l.completed * 1000) / l.wallMs)}${ratio} |`;
   console.log(line);
@@ -234,6 +234,8 @@ async function main() {
   }
   const crossingRows = crossings(P99_LIMIT_MS);
   for (const [system, text] of crossingRows) console.log(`${system}: ${text}`);
+  const capacityRows = capacity(P99_LIMIT_MS);
+  for (const [system, tps, ratio, largest] of capacityRows) console.log(`${system}: ${tps} turns/s at saturation (${ratio} the relay's), largest N with p99 < ${P99_LIMIT_MS} ms: ${largest}`);
   new BenchReport(
     REPORT,
     'N concurrent turns per chat route on the built service (one process) with a fake OpenAI-compatible model in its own process ' +
@@ -243,6 +245,7 @@ async function main() {
   )
     .table('load', 'Per system, route and N', cellsOf(HEADER), printed, 3)
     .table('p99-crossing', 'Where p99 added latency per chunk crosses 100 ms', ['system', 'crossing'], crossingRows, 1)
+    .table('capacity', 'Turns per second at saturation and the largest N with p99 under 100 ms', ['system', 'turns/s at saturation', '× relay', 'largest N with p99 < 100 ms'], capacityRows, 1)
     .write();
 }
 
@@ -265,6 +268,23 @@ function crossings(limitMs: number): string[][] {
     out.push([system, text]);
   }
   return out;
+}
+
+/**
+ * Per system and route: turns per second at saturation (the most any N of the run reached: past
+ * saturation more streams only wait longer), beside the relay's, and the largest N of the run
+ * below which p99 added latency per chunk stayed under `limitMs` ('none' when even the smallest did not).
+ */
+function capacity(limitMs: number): string[][] {
+  const best = (points: Array<{ turnsPerS: number }>) => Math.max(...points.map((p) => p.turnsPerS));
+  const relay = p99s.get('floor relay');
+  return [...p99s].map(([system, points]) => {
+    // the N below the first one over the limit, as `crossings` reads them (a smaller N over it and a larger one under is noise, not capacity)
+    const sorted = [...points].sort((a, b) => a.n - b.n);
+    const over = sorted.findIndex((p) => p.p99 >= limitMs);
+    const largest = over < 0 ? sorted.at(-1)!.n : over > 0 ? sorted[over - 1].n : 'none';
+    return [system, f(best(points)), relay ? `${f(best(points) / best(relay), 2)}×` : '–', String(largest)];
+  });
 }
 
 main().catch((err) => {
