@@ -126,7 +126,11 @@ export async function runSoak(s: SoakSettings, go: () => Promise<void>): Promise
     const stats = new StorageStats(ds, 0);
     const t0 = performance.now();
     const inflight = new Set<Promise<void>>();
-    const sampler = setInterval(() => void stats.sample().then((b) => samples.push({ t: (performance.now() - t0) / 1000, bytes: sum(b.bytes) })), 1000);
+    // the last sample is awaited before the service closes (one still reading then would fail the child)
+    let sampling: Promise<unknown> = Promise.resolve();
+    const sampler = setInterval(() => {
+      sampling = stats.sample().then((b) => samples.push({ t: (performance.now() - t0) / 1000, bytes: sum(b.bytes) }), () => undefined);
+    }, 1000);
     const end = t0 + s.seconds * 1000;
     for (let i = 0; performance.now() < end; i++) {
       const wait = t0 + (i * 1000) / s.rate - performance.now();
@@ -144,6 +148,7 @@ export async function runSoak(s: SoakSettings, go: () => Promise<void>): Promise
     await Promise.all(inflight);
     const elapsed = (performance.now() - t0) / 1000;
     clearInterval(sampler);
+    await sampling;
     const [left] = (await ds.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent IN (to_regclass('run_events'), to_regclass('trace_events'))`)) as Array<{ n: number }>;
     return {
       turns,

@@ -22,6 +22,9 @@ const PARTITIONS_LOCK = `hashtext('orion.time_partitions')`;
  */
 const LOCK_TIMEOUT = '100ms';
 
+/** The name suffix of a partition detached for dropping (an operator's own detached tables are never touched). */
+const DROPPING = '_dropping';
+
 /**
  * The time partitions of run_events and trace_events (src/database/partitions.ts), each
  * PARTITION_INTERVAL long (a day by default): the current one and the next PARTITION_DAYS_AHEAD
@@ -110,7 +113,7 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
         if (keep?.keep) return 0;
         const [count] = (await q(`SELECT count(*)::int AS n FROM ${p.name}`)) as Array<{ n: number }>;
         await q(`ALTER TABLE ${table} DETACH PARTITION ${p.name}`);
-        await q(`DROP TABLE ${p.name}`);
+        await q(`ALTER TABLE ${p.name} RENAME TO ${p.name}${DROPPING}`);
         return Number(count?.n ?? 0);
       }).catch((err: Error) => {
         this.logger.warn(`dropping partition ${p.name} failed (tried again on the next round): ${err.message}`);
@@ -120,7 +123,21 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
       removed += n;
       if (n > 0) this.logger.log(`dropped partition ${p.name} (${n} rows)`);
     }
+    await this.dropDetached(table);
     return removed;
+  }
+
+  /**
+   * The detached partitions (renamed `…_dropping`) are dropped each in a transaction of its own,
+   * after their detach committed: DROP locks `runs` (the foreign key's table), and taking that
+   * while holding the parent's lock, as one transaction, could deadlock with a turn that holds a
+   * runs row and waits for run_events. One left by a failed drop goes on the next round.
+   */
+  private async dropDetached(table: PartitionedTable): Promise<void> {
+    const left = (await this.ds.query(`SELECT relname AS name FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace AND relname LIKE $1`, [`${table}\\_p%${DROPPING}`])) as Array<{ name: string }>;
+    for (const { name } of left) {
+      await this.locked((q) => q(`DROP TABLE IF EXISTS ${name}`)).catch((err: Error) => this.logger.warn(`dropping the detached partition ${name} failed (tried again on the next round): ${err.message}`));
+    }
   }
 
   /** `fn` in a transaction holding the partitions lock, with a short lock timeout; undefined when another instance holds the lock. */
