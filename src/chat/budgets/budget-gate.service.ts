@@ -41,7 +41,7 @@ export class BudgetGate {
     const tokens = turnTokenBudget || this.config.get('BUDGET_TURN_RESERVE_TOKENS');
     const cost = (tokens * dearestRate(prices)) / 1e6;
     const now = new Date();
-    const found = await this.budgets.admit(projectId, keyId, { requestId, tokens, cost }, (b) => periodStart(b.period, now));
+    const found = await this.budgets.admit(projectId, keyId, { requestId, tokens, cost }, now);
     if (found.budgets.length === 0) return null;
     if (!found.inserted) {
       // the statement's own test refused it; name the first budget it does not fit

@@ -124,44 +124,21 @@ export class BudgetRepository {
   }
 
   /**
-   * The admission, in one transaction of two statements. The first locks the send's budget rows
-   * (ordered, so two admissions never deadlock) and reads them as they are now: admissions that
-   * spend the same budget take turns, on every instance. The second sums what each budget's
-   * period used and inserts the reservation only if it fits them all. Two statements, not one:
-   * on READ COMMITTED a statement's snapshot is taken when it starts, so a sum in the locking
-   * statement would miss a reservation committed while it waited for the lock; the second
-   * statement starts after the lock is held and sees every reservation committed before it.
-   * `since`: a budget's period start. Returns the budgets with what each had spent before this
-   * reservation, and whether it was inserted.
+   * The admission, in one round trip: orion_budget_admit (migration 1764680000000) locks the
+   * send's budget rows (ordered, so two admissions never deadlock), then, in statements of its own
+   * and so seeing every reservation committed before the lock was granted (READ COMMITTED takes a
+   * snapshot per statement), sums what each budget's period used and inserts the reservation only
+   * if it fits them all. Admissions that spend the same budget take turns, on every instance.
+   * `now`: the periods are those holding it (UTC). Returns the locked budgets with what each had
+   * spent before this reservation, and whether it was inserted.
    */
-  admit(projectId: string, keyId: string | null, r: Omit<Reservation, 'projectId' | 'keyId'>, since: (b: BudgetRow) => Date): Promise<Admitted> {
-    return this.ds.transaction(async (m) => {
-      const current = (
-        queryResult(
-          await m.query(
-            `SELECT ${COLUMNS} FROM budgets WHERE (scope = 'project' AND scope_id = $1) OR (scope = 'key' AND scope_id = $2) ORDER BY scope, scope_id FOR UPDATE`,
-            [projectId, keyId ?? ''],
-          ),
-        ).rows as Array<Record<string, unknown>>
-      ).map(row);
-      if (current.length === 0) return { budgets: [], inserted: false };
-      const params: unknown[] = [r.requestId, projectId, keyId, r.tokens, r.cost, ORPHAN_RESERVATION_MS];
-      const p = (v: unknown): string => `$${params.push(v)}`;
-      const sums = current.map((b, i) => `s${i} AS (${spentSql(b.scope === 'project' ? 'project_id' : 'key_id', p(b.scopeId), p(since(b)), '$6')})`);
-      const fits = current.map((b, i) => `(${p(b.tokens)}::float8 IS NULL OR s${i}.tokens + $4::float8 <= ${p(b.tokens)}::float8) AND (${p(b.cost)}::float8 IS NULL OR s${i}.cost + $5::float8 <= ${p(b.cost)}::float8)`);
-      const from = current.map((_, i) => `s${i}`).join(', ');
-      const rows = queryResult(
-        await m.query(
-          `WITH ${sums.join(', ')},
-           ins AS (INSERT INTO budget_reservations (request_id, project_id, key_id, tokens, cost)
-                   SELECT $1::uuid, $2, $3, $4::float8, $5::float8 FROM ${from} WHERE ${fits.join(' AND ')} RETURNING 1)
-           SELECT ${current.map((_, i) => `s${i}.tokens AS t${i}, s${i}.cost AS c${i}`).join(', ')}, (SELECT count(*) FROM ins)::int AS inserted FROM ${from}`,
-          params,
-        ),
-      ).rows as Array<Record<string, unknown>>;
-      const spent = current.map((_, i) => ({ tokens: num(rows[0]?.[`t${i}`]), cost: num(rows[0]?.[`c${i}`]) }));
-      return { budgets: current.map((b, i) => ({ b, spent: spent[i] })), inserted: num(rows[0]?.inserted) > 0 };
-    });
+  async admit(projectId: string, keyId: string | null, r: Omit<Reservation, 'projectId' | 'keyId'>, now: Date): Promise<Admitted> {
+    const rows = queryResult(
+      await this.ds.query(`SELECT orion_budget_admit($1, $2, $3, $4, $5, $6, $7) AS admitted`, [r.requestId, projectId, keyId ?? '', r.tokens, r.cost, now, ORPHAN_RESERVATION_MS]),
+    ).rows as Array<{ admitted: unknown }>;
+    const raw = rows[0]?.admitted;
+    const got = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { inserted: boolean; budgets: Array<Record<string, unknown>> };
+    return { inserted: got.inserted, budgets: got.budgets.map((x) => ({ b: row(x), spent: { tokens: num(x.spentTokens), cost: num(x.spentCost) } })) };
   }
 
   /**
