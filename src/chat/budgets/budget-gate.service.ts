@@ -17,7 +17,7 @@ const named = (b: BudgetRow): string => (b.scope === 'project' ? `project ${b.sc
 /**
  * Admits sends against their project's and key's budgets (docs/OPERATIONS.md, "Budgets"). A send
  * under a budget reserves its turn's worst case, its turn token budget (and that at the price
- * table's dearest rate for a cost budget), under the budget rows' locks, so no two concurrent
+ * table's dearest rate for a cost budget), under the budget rows' locks (BudgetRepository.admit), so no two concurrent
  * turns on any instance both take the last of a budget; the turn then runs with that turn
  * budget, so it can pass its reservation by at most its forced final call. When the run ends its
  * stored usage counts instead; a send refused later releases its reservation.
@@ -32,30 +32,28 @@ export class BudgetGate {
     private readonly outbox: WebhookOutboxRepository,
   ) {}
 
-  /** null: no budget applies (one indexed read). Throws 429 budget_exhausted, before anything is stored. */
+  /**
+   * null: no budget applies (BudgetRepository.mayApply: such a send usually reads nothing).
+   * Throws 429 budget_exhausted, before anything is stored.
+   */
   async admit(requestId: string, projectId: string, keyId: string | null, turnTokenBudget: number | undefined, prices: PriceTable): Promise<Admission | null> {
-    const applying = await this.budgets.applying(projectId, keyId);
-    if (applying.length === 0) return null;
+    if (!(await this.budgets.mayApply(projectId, keyId))) return null;
     const tokens = turnTokenBudget || this.config.get('BUDGET_TURN_RESERVE_TOKENS');
     const cost = (tokens * dearestRate(prices)) / 1e6;
     const now = new Date();
-    const warned: Array<{ b: BudgetRow; spent: Spent }> = [];
-    try {
-      await this.budgets.locked(applying, async (m, current) => {
-        for (const b of current) {
-          const spent = await this.budgets.spent(b.scope, b.scopeId, periodStart(b.period, now), m);
-          const over = exceeded(b, spent, tokens, cost);
-          if (over) throw Object.assign(exhausted(b, over, spent, periodEnd(b.period, now), now), { budgetRow: b, spentNow: spent });
-          if (pastWarning(b, { tokens: spent.tokens + tokens, cost: spent.cost + cost })) warned.push({ b, spent: { tokens: spent.tokens + tokens, cost: spent.cost + cost } });
-        }
-        await this.budgets.reserve({ requestId, projectId, keyId, tokens, cost }, m);
-      });
-    } catch (err) {
-      const e = err as { budgetRow?: BudgetRow; spentNow?: Spent };
-      if (e.budgetRow) this.announce('budget.reached', e.budgetRow, e.spentNow!, now);
-      throw err;
+    const found = await this.budgets.admit(projectId, keyId, { requestId, tokens, cost }, now);
+    if (found.budgets.length === 0) return null;
+    if (!found.inserted) {
+      // the statement's own test refused it; name the first budget it does not fit
+      const refused = found.budgets.find(({ b, spent }) => exceeded(b, spent, tokens, cost)) ?? found.budgets[0];
+      const over = exceeded(refused.b, refused.spent, tokens, cost) ?? 'tokens';
+      this.announce('budget.reached', refused.b, refused.spent, now);
+      throw exhausted(refused.b, over, refused.spent, periodEnd(refused.b.period, now), now);
     }
-    for (const w of warned) this.announce('budget.warning', w.b, w.spent, now);
+    for (const { b, spent } of found.budgets) {
+      const held = { tokens: spent.tokens + tokens, cost: spent.cost + cost };
+      if (pastWarning(b, held)) this.announce('budget.warning', b, held, now);
+    }
     return { turnTokenBudget: tokens };
   }
 
