@@ -403,7 +403,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     for (const requestId of this.resumable) {
       if (!this.waiting.has(requestId)) continue;
       // one that was decided meanwhile (no longer awaiting) is not released, and is cancelled as any live run
-      if (!(await this.runs.releaseAwaiting(requestId, INSTANCE_ID).catch(() => false))) continue;
+      if (!(await this.runs.releaseLease(requestId, INSTANCE_ID, 'awaiting_approval').catch(() => false))) continue;
       this.approvals.handOff(requestId);
       handed.add(requestId);
       this.logger.warn(`run ${requestId} waits for a person: handed over to another instance on shutdown`);

@@ -43,7 +43,7 @@ export class RunHandover {
   async release(requestId: string): Promise<boolean> {
     this.gone.add(requestId);
     this.asked.delete(requestId);
-    const released = await this.runs.releaseRunning(requestId, INSTANCE_ID).catch((err: unknown) => {
+    const released = await this.runs.releaseLease(requestId, INSTANCE_ID, 'running').catch((err: unknown) => {
       this.logger.error(`run ${requestId}: could not release its lease (${(err as Error).message}); it is taken over once the lease expires`);
       return false;
     });

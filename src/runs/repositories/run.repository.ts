@@ -254,29 +254,16 @@ export class RunRepository {
   }
 
   /**
-   * Gives up this instance's lease of a run that waits for a person (graceful shutdown): no
-   * owner, expired now, so another instance's sweeper takes it over; the run's writes from here
-   * on are fenced. False when `owner` no longer holds it or it no longer waits.
+   * Gives up this instance's lease of a run in `status` (graceful shutdown): no owner, expired
+   * now, so another instance's next sweep takes it over (a run waiting for a person, or, when
+   * draining, a running run from its last checkpoint); the run keeps its status and its writes
+   * from here on are fenced. False when `owner` no longer holds it or it left that status.
    */
-  async releaseAwaiting(requestId: string, owner: string): Promise<boolean> {
+  async releaseLease(requestId: string, owner: string, status: 'awaiting_approval' | 'running'): Promise<boolean> {
     const res: [unknown[], number] = await this.runs.query(
       `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
-        WHERE request_id = $1 AND lease_owner = $2 AND status = 'awaiting_approval' RETURNING request_id`,
-      [requestId, owner],
-    );
-    return countOf(res) > 0;
-  }
-
-  /**
-   * A draining instance hands a running run over (issue 44, rolling deploys): its lease lapses
-   * now, so another instance's next sweep takes it over from its last checkpoint; the run stays
-   * `running`. False when `owner` no longer holds it (it ended, or was taken).
-   */
-  async releaseRunning(requestId: string, owner: string): Promise<boolean> {
-    const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
-        WHERE request_id = $1 AND lease_owner = $2 AND status = 'running' RETURNING request_id`,
-      [requestId, owner],
+        WHERE request_id = $1 AND lease_owner = $2 AND status = $3 RETURNING request_id`,
+      [requestId, owner, status],
     );
     return countOf(res) > 0;
   }
