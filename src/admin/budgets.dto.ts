@@ -16,8 +16,8 @@ export class PutBudgetDto {
   cost?: number | null;
 
   @ApiPropertyOptional({ type: Number, nullable: true, example: 0.8, description: 'the share of a limit at which the budget reports `warning` (0 < warnAt < 1)' })
-  @IsOptional() @ValidateIf((_, v) => v !== null) @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'warnAt must be a number between 0 and 1' })
-  @Min(0.01, { message: 'warnAt must be a number between 0 and 1' }) @Max(0.99, { message: 'warnAt must be a number between 0 and 1' })
+  @IsOptional() @ValidateIf((_, v) => v !== null) @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'warnAt must be a number from 0.01 to 0.99' })
+  @Min(0.01, { message: 'warnAt must be a number from 0.01 to 0.99' }) @Max(0.99, { message: 'warnAt must be a number from 0.01 to 0.99' })
   warnAt?: number | null;
 }
 

@@ -63,6 +63,9 @@ async function twentyAgainstFive(llm: ReplayServer, urls: string[], projectId: s
     expect(body.budget).toMatchObject({ scope: 'project', id: projectId, period: 'day', limit: 'tokens', tokens: PROJECT_BUDGET });
     expect(body.message).toContain(`project ${projectId}`);
     expect(body.message).toContain(`resets at ${body.resetsAt}`);
+    // what is left and the reservation it did not fit, so a client knows a smaller turn budget could
+    expect(body).toMatchObject({ reserved: RESERVE });
+    expect(body.message).toMatch(/has \d+ left .* less than this turn's reservation of 1000 tokens/);
     expect(Number(r.retryAfter)).toBe(body.retryAfter);
     expect(Math.abs(Number(r.retryAfter) - secondsToUtcMidnight())).toBeLessThan(30);
   }
@@ -161,6 +164,10 @@ describe('project and key budgets (issue 46)', () => {
       expect((await api(t.url, '/api/admin/keys/not%20a%20key/budget', { method: 'PUT', body: { period: 'day', tokens: 10 } })).status).toBe(400);
       expect((await api(t.url, '/api/admin/projects/beta/usage?groupBy=week')).status).toBe(400);
       expect((await api(t.url, '/api/admin/projects/beta/usage?from=yesterday')).status).toBe(400);
+      // a valid budget reads back as it was sent (warnAt a double, not a 4-byte float: 0.8, not 0.800000011920929)
+      expect((await api(t.url, '/api/admin/projects/delta/budget', { method: 'PUT', body: { period: 'day', tokens: 10, warnAt: 0.8 } })).status).toBe(200);
+      expect((await api<{ warnAt: number }>(t.url, '/api/admin/projects/delta/budget')).body.warnAt).toBe(0.8);
+      expect((await api(t.url, '/api/admin/projects/delta/budget', { method: 'DELETE' })).status).toBe(204);
     });
 
     it('a key budget refuses the key on every project; on /v1/chat/completions the refusal is in OpenAI\'s shape with Retry-After', async () => {
@@ -175,6 +182,8 @@ describe('project and key budgets (issue 46)', () => {
         const body = (await res.json()) as { error: { type: string; code: string; message: string } };
         expect(body.error).toMatchObject({ type: 'rate_limit_error', code: 'budget_exhausted' });
         expect(body.error.message).toContain(`key ${id}`);
+        // a limit below one reservation: the refusal says no turn fits, not that the budget is spent
+        expect(body.error.message).toContain('no turn fits');
         expect(llm.chatRequests).toHaveLength(0);
       } finally {
         expect((await api(t.url, `/api/admin/keys/${encodeURIComponent(id)}/budget`, { method: 'DELETE' })).status).toBe(204);

@@ -48,7 +48,7 @@ export class BudgetGate {
       const refused = found.budgets.find(({ b, spent }) => exceeded(b, spent, tokens, cost)) ?? found.budgets[0];
       const over = exceeded(refused.b, refused.spent, tokens, cost) ?? 'tokens';
       this.announce('budget.reached', refused.b, refused.spent, now);
-      throw exhausted(refused.b, over, refused.spent, periodEnd(refused.b.period, now), now);
+      throw exhausted(refused.b, over, refused.spent, { tokens, cost }, periodEnd(refused.b.period, now), now);
     }
     for (const { b, spent } of found.budgets) {
       const held = { tokens: spent.tokens + tokens, cost: spent.cost + cost };
@@ -95,12 +95,25 @@ function exceeded(b: BudgetRow, spent: Spent, tokens: number, cost: number): 'to
   return null;
 }
 
-function exhausted(b: BudgetRow, over: 'tokens' | 'cost', spent: Spent, resetsAt: Date, now: Date): ChatException {
+/**
+ * The refusal names what the client can act on: how much of the budget is left against this
+ * turn's reservation, or, when the reservation alone is larger than the budget, that no turn can
+ * fit until the turn's budget or the limit changes (waiting for the reset would not help).
+ */
+function exhausted(b: BudgetRow, over: 'tokens' | 'cost', spent: Spent, reserved: Spent, resetsAt: Date, now: Date): ChatException {
   const retryAfter = Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000));
-  const limit = over === 'tokens' ? b.tokens : b.cost;
-  return new ChatException(
-    ChatExceptionCode.BUDGET_EXHAUSTED,
-    `The ${b.period === 'day' ? 'daily' : 'monthly'} ${over} budget of ${named(b)} (${limit}) is used up (${Math.round(spent[over] * 1e6) / 1e6} spent or reserved by running turns); it resets at ${resetsAt.toISOString()}. Nothing was stored`,
-    { budget: { scope: b.scope, id: b.scopeId, period: b.period, limit: over, [over]: limit }, resetsAt: resetsAt.toISOString(), retryAfter },
-  );
+  const limit = (over === 'tokens' ? b.tokens : b.cost) as number;
+  const round = (n: number) => Math.round(n * 1e6) / 1e6;
+  const budget = `${b.period === 'day' ? 'daily' : 'monthly'} ${over} budget of ${named(b)} (${limit})`;
+  const reservation = `this turn's reservation of ${round(reserved[over])} ${over} (options.turnTokenBudget, else TURN_TOKEN_BUDGET, else BUDGET_TURN_RESERVE_TOKENS)`;
+  const message =
+    reserved[over] > limit
+      ? `The ${budget} is smaller than ${reservation}: no turn fits it; lower the turn's budget or raise the limit. Nothing was stored`
+      : `The ${budget} has ${round(Math.max(0, limit - spent[over]))} left (${round(spent[over])} spent or reserved by running turns), less than ${reservation}; it resets at ${resetsAt.toISOString()}. Nothing was stored`;
+  return new ChatException(ChatExceptionCode.BUDGET_EXHAUSTED, message, {
+    budget: { scope: b.scope, id: b.scopeId, period: b.period, limit: over, [over]: limit },
+    reserved: round(reserved[over]),
+    resetsAt: resetsAt.toISOString(),
+    retryAfter,
+  });
 }

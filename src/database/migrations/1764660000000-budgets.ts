@@ -17,7 +17,7 @@ export class Budgets1764660000000 implements MigrationInterface {
       period varchar(8) NOT NULL CHECK (period IN ('day', 'month')),
       tokens bigint,
       cost numeric,
-      warn_at real,
+      warn_at double precision,
       updated_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (scope, scope_id)
     )`);
