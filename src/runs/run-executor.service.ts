@@ -84,7 +84,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   }
 
   private async run(p: ExecuteRunParams): Promise<'done' | 'paused' | null> {
-    this.executing.add(p.requestId);
+    this.executing.set(p.requestId, p.turn.protocol.capabilities.resume === true);
     const live = this.control.attach(p.requestId);
     // nobody watches from the start: like a disconnect, this cancels unless detached
     if (!p.client && !p.detach) this.control.cancelLocal(p.requestId, 'client_disconnected');
@@ -114,12 +114,20 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     return state.ended;
   }
 
-  /** the runs whose turn executes here (not counting the wait of one that lost its lease for the end stored elsewhere) */
-  private readonly executing = new Set<string>();
+  /**
+   * the runs whose turn executes here (not counting the wait of one that lost its lease for the
+   * end stored elsewhere), each with whether its protocol continues from a checkpoint elsewhere
+   */
+  private readonly executing = new Map<string, boolean>();
+
+  /** Whether another instance could continue this run from a checkpoint (a drain hands over only those). */
+  continuesElsewhere(requestId: string): boolean {
+    return this.executing.get(requestId) === true;
+  }
 
   /** Runs whose turn is executing here and does not wait for a person (a drain waits for these, RunDrainService). */
   get busy(): string[] {
-    return [...this.executing].filter((id) => !this.waiting.has(id));
+    return [...this.executing.keys()].filter((id) => !this.waiting.has(id));
   }
 
   /** clients of runs that lost their lease (or were handed over) being sent what the other instance stores */

@@ -123,7 +123,36 @@ describe('draining on SIGTERM (rolling deploys)', () => {
   }, 60_000);
 
   it('hands a turn that reaches no checkpoint in time over where it is: fenced, stopped, lease released, no end or answer stored here', async () => {
-    // unified, its model streaming and never finishing: no checkpoint comes
+    // two-stage, its model streaming and never finishing: no checkpoint comes
+    llm.enqueue(
+      respond.handler(async (_req, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(frame({ content: 'a long ' }));
+        await new Promise((r) => res.once('close', r));
+      }),
+    );
+    let requestId = '';
+    let chunks = 0;
+    const turn = sse(`${t.url}/api/chat/messages_two_stage`, {
+      body: { content: 'a long answer' },
+      onEvent: (e) => {
+        if (e.event === 'start') requestId = String(e.data.requestId);
+        if (e.event === 'chunk') chunks++;
+      },
+    });
+    await waitFor(() => chunks > 0, { what: 'the answer to stream' });
+    expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 0, handedOver: 1 });
+    const [run] = await ds.query(`SELECT status, lease_owner FROM runs WHERE request_id = $1`, [requestId]);
+    expect(run).toEqual({ status: 'running', lease_owner: null });
+    const types: string[] = (await ds.query(`SELECT type FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [requestId])).map((r: { type: string }) => r.type);
+    expect(types).toContain('chunk');
+    expect(types).not.toContain('done');
+    expect(Number((await ds.query(`SELECT count(*) AS n FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId]))[0].n)).toBe(0);
+    const res = await turn;
+    expect(res.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'lease_lost' } });
+  }, 60_000);
+
+  it('cancels here, with its answer so far, a turn whose protocol no other instance can continue (unified): not handed over to be closed instance_lost', async () => {
     llm.enqueue(
       respond.handler(async (_req, res: ServerResponse) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -141,14 +170,11 @@ describe('draining on SIGTERM (rolling deploys)', () => {
       },
     });
     await waitFor(() => chunks > 0, { what: 'the answer to stream' });
-    expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 0, handedOver: 1 });
-    const [run] = await ds.query(`SELECT status, lease_owner FROM runs WHERE request_id = $1`, [requestId]);
-    expect(run).toEqual({ status: 'running', lease_owner: null });
-    const types: string[] = (await ds.query(`SELECT type FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [requestId])).map((r: { type: string }) => r.type);
-    expect(types).toContain('chunk');
-    expect(types).not.toContain('done');
-    expect(Number((await ds.query(`SELECT count(*) AS n FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId]))[0].n)).toBe(0);
+    expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 1, handedOver: 0 });
     const res = await turn;
-    expect(res.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'lease_lost' } });
+    expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'cancelled', fullContent: 'a long ' } });
+    await waitFor(async () => (await ds.query(`SELECT status FROM runs WHERE request_id = $1`, [requestId]))[0]?.status === 'cancelled', { what: 'the run to be stored cancelled' });
+    const [answer] = await ds.query(`SELECT content FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId]);
+    expect(answer?.content).toBe('a long ');
   }, 60_000);
 });
