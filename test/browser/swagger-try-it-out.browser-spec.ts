@@ -122,6 +122,9 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('putToolApprovals', { params: { projectId: 'default' } })).status).toBe(200);
       // the project's own retention, as the example sets it (docs/API.md, Storage)
       expect((await run('putProjectRetention', { params: { projectId: 'default' } })).status).toBe(200);
+      // the example budgets (far above what these turns spend), on the project and on a key id
+      expect((await run('putProjectBudget', { params: { projectId: 'default' } })).status).toBe(200);
+      expect((await run('putKeyBudget', { params: { keyId: 'local' } })).status).toBe(200);
       expect((await run('configureProjectWebhook', { params: { projectId: 'default' }, body: {} })).status).toBe(200);
       // a run of yours that asked for no approval: the documented 404 for an approval it never asked
       const decision = await run('decideApproval', { params: { requestId: /"requestId":"([0-9a-f-]{36})"/.exec(send.text)![1], approvalId: '00000000-0000-4000-8000-000000000000' } });
@@ -184,6 +187,9 @@ describeBrowser('Swagger UI "Try it out" on every operation with a body', () => 
       expect((await run('putToolApprovals', { params: { projectId: 'default' } })).status).toBe(200);
       // the project's own retention, as the example sets it (docs/API.md, Storage)
       expect((await run('putProjectRetention', { params: { projectId: 'default' } })).status).toBe(200);
+      // the example budgets (far above what these turns spend), on the project and on a key id
+      expect((await run('putProjectBudget', { params: { projectId: 'default' } })).status).toBe(200);
+      expect((await run('putKeyBudget', { params: { keyId: 'local' } })).status).toBe(200);
       expect((await run('configureProjectWebhook', { params: { projectId: 'default' }, body: {} })).status).toBe(200);
       const decision = await run('decideApproval', { params: { requestId, approvalId: '00000000-0000-4000-8000-000000000000' } });
       expect([decision.status, JSON.parse(decision.text).error]).toEqual([404, 'approval_not_found']);
