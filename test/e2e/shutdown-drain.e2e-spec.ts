@@ -61,6 +61,28 @@ describe('draining on SIGTERM (rolling deploys)', () => {
     await t?.close();
   });
 
+  /** A turn on `route` whose model streams one chunk and never finishes (no checkpoint comes); resolves once that chunk arrived. */
+  async function endlessAnswer(route: string): Promise<{ requestId: string; turn: ReturnType<typeof sse> }> {
+    llm.enqueue(
+      respond.handler(async (_req, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(frame({ content: 'a long ' }));
+        await new Promise((r) => res.once('close', r));
+      }),
+    );
+    let requestId = '';
+    let chunks = 0;
+    const turn = sse(`${t.url}/api/chat/${route}`, {
+      body: { content: 'a long answer' },
+      onEvent: (e) => {
+        if (e.event === 'start') requestId = String(e.data.requestId);
+        if (e.event === 'chunk') chunks++;
+      },
+    });
+    await waitFor(() => chunks > 0, { what: 'the answer to stream' });
+    return { requestId, turn };
+  }
+
   it('refuses new turns with 503 and Retry-After, fails readiness, and lets a short turn finish here', async () => {
     const { gate, open } = opened();
     llm.enqueue(gated(gate, { words: ['short ', 'answer'] }));
@@ -124,23 +146,7 @@ describe('draining on SIGTERM (rolling deploys)', () => {
 
   it('hands a turn that reaches no checkpoint in time over where it is: fenced, stopped, lease released, no end or answer stored here', async () => {
     // two-stage, its model streaming and never finishing: no checkpoint comes
-    llm.enqueue(
-      respond.handler(async (_req, res: ServerResponse) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(frame({ content: 'a long ' }));
-        await new Promise((r) => res.once('close', r));
-      }),
-    );
-    let requestId = '';
-    let chunks = 0;
-    const turn = sse(`${t.url}/api/chat/messages_two_stage`, {
-      body: { content: 'a long answer' },
-      onEvent: (e) => {
-        if (e.event === 'start') requestId = String(e.data.requestId);
-        if (e.event === 'chunk') chunks++;
-      },
-    });
-    await waitFor(() => chunks > 0, { what: 'the answer to stream' });
+    const { requestId, turn } = await endlessAnswer('messages_two_stage');
     expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 0, handedOver: 1 });
     const [run] = await ds.query(`SELECT status, lease_owner FROM runs WHERE request_id = $1`, [requestId]);
     expect(run).toEqual({ status: 'running', lease_owner: null });
@@ -153,23 +159,7 @@ describe('draining on SIGTERM (rolling deploys)', () => {
   }, 60_000);
 
   it('cancels here, with its answer so far, a turn whose protocol no other instance can continue (unified): not handed over to be closed instance_lost', async () => {
-    llm.enqueue(
-      respond.handler(async (_req, res: ServerResponse) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(frame({ content: 'a long ' }));
-        await new Promise((r) => res.once('close', r));
-      }),
-    );
-    let requestId = '';
-    let chunks = 0;
-    const turn = sse(`${t.url}/api/chat/messages`, {
-      body: { content: 'a long answer' },
-      onEvent: (e) => {
-        if (e.event === 'start') requestId = String(e.data.requestId);
-        if (e.event === 'chunk') chunks++;
-      },
-    });
-    await waitFor(() => chunks > 0, { what: 'the answer to stream' });
+    const { requestId, turn } = await endlessAnswer('messages');
     expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 1, handedOver: 0 });
     const res = await turn;
     expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'cancelled', fullContent: 'a long ' } });
