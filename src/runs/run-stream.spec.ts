@@ -230,6 +230,38 @@ describe('RunStream', () => {
     expect(sent.map((e) => e.seq)).toEqual(Array.from({ length: sent.length }, (_, i) => i + 1));
   });
 
+  it.each([
+    ['large deltas, by characters', () => 'x'.repeat(4096), Math.ceil(RunStream.MAX_UNSENT_CHARS / 4096)],
+    ['small deltas, by rows', () => 'y', RunStream.MAX_UNSENT_CHUNKS],
+  ])('holds the producer once its client stopped reading, though the store takes every batch (%s)', async (_name, delta, limit) => {
+    // the store is instant; the client sink never finishes its first write (a paused socket)
+    const stored: StoredRunEvent[] = [];
+    const repo = { insertMany: async (_id: string, rows: StoredRunEvent[]) => void stored.push(...rows) } as unknown as RunEventRepository;
+    let unblock!: () => void;
+    const blocked = new Promise<void>((r) => (unblock = r));
+    const sent: SentEvent[] = [];
+    const stream = new RunStream(id, writerOver(repo), [(e) => (sent.push(...e), blocked)], { lastSeq: 0 });
+    let produced = 0;
+    let wait: Promise<void> | null = null;
+    // one delta per turn of the event loop, so the store takes each one alone before the next comes
+    while (wait === null && produced < 10 * limit) {
+      wait = stream.chunk(delta());
+      produced++;
+      await turn();
+      await turn();
+    }
+    expect(wait).not.toBeNull();
+    expect(produced).toBe(limit);
+    expect(stored.length).toBe(limit); // each was stored: what held it was the client
+    let waited = false;
+    void wait!.then(() => (waited = true));
+    await turn();
+    expect(waited).toBe(false);
+    unblock();
+    await wait;
+    expect(sent.map((e) => e.data.content).join('')).toBe(delta().repeat(limit));
+  });
+
   it('flushes the chunks of the turn with a run\'s other events at once, in seq order, and schedules nothing after', async () => {
     const { repo, inserted, releases } = heldRepo();
     const sent: SentEvent[] = [];

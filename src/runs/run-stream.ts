@@ -92,12 +92,26 @@ export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeS
  * instead wait for the run's next write (`hold`). Each event keeps its own seq,
  * so a replay gives back exactly what was sent. A batch's events reach the sinks once it is
  * committed, batch after batch in seq order. `emit` resolves when its batch reached the sinks;
- * a chunk's producer waits only once its batch is full, which carries a slow database's or
- * client's backpressure back to the protocol (and the model stream) without holding the model's
- * stream to one chunk per stored batch.
+ * a chunk's producer waits only once its batch is full, or once the run's text not yet sent
+ * (every batch, stored or not) reaches MAX_UNSENT_CHUNKS rows or MAX_UNSENT_CHARS characters.
+ * That carries a slow database's or client's backpressure back to the protocol (and the model
+ * stream) without holding the model's stream to one chunk per stored batch, and bounds what a
+ * client that stops reading costs the server in bytes, however large the model's deltas are.
  */
 export class RunStream {
   static readonly CHUNK_BATCH_SIZE = 32;
+  /**
+   * A run's chunk rows numbered but not yet sent (stored or not) past which its producer waits
+   * for its client. Without it, a client that stopped reading held nothing back as long as the
+   * store took each batch before it filled: the store keeps up, so the batches waiting for the
+   * client grew for the whole answer.
+   */
+  static readonly MAX_UNSENT_CHUNKS = 4 * RunStream.CHUNK_BATCH_SIZE;
+  /**
+   * The same in characters of chunk text: one delta read from the model can carry a whole
+   * network read (deltas read together are joined), so a count of chunks alone does not bound bytes.
+   */
+  static readonly MAX_UNSENT_CHARS = 64 * 1024;
 
   private seq: number;
   /** the seq of the last event handed to the sinks (stored before) */
@@ -107,6 +121,11 @@ export class RunStream {
   private open: RunBatch | null = null;
   /** chunks (deltas) that went into the open batch, joined or not: CHUNK_BATCH_SIZE closes it */
   private batchChunks = 0;
+  /** chunk rows and characters of chunk text numbered, and of those sent: the difference is what waits for the client */
+  private chunkRows = 0;
+  private chunkChars = 0;
+  private sentRows = 0;
+  private sentChars = 0;
   /** events held for the run's next write (`hold`), while no batch is open */
   private held: SentEvent[] = [];
   /** a phase ended and the next has not started: see `hold` */
@@ -187,8 +206,16 @@ export class RunStream {
       const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
       if (this.add({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) }) !== open) this.batchChunks = 0;
       this.batchChunks++;
+      this.chunkRows++;
     }
-    if (this.batchChunks >= RunStream.CHUNK_BATCH_SIZE) return this.flush();
+    this.chunkChars += content.length;
+    if (
+      this.batchChunks >= RunStream.CHUNK_BATCH_SIZE ||
+      this.chunkRows - this.sentRows >= RunStream.MAX_UNSENT_CHUNKS ||
+      this.chunkChars - this.sentChars >= RunStream.MAX_UNSENT_CHARS
+    ) {
+      return this.flush();
+    }
     return this.sinkFailed ? this.chain : null;
   }
 
@@ -333,6 +360,11 @@ export class RunStream {
     try {
       for (const sink of this.sinks) await sink(rows);
       this.sentSeq = rows[rows.length - 1].seq;
+      for (const row of rows) {
+        if (row.type !== 'chunk') continue;
+        this.sentRows++;
+        this.sentChars += (row.data.content as string).length;
+      }
     } catch (e) {
       // the chain stays rejected: every later producer that waits on it hears of it, and nothing more is stored
       this.sinkFailed = true;
