@@ -51,7 +51,7 @@ export class McpSessionsService implements OnModuleDestroy {
       throw badFields([{ field: MCP_SESSION_HEADER, message: `The ${MCP_SESSION_HEADER} header is required: start a session with an initialize request first` }]);
     }
     const closing = new AbortController();
-    const server = buildMcpServer(this.turns, { projectId: who.projectId, closed: closing.signal }, VERSION);
+    const server = buildMcpServer(this.turns, { projectId: who.projectId, keyId: who.keyId, closed: closing.signal }, VERSION);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sid) => {

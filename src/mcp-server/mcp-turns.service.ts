@@ -1,10 +1,11 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { concatMap, lastValueFrom, takeWhile } from 'rxjs';
 import { ChatService, type ChatProtocol } from '../chat/chat.service';
 import { ConversationsService } from '../chat/conversations.service';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/project-ownership.port';
 import { OrionException } from '../common/errors/orion.exception';
 import { UNBOUNDED_FLOW } from '../common/sse/client-flow';
+import { Drain } from '../common/lifecycle/drain';
 import { AppConfigService } from '../config/app-config.service';
 import { ApprovalsService } from '../runs/approvals/approvals.service';
 import type { SentEvent } from '../runs/run-event-bus.service';
@@ -29,9 +30,10 @@ export interface AskInput {
   route?: ChatProtocol;
 }
 
-/** The project a session acts in, and a signal that fires when the session closes. */
+/** The project a session acts in, the API key that opened it (its budget), and a signal that fires when the session closes. */
 export interface McpScope {
   projectId: string;
+  keyId: string;
   closed: AbortSignal;
 }
 
@@ -57,16 +59,19 @@ export class McpTurnsService {
     private readonly trace: TraceService,
     private readonly config: AppConfigService,
     @Inject(PROJECT_OWNERSHIP) private readonly ownership: ProjectOwnershipPort,
+    @Optional() private readonly drain?: Drain,
   ) {}
 
   async ask(scope: McpScope, input: AskInput, call: ToolCallContext) {
     const route = input.route ?? 'unified';
     if (route === 'two-stage' && !this.config.get('TWO_STAGE_ENABLED')) return refusal('route: "two-stage" is not enabled on this server (TWO_STAGE_ENABLED); use "unified"');
     if (call.signal.aborted) return refusal('The call was cancelled before its turn started');
+    // as the HTTP routes' 503: nothing is stored, and a retry reaches another instance
+    if (this.drain?.draining) return refusal('shutting_down: this instance is shutting down and starts no new turn; nothing was stored. Call ask again (another instance answers)');
     let events;
     try {
       // the session closing is the client leaving: a turn it no longer waits for is cancelled
-      events = await this.chat.send(route, { projectId: scope.projectId, conversationId: input.conversationId, content: input.question }, UNBOUNDED_FLOW, scope.closed);
+      events = await this.chat.send(route, { projectId: scope.projectId, conversationId: input.conversationId, content: input.question }, UNBOUNDED_FLOW, scope.closed, { keyId: scope.keyId });
     } catch (err) {
       if (err instanceof OrionException) return refusal(`${err.code}: ${err.message}`);
       throw err;

@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { type Message, Role } from '@a2a-js/sdk';
+import { type Client as A2aClient, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Drain } from '../../src/common/lifecycle/drain';
+import { startApp, type TestApp } from '../support/app';
+import { ReplayServer, respond } from '../support/replay-server';
+
+/**
+ * The MCP server's `ask` and the A2A agent's messages start turns as the chat routes do, so they
+ * are held to the same admission: the budget of the API key that opened the session or sent the
+ * message (and its usage is reported under that key), and a draining instance's refusal with
+ * nothing stored. Driven by each ecosystem's own client.
+ */
+const ROOT = 'edges-root-key';
+/** what a turn under a budget reserves (BUDGET_TURN_RESERVE_TOKENS) */
+const RESERVE = 1000;
+const usage = { promptTokens: 30, completionTokens: 10 };
+
+const question = (text: string): Message => ({
+  messageId: randomUUID(),
+  contextId: '',
+  taskId: '',
+  role: Role.ROLE_USER,
+  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+});
+const send = (message: Message) => ({ tenant: '', message, configuration: undefined, metadata: undefined });
+const textOf = (r: CallToolResult) => (r.content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('');
+
+describe('MCP and A2A turns: key budgets and draining', () => {
+  let llm: ReplayServer;
+  let t: TestApp;
+  let key: { id: string; key: string };
+  const mcpClients: McpClient[] = [];
+
+  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const res = await fetch(`${t.url}${path}`, { method: init.method ?? 'GET', headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json' }, ...(init.body !== undefined && { body: JSON.stringify(init.body) }) });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : null) as Record<string, unknown> };
+  };
+  const mcp = async () => {
+    const client = new McpClient({ name: 'orion-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key.key}` } } }));
+    mcpClients.push(client);
+    return client;
+  };
+  const a2a = (): Promise<A2aClient> => {
+    const authed: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key.key}` } });
+    return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authed })] })).createFromUrl(t.url);
+  };
+  const ask = async (client: McpClient, q: string) => (await client.callTool({ name: 'ask', arguments: { question: q } })) as CallToolResult;
+  const conversationCount = async () => ((await api('/api/chat/conversations?projectId=alpha')).body as unknown as unknown[]).length;
+
+  beforeAll(async () => {
+    llm = await ReplayServer.start();
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', API_KEYS: ROOT, BUDGET_TURN_RESERVE_TOKENS: String(RESERVE) });
+    const created = await api('/api/admin/keys', { method: 'POST', body: { name: 'agent edge', projects: ['alpha'], role: 'user' } });
+    key = created.body as unknown as { id: string; key: string };
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(mcpClients.map((c) => c.close().catch(() => undefined)));
+    await t?.close();
+    await llm?.close();
+  });
+  beforeEach(() => llm.reset());
+
+  it("refuses an MCP ask and an A2A message past the budget of the key that sent them, before any model call", async () => {
+    expect((await api(`/api/admin/keys/${encodeURIComponent(key.id)}/budget`, { method: 'PUT', body: { period: 'day', tokens: RESERVE - 1 } })).status).toBe(200);
+    try {
+      const before = await conversationCount();
+      const refused = await ask(await mcp(), 'What is in the guides folder?');
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain('budget_exhausted');
+      expect(textOf(refused)).toContain(`key ${key.id}`);
+      await expect((await a2a()).sendMessage(send(question('What is in the guides folder?')))).rejects.toThrow(/budget_exhausted/);
+      expect(llm.chatRequests).toHaveLength(0);
+      expect(await conversationCount()).toBe(before);
+    } finally {
+      expect((await api(`/api/admin/keys/${encodeURIComponent(key.id)}/budget`, { method: 'DELETE' })).status).toBe(204);
+    }
+  });
+
+  it('counts an MCP turn and an A2A task under the key that sent them in the usage report', async () => {
+    llm.enqueue(respond.turn([{ text: 'Hello from MCP.' }, { finish: 'stop', usage }]), respond.turn([{ text: 'Hello from A2A.' }, { finish: 'stop', usage }]));
+    const answered = await ask(await mcp(), 'Say hello');
+    expect(answered.isError).toBeFalsy();
+    const task = await (await a2a()).sendMessage(send(question('Say hello')));
+    expect(task).toBeDefined();
+    const report = await api('/api/admin/projects/alpha/usage?groupBy=key');
+    const groups = report.body.groups as Array<{ group: string; turns: number; tokens: { total: number } | number }>;
+    const mine = groups.find((g) => g.group === key.id);
+    expect(mine?.turns).toBe(2);
+  });
+
+  it('refuses to start an MCP ask or an A2A task while the instance drains, storing nothing', async () => {
+    const client = await mcp();
+    const agent = await a2a();
+    const before = await conversationCount();
+    t.app.get(Drain).start();
+    const refused = await ask(client, 'Anything');
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toContain('shutting_down');
+    await expect(agent.sendMessage(send(question('Anything')))).rejects.toThrow(/shutting_down/);
+    expect(llm.chatRequests).toHaveLength(0);
+    expect(await conversationCount()).toBe(before);
+  });
+});
