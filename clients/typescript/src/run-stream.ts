@@ -47,6 +47,8 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
   /** how many times the stream reconnected */
   reconnects = 0;
   private started = false;
+  /** the `chunk` texts given out, by seq, so that a takeover's supersede can drop those it names */
+  private pieces: Array<{ seq: number; text: string }> = [];
 
   constructor(
     private readonly transport: StreamTransport,
@@ -54,6 +56,16 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     private readonly options: StreamOptions = {},
     private readonly extent: StreamExtent = 'leg',
   ) {}
+
+  /**
+   * The answer's text so far: the `chunk`s given out, in order, without those a takeover
+   * superseded (a `start` with `supersedesFromSeq`: another instance continued the run from a
+   * checkpoint after its instance died, and runs the phase cut short again). Once the stream has
+   * ended with `done`, it equals `done.fullContent`.
+   */
+  get text(): string {
+    return this.pieces.map((p) => p.text).join('');
+  }
 
   /** Cancels the run (`POST /api/chat/runs/:requestId/cancel`); the stream then ends with `done {stopReason: "cancelled"}`. */
   cancel(): Promise<unknown> {
@@ -158,7 +170,17 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
       this.lastSeq = seq;
     }
     this.requestId ??= data.requestId;
-    return { type: message.event, ...data } as RunEvent;
+    const event = { type: message.event, ...data } as RunEvent;
+    this.followText(event, seq);
+    return event;
+  }
+
+  private followText(event: RunEvent, seq: number | undefined): void {
+    if (event.type === 'chunk') this.pieces.push({ seq: seq ?? Number.MAX_SAFE_INTEGER, text: event.content });
+    else if (event.type === 'start' && typeof event.supersedesFromSeq === 'number') {
+      const from = event.supersedesFromSeq;
+      this.pieces = this.pieces.filter((p) => p.seq < from);
+    }
   }
 
   private started$(): string {

@@ -1168,6 +1168,10 @@ export interface components {
             resumed?: boolean;
             /** @description a resumed stream: the checkpoint it continues from */
             resumeFromPhaseIndex?: number;
+            /** @description added (issue 44): another instance continues a run whose instance died (while it ran or awaited approval) */
+            takeover?: boolean;
+            /** @description added (issue 44): on a takeover of a run cut off mid-phase, the events from this seq up to this start are superseded (the phase cut short, which the continuation runs again): a client drops the text it got from them */
+            supersedesFromSeq?: number;
             /**
              * Format: uuid
              * @description added: a fork (a resume from an older checkpoint, or of a finished run) is a new run; this is the run it was forked from, whose checkpoint resumeFromPhaseIndex names
