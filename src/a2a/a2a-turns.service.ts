@@ -1,4 +1,4 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { AgentCard, Message, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import { PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
@@ -6,7 +6,6 @@ import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/ser
 import { ChatService } from '../chat/chat.service';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/project-ownership.port';
 import { OrionException } from '../common/errors/orion.exception';
-import { Drain } from '../common/lifecycle/drain';
 import { UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import type { SentEvent } from '../runs/run-event-bus.service';
 import { RunEventsService } from '../runs/run-events.service';
@@ -26,6 +25,8 @@ export class OrionA2aUser implements User {
   constructor(
     readonly keyId: string,
     readonly projectId: string,
+    /** keeps what the request's response holds (its turn slots) until the task it started ends */
+    readonly outlive?: (ended: Promise<unknown>) => void,
   ) {}
   get isAuthenticated(): boolean {
     return true;
@@ -50,7 +51,6 @@ export class A2aTurnsService implements A2ARequestHandler {
     private readonly runEvents: RunEventsService,
     private readonly approvals: ApprovalsService,
     @Inject(PROJECT_OWNERSHIP) private readonly ownership: ProjectOwnershipPort,
-    @Optional() private readonly drain?: Drain,
   ) {}
 
   /** The card the JSON-RPC transport checks versions against (the served one names the request's host). */
@@ -164,7 +164,7 @@ export class A2aTurnsService implements A2ARequestHandler {
 
   /** Starts the turn of a message: its text parts are the question, its contextId the conversation. */
   private async start(params: SendMessageRequest, ctx: ServerCallContext): Promise<AsyncIterable<SentEvent>> {
-    const { projectId, keyId } = userOf(ctx);
+    const { projectId, keyId, outlive } = userOf(ctx);
     const m = params.message;
     if (!m) throw new RequestMalformedError('message is required');
     if (m.taskId) throw new UnsupportedOperationError(`message.taskId: a task is not continued by a message; decide its approval on POST /api/chat/runs/${m.taskId}/approvals/:approvalId, then resubscribe`);
@@ -173,12 +173,9 @@ export class A2aTurnsService implements A2ARequestHandler {
     if (content.length > MAX_CONTENT) throw new RequestMalformedError(`message.parts: the text must be at most ${MAX_CONTENT} characters (got ${content.length})`);
     if (m.contextId && !UUID.test(m.contextId)) throw new RequestMalformedError('message.contextId must be a UUID (the conversation to continue)');
     const webhookUrl = pushUrl(params);
-    // as the HTTP routes' 503: nothing is stored, and a retry reaches another instance (A2A has no
-    // error of its own for an agent that is going away; its client sees the message of an internal error)
-    if (this.drain?.draining) throw new Error('shutting_down: this instance is shutting down and starts no new task; nothing was stored. Send the message again (another instance answers)');
     try {
       // detached: an A2A task lives on without its caller; tasks/get and resubscribe find it
-      const events = await this.chat.send('unified', { projectId, conversationId: m.contextId || undefined, content, options: { detach: true }, ...(webhookUrl ? { webhookUrl } : {}) }, UNBOUNDED_FLOW, new AbortController().signal, { keyId });
+      const events = await this.chat.send('unified', { projectId, conversationId: m.contextId || undefined, content, options: { detach: true }, ...(webhookUrl ? { webhookUrl } : {}) }, { ...UNBOUNDED_FLOW, outlive }, new AbortController().signal, { keyId });
       return eachValue(events);
     } catch (err) {
       // an unknown conversation and another project's read the same: existence is not revealed

@@ -7,6 +7,8 @@ import { edgeProject, PROJECT_HEADER } from '../common/auth/edge-project';
 import { principalOf } from '../common/auth/principal';
 import { AnyProject } from '../common/auth/project-scope.decorator';
 import { Public } from '../common/auth/public.decorator';
+import { keepTurnUntil } from '../common/limits/turn-hold';
+import { StartsTurn } from '../common/limits/turn-limit.guard';
 import { A2A_PATH, agentCard } from './a2a-card';
 import { A2aTurnsService, OrionA2aUser } from './a2a-turns.service';
 
@@ -43,11 +45,14 @@ export class A2aController {
     return agentCard(`${req.protocol}://${req.get('host')}`);
   }
 
+  // a message starts a task (a detached turn): held to the concurrent-turn limits until the task
+  // ends, past the response (and refused while draining), as the chat routes' detached turns are
   @Post(A2A_PATH)
   @AnyProject()
+  @StartsTurn({ when: sendsMessage, project: (req) => edgeProject(principalOf(req), req.headers[PROJECT_HEADER]) })
   rpcCall(@Req() req: Request, @Res() res: Response, @Headers(PROJECT_HEADER) project: string | undefined): Promise<void> {
     const principal = principalOf(req);
-    (req as WithUser)[USER] = new OrionA2aUser(principal.keyId, edgeProject(principal, project));
+    (req as WithUser)[USER] = new OrionA2aUser(principal.keyId, edgeProject(principal, project), (ended) => keepTurnUntil(res, ended));
     // the SDK's router matches its own root: Nest has routed the request already
     req.url = '/';
     return new Promise<void>((resolve, reject) => {
@@ -56,4 +61,14 @@ export class A2aController {
       this.rpc(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
     });
   }
+}
+
+/** Whether a POSTed JSON-RPC message (or batch) sends a message, i.e. starts a task. */
+function sendsMessage(req: Request): boolean {
+  const body: unknown = req.body;
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((m) => {
+    const method = (m as { method?: unknown } | null)?.method;
+    return method === 'SendMessage' || method === 'SendStreamingMessage';
+  });
 }

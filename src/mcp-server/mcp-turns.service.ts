@@ -1,11 +1,10 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { concatMap, lastValueFrom, takeWhile } from 'rxjs';
 import { ChatService, type ChatProtocol } from '../chat/chat.service';
 import { ConversationsService } from '../chat/conversations.service';
 import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/project-ownership.port';
 import { OrionException } from '../common/errors/orion.exception';
 import { UNBOUNDED_FLOW } from '../common/sse/client-flow';
-import { Drain } from '../common/lifecycle/drain';
 import { AppConfigService } from '../config/app-config.service';
 import { ApprovalsService } from '../runs/approvals/approvals.service';
 import type { SentEvent } from '../runs/run-event-bus.service';
@@ -59,15 +58,12 @@ export class McpTurnsService {
     private readonly trace: TraceService,
     private readonly config: AppConfigService,
     @Inject(PROJECT_OWNERSHIP) private readonly ownership: ProjectOwnershipPort,
-    @Optional() private readonly drain?: Drain,
   ) {}
 
   async ask(scope: McpScope, input: AskInput, call: ToolCallContext) {
     const route = input.route ?? 'unified';
     if (route === 'two-stage' && !this.config.get('TWO_STAGE_ENABLED')) return refusal('route: "two-stage" is not enabled on this server (TWO_STAGE_ENABLED); use "unified"');
     if (call.signal.aborted) return refusal('The call was cancelled before its turn started');
-    // as the HTTP routes' 503: nothing is stored, and a retry reaches another instance
-    if (this.drain?.draining) return refusal('shutting_down: this instance is shutting down and starts no new turn; nothing was stored. Call ask again (another instance answers)');
     let events;
     try {
       // the session closing is the client leaving: a turn it no longer waits for is cancelled

@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { edgeProject, PROJECT_HEADER } from '../common/auth/edge-project';
 import { principalOf } from '../common/auth/principal';
 import { AnyProject } from '../common/auth/project-scope.decorator';
+import { StartsTurn } from '../common/limits/turn-limit.guard';
 import { McpSessionsService } from './mcp-sessions.service';
 
 /**
@@ -19,7 +20,9 @@ import { McpSessionsService } from './mcp-sessions.service';
 export class McpController {
   constructor(private readonly sessions: McpSessionsService) {}
 
+  // an `ask` call starts a turn: held to the concurrent-turn limits (and refused while draining) as the chat routes are
   @Post()
+  @StartsTurn({ when: callsAsk, project: (req) => edgeProject(principalOf(req), req.headers[PROJECT_HEADER]) })
   post(@Req() req: Request, @Res() res: Response, @Headers(PROJECT_HEADER) project: string | undefined): Promise<void> {
     return this.handle(req, res, project);
   }
@@ -38,4 +41,14 @@ export class McpController {
     const principal = principalOf(req);
     return this.sessions.handle(req, res, req.body, { keyId: principal.keyId, projectId: edgeProject(principal, project) });
   }
+}
+
+/** Whether a POSTed JSON-RPC message (or batch) calls the `ask` tool. */
+function callsAsk(req: Request): boolean {
+  const body: unknown = req.body;
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((m) => {
+    const msg = m as { method?: unknown; params?: { name?: unknown } } | null;
+    return msg?.method === 'tools/call' && msg.params?.name === 'ask';
+  });
 }

@@ -58,7 +58,8 @@ describe('MCP and A2A turns: key budgets and draining', () => {
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
-    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', API_KEYS: ROOT, BUDGET_TURN_RESERVE_TOKENS: String(RESERVE) });
+    // one turn at a time per key, so that the edges' turns meet the concurrent-turn limit
+    t = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a', API_KEYS: ROOT, BUDGET_TURN_RESERVE_TOKENS: String(RESERVE), MAX_CONCURRENT_TURNS_PER_KEY: '1' });
     const created = await api('/api/admin/keys', { method: 'POST', body: { name: 'agent edge', projects: ['alpha'], role: 'user' } });
     key = created.body as unknown as { id: string; key: string };
   }, 120_000);
@@ -97,15 +98,41 @@ describe('MCP and A2A turns: key budgets and draining', () => {
     expect(mine?.turns).toBe(2);
   });
 
+  it("holds MCP asks and A2A tasks to the key's concurrent-turn limit, an A2A task until it ends (past its response)", async () => {
+    const client = await mcp();
+    const agent = await a2a();
+    const slow = () => respond.turn([{ text: 'slow ' }, { text: 'answer' }, { finish: 'stop', usage }], { faults: { delayMs: 700 } });
+    // an A2A task that answers at once (returnImmediately) and runs on
+    llm.enqueue(slow(), respond.turn([{ text: 'later' }, { finish: 'stop', usage }]));
+    const task = await agent.sendMessage({ ...send(question('Take your time')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: undefined, returnImmediately: true } as never });
+    expect(task).toBeDefined();
+    // its turn holds the key's one slot: an ask and another message are refused before any model call
+    await expect(ask(client, 'Meanwhile?')).rejects.toThrow(/429|MAX_CONCURRENT_TURNS_PER_KEY/);
+    await expect(agent.sendMessage(send(question('Meanwhile?')))).rejects.toThrow(/429|MAX_CONCURRENT_TURNS_PER_KEY|Too many/);
+    expect(llm.chatRequests).toHaveLength(1);
+    // once the task ended, the slot is back; a listing (no turn) was never held
+    await client.listTools();
+    const id = (task as { id?: string }).id ?? ((task as { payload?: { value?: { id?: string } } }).payload?.value?.id as string);
+    for (let i = 0; i < 100; i++) {
+      const run = await api(`/api/chat/runs/${id}`);
+      if (run.body.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const after = await ask(client, 'Now?');
+    expect(after.isError).toBeFalsy();
+    expect(textOf(after)).toContain('later');
+  });
+
   it('refuses to start an MCP ask or an A2A task while the instance drains, storing nothing', async () => {
     const client = await mcp();
     const agent = await a2a();
     const before = await conversationCount();
     t.app.get(Drain).start();
-    const refused = await ask(client, 'Anything');
-    expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toContain('shutting_down');
-    await expect(agent.sendMessage(send(question('Anything')))).rejects.toThrow(/shutting_down/);
+    // as every route that starts a turn: 503 shutting_down before the call reaches the tool
+    await expect(ask(client, 'Anything')).rejects.toThrow(/503|shutting_down/);
+    await expect(agent.sendMessage(send(question('Anything')))).rejects.toThrow(/503|shutting_down|shutting down/);
+    // what starts no turn is still served
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     expect(llm.chatRequests).toHaveLength(0);
     expect(await conversationCount()).toBe(before);
   });

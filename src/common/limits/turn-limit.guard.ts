@@ -13,8 +13,17 @@ import { UUID_PATTERN as UUID } from '../util/uuid';
 import { Drain } from '../lifecycle/drain';
 
 export const STARTS_TURN = 'orion:startsTurn';
+
+/** A route that starts a turn for some of its requests only, in a project it names itself (the MCP and A2A endpoints). */
+export interface StartsTurnOptions {
+  /** whether this request starts a turn (absent: every request of the route does) */
+  when?: (req: Request) => boolean;
+  /** the project the turn runs in (absent: from the path, the body or the route's project scope) */
+  project?: (req: Request) => string;
+}
+
 /** The route starts a model turn: it counts against the concurrent-turn limits. */
-export const StartsTurn = (): MethodDecorator => SetMetadata(STARTS_TURN, true);
+export const StartsTurn = (options: StartsTurnOptions = {}): MethodDecorator => SetMetadata(STARTS_TURN, options);
 
 
 /** Turns usually end within seconds; a client told to wait longer would just give up. */
@@ -49,9 +58,11 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (context.getType() !== 'http' || !this.reflector.get<boolean>(STARTS_TURN, context.getHandler())) return true;
+    const starts = context.getType() === 'http' ? this.reflector.get<StartsTurnOptions | undefined>(STARTS_TURN, context.getHandler()) : undefined;
+    if (!starts) return true;
     const req = context.switchToHttp().getRequest<Request>();
     const res = context.switchToHttp().getResponse<Response>();
+    if (starts.when && !starts.when(req)) return true;
     if (this.drain?.draining) throw shuttingDown(res);
     const key = principalOf(req).keyId;
     const maxTotal = this.config.get('MAX_CONCURRENT_TURNS');
@@ -60,7 +71,7 @@ export class TurnLimitGuard implements CanActivate, OnModuleDestroy {
     const maxProject = this.config.get('MAX_CONCURRENT_TURNS_PER_PROJECT');
     let slot: string | null = null;
     if (maxKey > 0 || maxProject > 0) {
-      const project = await this.projectOf(req, this.reflector.get<ScopeSource[] | undefined>(PROJECT_SCOPE, context.getHandler()) ?? []);
+      const project = starts.project ? starts.project(req) : await this.projectOf(req, this.reflector.get<ScopeSource[] | undefined>(PROJECT_SCOPE, context.getHandler()) ?? []);
       const taken = await this.slots.take(key, project, maxKey, maxProject);
       if ('refused' in taken) {
         if (taken.refused === 'key') throw tooMany(res, 'MAX_CONCURRENT_TURNS_PER_KEY', maxKey, RETRY_AFTER_S, 'Too many turns running for this key');
