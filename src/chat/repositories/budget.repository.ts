@@ -163,16 +163,16 @@ export class BudgetRepository {
   }
 
   /**
-   * Reservations whose run was never stored, older than ORPHAN_RESERVATION_MS, lapse (released
+   * Reservations whose run was never stored, older than `olderThanMs` (ORPHAN_RESERVATION_MS), lapse (released
    * one by one, each in its own transaction, so their budget rows are locked in the order every
    * other writer locks them). Returns how many lapsed.
    */
-  async lapseOrphans(limit = 100): Promise<number> {
+  async lapseOrphans(limit = 100, olderThanMs = ORPHAN_RESERVATION_MS): Promise<number> {
     const rows = queryResult(
       await this.ds.query(
         `SELECT request_id FROM budget_reservations v WHERE v.created_at < now() - make_interval(secs => $1::float8 / 1000)
             AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.request_id = v.request_id) LIMIT $2`,
-        [ORPHAN_RESERVATION_MS, limit],
+        [olderThanMs, limit],
       ),
     ).rows as Array<{ request_id: string }>;
     for (const r of rows) await this.release(r.request_id);
