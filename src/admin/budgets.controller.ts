@@ -1,36 +1,60 @@
-import { BadRequestException, Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Put } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../common/auth/admin-only.decorator';
-import { periodEnd, periodStart } from '../chat/budgets/budget-period';
-import { BudgetRepository, type BudgetRow, type BudgetScope } from '../chat/repositories/budget.repository';
+import { periodEnd } from '../chat/budgets/budget-period';
+import { BudgetRepository, type BudgetRow, type BudgetScope, type Spent } from '../chat/repositories/budget.repository';
+import { ChatException, ChatExceptionCode } from '../chat/chat.exception';
+import { OrchestrationService } from '../orchestration/orchestration.service';
 import { WebhookProjectParamDto } from '../webhooks/dto/webhook.dto';
 import { BudgetDto, BudgetKeyParamDto, PutBudgetDto } from './budgets.dto';
+
+/** 404 budget_not_found, coded like the project's other refusals (docs/API.md, errors). */
+const notFound = (scope: BudgetScope, id: string) => new ChatException(ChatExceptionCode.BUDGET_NOT_FOUND, `No budget is set for ${scope} ${id}`, { scope, id });
 
 /** The budget routes of one scope: GET, PUT and DELETE over the budgets table. */
 class BudgetRoutes {
   constructor(
     private readonly budgets: BudgetRepository,
+    private readonly orchestration: OrchestrationService,
     private readonly scope: BudgetScope,
   ) {}
 
   async get(id: string): Promise<BudgetDto> {
     const row = await this.budgets.find(this.scope, id);
-    if (!row) throw new NotFoundException(`No budget is set for ${this.scope} ${id}`);
+    if (!row) throw notFound(this.scope, id);
     return this.view(row);
   }
 
   async put(id: string, dto: PutBudgetDto): Promise<BudgetDto> {
     if ((dto.tokens ?? null) === null && (dto.cost ?? null) === null) throw new BadRequestException('tokens or cost must be given (a budget with neither limits nothing); nothing was stored');
+    if ((dto.cost ?? null) !== null) this.refuseUnpriced();
     return this.view(await this.budgets.put({ scope: this.scope, scopeId: id, period: dto.period, tokens: dto.tokens ?? null, cost: dto.cost ?? null, warnAt: dto.warnAt ?? null }));
   }
 
   async remove(id: string): Promise<void> {
-    if (!(await this.budgets.remove(this.scope, id))) throw new NotFoundException(`No budget is set for ${this.scope} ${id}`);
+    if (!(await this.budgets.remove(this.scope, id))) throw notFound(this.scope, id);
   }
 
-  private async view(b: BudgetRow): Promise<BudgetDto> {
+  /**
+   * A cost budget counts turns at LLM_PRICES: with no configured model priced, every turn would
+   * cost nothing and the budget would never bind, so it is refused rather than stored as a
+   * limit that cannot hold. Some models priced is accepted (the unpriced ones count at nothing,
+   * docs/OPERATIONS.md, "Budgets").
+   */
+  private refuseUnpriced(): void {
+    const models = this.orchestration.modelNames();
+    const prices = this.orchestration.prices();
+    if (models.some((m) => prices.has(m))) return;
+    throw new ChatException(
+      ChatExceptionCode.BUDGET_COST_UNPRICED,
+      `A cost budget needs prices: LLM_PRICES has none for the configured models (${models.join(', ')}), so every turn would cost 0 and the budget would never bind. Set LLM_PRICES, or give a tokens budget instead; nothing was stored`,
+      { models: [...models] },
+    );
+  }
+
+  private view(b: BudgetRow & { spent: Spent }): BudgetDto {
     const now = new Date();
-    const spent = await this.budgets.spent(b.scope, b.scopeId, periodStart(b.period, now));
+    const spent = b.spent;
     const shares = [b.tokens !== null ? spent.tokens / b.tokens : 0, b.cost !== null ? spent.cost / b.cost : 0];
     const top = Math.max(...shares);
     const state = top >= 1 ? 'reached' : b.warnAt !== null && top >= b.warnAt ? 'warning' : 'ok';
@@ -50,7 +74,7 @@ class BudgetRoutes {
 }
 
 const PUT_SUMMARY = 'Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted';
-const BAD_PUT = 'invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost (nothing is stored)';
+const BAD_PUT = 'invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost; budget_cost_unpriced: a cost limit while LLM_PRICES prices none of the configured models (nothing is stored)';
 
 /** A project's budget (issue 46; docs/API.md, "Budgets and usage"). */
 @ApiTags('admin')
@@ -60,14 +84,14 @@ const BAD_PUT = 'invalid id, or a body whose period is not day or month, whose t
 @Controller('api/admin/projects/:projectId/budget')
 export class ProjectBudgetController {
   private readonly routes: BudgetRoutes;
-  constructor(budgets: BudgetRepository) {
-    this.routes = new BudgetRoutes(budgets, 'project');
+  constructor(budgets: BudgetRepository, orchestration: OrchestrationService) {
+    this.routes = new BudgetRoutes(budgets, orchestration, 'project');
   }
 
   @Get()
   @ApiOperation({ operationId: 'getProjectBudget', summary: "The project's budget and what its current period has used" })
   @ApiOkResponse({ type: BudgetDto })
-  @ApiNotFoundResponse({ description: 'the project has no budget' })
+  @ApiNotFoundResponse({ description: 'budget_not_found: the project has no budget' })
   get(@Param() { projectId }: WebhookProjectParamDto): Promise<BudgetDto> {
     return this.routes.get(projectId);
   }
@@ -84,7 +108,7 @@ export class ProjectBudgetController {
   @HttpCode(204)
   @ApiOperation({ operationId: 'deleteProjectBudget', summary: "Remove the project's budget" })
   @ApiNoContentResponse({ description: 'removed' })
-  @ApiNotFoundResponse({ description: 'the project has no budget' })
+  @ApiNotFoundResponse({ description: 'budget_not_found: the project has no budget' })
   remove(@Param() { projectId }: WebhookProjectParamDto): Promise<void> {
     return this.routes.remove(projectId);
   }
@@ -98,14 +122,14 @@ export class ProjectBudgetController {
 @Controller('api/admin/keys/:keyId/budget')
 export class KeyBudgetController {
   private readonly routes: BudgetRoutes;
-  constructor(budgets: BudgetRepository) {
-    this.routes = new BudgetRoutes(budgets, 'key');
+  constructor(budgets: BudgetRepository, orchestration: OrchestrationService) {
+    this.routes = new BudgetRoutes(budgets, orchestration, 'key');
   }
 
   @Get()
   @ApiOperation({ operationId: 'getKeyBudget', summary: "The key's budget and what its current period has used" })
   @ApiOkResponse({ type: BudgetDto })
-  @ApiNotFoundResponse({ description: 'the key has no budget' })
+  @ApiNotFoundResponse({ description: 'budget_not_found: the key has no budget' })
   get(@Param() { keyId }: BudgetKeyParamDto): Promise<BudgetDto> {
     return this.routes.get(keyId);
   }
@@ -122,7 +146,7 @@ export class KeyBudgetController {
   @HttpCode(204)
   @ApiOperation({ operationId: 'deleteKeyBudget', summary: "Remove the key's budget" })
   @ApiNoContentResponse({ description: 'removed' })
-  @ApiNotFoundResponse({ description: 'the key has no budget' })
+  @ApiNotFoundResponse({ description: 'budget_not_found: the key has no budget' })
   remove(@Param() { keyId }: BudgetKeyParamDto): Promise<void> {
     return this.routes.remove(keyId);
   }

@@ -62,7 +62,7 @@ export class UsageQueryDto {
 export class UsageTotalsDto {
   @ApiProperty({ description: 'tokens (prompt + completion) of the ended runs' }) tokens: number;
   @ApiProperty({ description: 'their cost from LLM_PRICES (0 for unpriced models)' }) cost: number;
-  @ApiProperty({ description: 'ended runs (turns)' }) turns: number;
+  @ApiProperty({ description: 'ended runs that called a model at least once (a run refused or ended before any model call is not a turn)' }) turns: number;
 }
 
 export class UsageGroupDto extends UsageTotalsDto {

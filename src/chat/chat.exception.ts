@@ -6,6 +6,8 @@ export enum ChatExceptionCode {
   MODEL_NOT_ALLOWED = 'model_not_allowed',
   CONVERSATION_BUSY = 'conversation_busy',
   BUDGET_EXHAUSTED = 'budget_exhausted',
+  BUDGET_NOT_FOUND = 'budget_not_found',
+  BUDGET_COST_UNPRICED = 'budget_cost_unpriced',
 }
 
 const CHAT_STATUS: Record<ChatExceptionCode, number> = {
@@ -14,6 +16,8 @@ const CHAT_STATUS: Record<ChatExceptionCode, number> = {
   [ChatExceptionCode.MODEL_NOT_ALLOWED]: 400,
   [ChatExceptionCode.CONVERSATION_BUSY]: 409,
   [ChatExceptionCode.BUDGET_EXHAUSTED]: 429,
+  [ChatExceptionCode.BUDGET_NOT_FOUND]: 404,
+  [ChatExceptionCode.BUDGET_COST_UNPRICED]: 400,
 };
 
 export class ChatException extends codedException(CHAT_STATUS) {}

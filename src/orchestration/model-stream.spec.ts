@@ -93,6 +93,33 @@ describe('ModelStream', () => {
     });
   });
 
+  describe('usage of a cut call (issue 46: a budget is not dodged by cancelling)', () => {
+    it('a cancelled call without reported usage is estimated with the tokenizer and marked estimated; a provider error is not', async () => {
+      const abort = new AbortController();
+      const stream = new ModelStream(new ScriptedLlm([[]]), ASK, abort.signal, UNIFIED);
+      for (const e of say('The answer so far, about ', 'twelve words long before the cancel.')) stream.accept(e);
+      abort.abort();
+      stream.accept({ type: 'error', error: { code: 'aborted', message: 'aborted', retryable: false } });
+      const usage = stream.close().usage!;
+      expect(usage.estimated).toBe(true);
+      // the prompt ("go" and its message overhead) and the streamed text both count
+      expect(usage.promptTokens).toBeGreaterThan(0);
+      expect(usage.completionTokens).toBeGreaterThanOrEqual(10);
+      expect(usage.totalTokens).toBe(usage.promptTokens + usage.completionTokens);
+
+      const failed = await step([...say('partial'), { type: 'error' as const, error: { code: 'network' as const, message: 'reset', retryable: true } }], UNIFIED);
+      expect(failed.res.usage).toBeUndefined();
+    });
+
+    it('a cancelled call that reported its usage keeps it', () => {
+      const abort = new AbortController();
+      const stream = new ModelStream(new ScriptedLlm([[]]), ASK, abort.signal, UNIFIED);
+      stream.accept({ type: 'finish', reason: 'stop', usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } });
+      abort.abort();
+      expect(stream.close().usage).toEqual({ promptTokens: 7, completionTokens: 3, totalTokens: 10 });
+    });
+  });
+
   describe('every route: nothing after the finish', () => {
     it.each([
       ['two-stage', TWO_STAGE],

@@ -279,8 +279,13 @@ export class ModelStream {
         this.result.calls = this.opts.stopAtFirstCompleteCall ? complete.slice(0, 1) : [...complete];
         this.result.invalid = [...this.acc.invalid];
       }
-      // no usage reported (or the stream was cut before it came): the turn's budget and cost still count this call
-      if (!this.result.usage && !this.result.error) this.result.usage = estimateUsage(this.request, this.result.text, complete.map((c) => c.name + c.arguments));
+      // no usage reported (or the stream was cut before it came, also by a cancel: the provider
+      // still bills what it generated): the turn's budget and cost still count this call, estimated
+      const cancelled = this.signal.aborted;
+      if (!this.result.usage && (!this.result.error || cancelled)) {
+        const said = cancelled ? this.result.text + this.heldText : this.result.text;
+        this.result.usage = estimateUsage(this.request, said, complete.map((c) => c.name + c.arguments));
+      }
     }
     return this.result;
   }

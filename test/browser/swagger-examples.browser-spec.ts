@@ -64,7 +64,7 @@ const EXPECTED: Record<string, { status: number; check?: (text: string) => void;
   putProjectBudget: { status: 200, check: JSON_HAS({ period: 'month', tokens: 50_000_000, state: 'ok' }) },
   deleteProjectBudget: { status: 204, again: 404 },
   getKeyBudget: { status: 404, again: 200 },
-  putKeyBudget: { status: 200, check: JSON_HAS({ period: 'day', cost: 25 }) },
+  putKeyBudget: { status: 200, check: JSON_HAS({ period: 'day', tokens: 2_000_000 }) },
   deleteKeyBudget: { status: 204, again: 404 },
   getProjectUsage: { status: 200, check: JSON_HAS({ totals: { turns: expect.any(Number) } }) },
   // the signing secret only: no URL, so nothing of a later turn goes anywhere

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { WebhookOutboxRepository } from '../../webhooks/repositories/webhook-outbox.repository';
 import { AppConfigService } from '../../config/app-config.service';
 import type { PriceTable } from '../../llm/llm-prices';
@@ -10,6 +10,9 @@ import { periodEnd, periodStart } from './budget-period';
 export interface Admission {
   turnTokenBudget: number;
 }
+
+/** How often an instance looks for reservations whose run was never stored. */
+const LAPSE_EVERY_MS = 60_000;
 
 /** A budget's name as messages say it. */
 const named = (b: BudgetRow): string => (b.scope === 'project' ? `project ${b.scopeId}` : `key ${b.scopeId}`);
@@ -23,14 +26,35 @@ const named = (b: BudgetRow): string => (b.scope === 'project' ? `project ${b.sc
  * stored usage counts instead; a send refused later releases its reservation.
  */
 @Injectable()
-export class BudgetGate {
+export class BudgetGate implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Budgets');
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly budgets: BudgetRepository,
     private readonly config: AppConfigService,
     private readonly outbox: WebhookOutboxRepository,
   ) {}
+
+  /** Reservations whose run was never stored lapse (BudgetRepository.lapseOrphans), checked once a minute on every instance. */
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.lapse(), LAPSE_EVERY_MS);
+    this.timer.unref?.();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pass; never throws (the next one retries). */
+  async lapse(): Promise<number> {
+    try {
+      return await this.budgets.lapseOrphans();
+    } catch (e) {
+      this.logger.warn(`could not lapse orphaned budget reservations: ${(e as Error).message}`);
+      return 0;
+    }
+  }
 
   /**
    * null: no budget applies (BudgetRepository.mayApply: such a send usually reads nothing).

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { queryResult } from '../../database/query-result';
 import { BudgetPresence } from '../budgets/budget-presence';
 
@@ -38,17 +38,23 @@ export const ORPHAN_RESERVATION_MS = 15 * 60_000;
 
 const LIVE = `('running', 'awaiting_approval', 'paused')`;
 const COLUMNS = `scope, scope_id AS "scopeId", period, tokens::float8 AS tokens, cost::float8 AS cost, warn_at::float8 AS "warnAt", updated_at AS "updatedAt"`;
+/** The budget's counters as its current period sees them (a row not rolled over yet counts from zero). */
+const SPENT = `CASE WHEN period_start >= date_trunc(period, now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' THEN spent_tokens + held_tokens ELSE 0 END AS "spentTokens",
+               CASE WHEN period_start >= date_trunc(period, now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' THEN spent_cost + held_cost ELSE 0 END AS "spentCost"`;
 
-/** The period's sum of one budget (`col`: its runs' column; the others: parameter placeholders). */
-const spentSql = (col: 'project_id' | 'key_id', id: string, since: string, orphanMs: string): string =>
-  `SELECT COALESCE(sum(t), 0)::float8 AS tokens, COALESCE(sum(c), 0)::float8 AS cost FROM (
-     SELECT COALESCE((r.usage->>'totalTokens')::bigint, 0) AS t, COALESCE((r.usage->>'cost')::numeric, 0) AS c
-       FROM runs r WHERE r.${col} = ${id} AND r.created_at >= ${since} AND r.status NOT IN ${LIVE}
-     UNION ALL
-     SELECT b.tokens, b.cost FROM budget_reservations b LEFT JOIN runs r ON r.request_id = b.request_id
-      WHERE b.${col} = ${id} AND b.created_at >= ${since}
-        AND (r.status IN ${LIVE} OR (r.request_id IS NULL AND b.created_at > now() - make_interval(secs => ${orphanMs}::float8 / 1000)))
-   ) u`;
+/**
+ * The counters of a budget set now (`col`: the column its runs and reservations count by; $1 its
+ * id, $3 its period): the period's ended runs' stored usage, and the reservations its live turns
+ * hold. Read once, when a budget is made or its period changes; from then on the runs' closing
+ * statements keep them (migration 1764720000000).
+ */
+const recountSql = (col: 'project_id' | 'key_id'): string => `
+  SELECT x.since,
+         (SELECT COALESCE(sum((r.usage->>'totalTokens')::float8), 0) FROM runs r WHERE r.${col} = $1 AND r.created_at >= x.since AND r.status NOT IN ${LIVE}) AS spent_tokens,
+         (SELECT COALESCE(sum((r.usage->>'cost')::float8), 0) FROM runs r WHERE r.${col} = $1 AND r.created_at >= x.since AND r.status NOT IN ${LIVE}) AS spent_cost,
+         (SELECT COALESCE(sum(v.tokens::float8), 0) FROM budget_reservations v WHERE v.${col} = $1 AND v.created_at >= x.since) AS held_tokens,
+         (SELECT COALESCE(sum(v.cost::float8), 0) FROM budget_reservations v WHERE v.${col} = $1 AND v.created_at >= x.since) AS held_cost
+    FROM (SELECT date_trunc($3, now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS since) x`;
 
 const num = (v: unknown): number => Number(v ?? 0);
 const row = (r: Record<string, unknown>): BudgetRow => ({
@@ -60,6 +66,8 @@ const row = (r: Record<string, unknown>): BudgetRow => ({
   warnAt: r.warnAt === null ? null : num(r.warnAt),
   updatedAt: new Date(r.updatedAt as string),
 });
+
+const withSpent = (r: Record<string, unknown>): BudgetRow & { spent: Spent } => ({ ...row(r), spent: { tokens: num(r.spentTokens), cost: num(r.spentCost) } });
 
 /** What an admission found: the send's budgets as locked, each with what its period had spent before it, and whether its reservation went in. */
 export interface Admitted {
@@ -91,9 +99,10 @@ export class BudgetRepository {
     return hasProject || hasKey;
   }
 
-  async find(scope: BudgetScope, scopeId: string, m: EntityManager = this.ds.manager): Promise<BudgetRow | null> {
-    const rows = queryResult(await m.query(`SELECT ${COLUMNS} FROM budgets WHERE scope = $1 AND scope_id = $2`, [scope, scopeId])).rows as Array<Record<string, unknown>>;
-    return rows[0] ? row(rows[0]) : null;
+  /** A budget, with what its current period has spent and holds (its counters: one row read). */
+  async find(scope: BudgetScope, scopeId: string): Promise<(BudgetRow & { spent: Spent }) | null> {
+    const rows = queryResult(await this.ds.query(`SELECT ${COLUMNS}, ${SPENT} FROM budgets WHERE scope = $1 AND scope_id = $2`, [scope, scopeId])).rows as Array<Record<string, unknown>>;
+    return rows[0] ? withSpent(rows[0]) : null;
   }
 
   /** The budgets that apply to a send: its project's and its key's (one indexed read; the common case finds none). */
@@ -104,17 +113,24 @@ export class BudgetRepository {
     return rows.map(row);
   }
 
-  async put(b: Omit<BudgetRow, 'updatedAt'>): Promise<BudgetRow> {
+  /**
+   * Sets a budget. A new one, or one whose period changes, starts its counters from the period's
+   * sums (recountSql); changing only its limits keeps them, so what the period spent still counts.
+   */
+  async put(b: Omit<BudgetRow, 'updatedAt'>): Promise<BudgetRow & { spent: Spent }> {
+    const keep = (c: string) => `${c} = CASE WHEN budgets.period = EXCLUDED.period THEN budgets.${c} ELSE EXCLUDED.${c} END`;
     const rows = queryResult(
       await this.ds.query(
-        `INSERT INTO budgets (scope, scope_id, period, tokens, cost, warn_at) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (scope, scope_id) DO UPDATE SET period = EXCLUDED.period, tokens = EXCLUDED.tokens, cost = EXCLUDED.cost, warn_at = EXCLUDED.warn_at, updated_at = now()
-         RETURNING ${COLUMNS}`,
-        [b.scope, b.scopeId, b.period, b.tokens, b.cost, b.warnAt],
+        `INSERT INTO budgets (scope, scope_id, period, tokens, cost, warn_at, period_start, spent_tokens, spent_cost, held_tokens, held_cost)
+         SELECT $2, $1, $3, $4::bigint, $5::numeric, $6::float8, c.since, c.spent_tokens, c.spent_cost, c.held_tokens, c.held_cost FROM (${recountSql(b.scope === 'project' ? 'project_id' : 'key_id')}) c
+         ON CONFLICT (scope, scope_id) DO UPDATE SET ${['period_start', 'spent_tokens', 'spent_cost', 'held_tokens', 'held_cost'].map(keep).join(', ')},
+           period = EXCLUDED.period, tokens = EXCLUDED.tokens, cost = EXCLUDED.cost, warn_at = EXCLUDED.warn_at, updated_at = now()
+         RETURNING ${COLUMNS}, ${SPENT}`,
+        [b.scopeId, b.scope, b.period, b.tokens, b.cost, b.warnAt],
       ),
     ).rows as Array<Record<string, unknown>>;
     this.presence.forget(b.scope, b.scopeId);
-    return row(rows[0]);
+    return withSpent(rows[0]);
   }
 
   async remove(scope: BudgetScope, scopeId: string): Promise<boolean> {
@@ -124,36 +140,42 @@ export class BudgetRepository {
   }
 
   /**
-   * The admission, in one round trip: orion_budget_admit (migration 1764680000000) locks the
-   * send's budget rows (ordered, so two admissions never deadlock), then, in statements of its own
-   * and so seeing every reservation committed before the lock was granted (READ COMMITTED takes a
-   * snapshot per statement), sums what each budget's period used and inserts the reservation only
-   * if it fits them all. Admissions that spend the same budget take turns, on every instance.
-   * `now`: the periods are those holding it (UTC). Returns the locked budgets with what each had
-   * spent before this reservation, and whether it was inserted.
+   * The admission, in one round trip: orion_budget_admit (migration 1764720000000) locks the
+   * send's budget rows (ordered, so two admissions never deadlock) and reads their counters; a
+   * row it waited for is read as the admission before it left it (FOR UPDATE takes the newest
+   * committed version), so admissions that spend the same budget take turns, on every instance.
+   * It inserts the reservation and adds it to the counters only if it fits them all. `now`: the
+   * periods are those holding it (UTC). Returns the locked budgets with what each had spent or
+   * held before this reservation, and whether it was inserted.
    */
   async admit(projectId: string, keyId: string | null, r: Omit<Reservation, 'projectId' | 'keyId'>, now: Date): Promise<Admitted> {
     const rows = queryResult(
-      await this.ds.query(`SELECT orion_budget_admit($1, $2, $3, $4, $5, $6, $7) AS admitted`, [r.requestId, projectId, keyId ?? '', r.tokens, r.cost, now, ORPHAN_RESERVATION_MS]),
+      await this.ds.query(`SELECT orion_budget_admit($1, $2, $3, $4, $5, $6) AS admitted`, [r.requestId, projectId, keyId ?? '', r.tokens, r.cost, now]),
     ).rows as Array<{ admitted: unknown }>;
     const raw = rows[0]?.admitted;
     const got = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { inserted: boolean; budgets: Array<Record<string, unknown>> };
     return { inserted: got.inserted, budgets: got.budgets.map((x) => ({ b: row(x), spent: { tokens: num(x.spentTokens), cost: num(x.spentCost) } })) };
   }
 
-  /**
-   * What a budget's period has used since `since`: the stored usage of its ended runs, and the
-   * reservations of its turns that have not ended (a live run's, or one whose run is not stored
-   * yet and is younger than ORPHAN_RESERVATION_MS). A failed, cancelled or swept run's
-   * reservation no longer counts: only what it stored.
-   */
-  async spent(scope: BudgetScope, scopeId: string, since: Date, m: EntityManager = this.ds.manager): Promise<Spent> {
-    const rows = queryResult(await m.query(spentSql(scope === 'project' ? 'project_id' : 'key_id', '$1', '$2', '$3'), [scopeId, since, ORPHAN_RESERVATION_MS])).rows as Array<Record<string, unknown>>;
-    return { tokens: num(rows[0]?.tokens), cost: num(rows[0]?.cost) };
+  /** A send refused after its admission (nothing stored): its reservation goes, and with it what its budgets held for it. */
+  async release(requestId: string): Promise<void> {
+    await this.ds.query(`SELECT orion_budget_release($1)`, [requestId]);
   }
 
-  /** A send refused after its admission (nothing stored): its reservation goes. */
-  async release(requestId: string): Promise<void> {
-    await this.ds.query(`DELETE FROM budget_reservations WHERE request_id = $1`, [requestId]);
+  /**
+   * Reservations whose run was never stored, older than `olderThanMs` (ORPHAN_RESERVATION_MS), lapse (released
+   * one by one, each in its own transaction, so their budget rows are locked in the order every
+   * other writer locks them). Returns how many lapsed.
+   */
+  async lapseOrphans(limit = 100, olderThanMs = ORPHAN_RESERVATION_MS): Promise<number> {
+    const rows = queryResult(
+      await this.ds.query(
+        `SELECT request_id FROM budget_reservations v WHERE v.created_at < now() - make_interval(secs => $1::float8 / 1000)
+            AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.request_id = v.request_id) LIMIT $2`,
+        [olderThanMs, limit],
+      ),
+    ).rows as Array<{ request_id: string }>;
+    for (const r of rows) await this.release(r.request_id);
+    return rows.length;
   }
 }

@@ -60,7 +60,8 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   putProjectRetention: { runs: '30d', trace: '7d', conversations: 'forever' },
   // a budget far above what trying the routes spends, so later sends still run
   putProjectBudget: { period: 'month', tokens: 50_000_000, warnAt: 0.8 },
-  putKeyBudget: { period: 'day', cost: 25 },
+  // tokens, not cost: a cost budget is refused while LLM_PRICES prices no configured model (a fresh service)
+  putKeyBudget: { period: 'day', tokens: 2_000_000 },
   // an approval of yours: the approval_required event of a run that waits (its ids go in the path)
   decideApproval: { decision: 'approve' },
 };
@@ -79,7 +80,7 @@ export const REQUEST_EXAMPLE_NOTES: Readonly<Record<string, string>> = {
     "Example: creates the project's signing secret (shown only in this answer) and leaves its default URL as it is. To receive webhooks put your receiver's URL in `url`: a public address, or one on this machine such as `http://127.0.0.1:8787/orion-webhook` when Orion runs with WEBHOOK_ALLOW_PRIVATE=true; `null` removes it.",
   putProjectRetention: 'Example: put the project in the path (`default`). Omitted fields stay as they were; null gives a field back to the deployment\'s RETENTION_* value.',
   putKeyBudget: 'Example: put a key id in the path (`local` without keys; GET /api/admin/keys lists them).',
-  putProjectBudget: 'Example: put the project in the path (`default`). A cost budget counts in the currency of LLM_PRICES: `{"period": "day", "cost": 25}`; DELETE removes the budget.',
+  putProjectBudget: 'Example: put the project in the path (`default`). A cost budget counts in the currency of LLM_PRICES, and needs a price there for a configured model (else 400 budget_cost_unpriced): `{"period": "day", "cost": 25}`; DELETE removes the budget.',
   decideApproval:
     'Example: put the requestId and approvalId of an `approval_required` event in the path. Deny: `{"decision": "deny", "reason": "…"}`; edit: `{"decision": "approve", "arguments": {…}}`.',
 };
