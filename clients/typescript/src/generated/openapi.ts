@@ -573,7 +573,7 @@ export interface paths {
         get: operations["getProjectBudget"];
         /**
          * Set the budget (tokens and/or cost per UTC day or month); a send past it is refused with 429 budget_exhausted
-         * @description Example: put the project in the path (`default`). A cost budget counts in the currency of LLM_PRICES: `{"period": "day", "cost": 25}`; DELETE removes the budget.
+         * @description Example: put the project in the path (`default`). A cost budget counts in the currency of LLM_PRICES, and needs a price there for a configured model (else 400 budget_cost_unpriced): `{"period": "day", "cost": 25}`; DELETE removes the budget.
          */
         put: operations["putProjectBudget"];
         post?: never;
@@ -2005,7 +2005,7 @@ export interface components {
             tokens: number;
             /** @description their cost from LLM_PRICES (0 for unpriced models) */
             cost: number;
-            /** @description ended runs (turns) */
+            /** @description ended runs that called a model at least once (a run refused or ended before any model call is not a turn) */
             turns: number;
         };
         UsageGroupDto: {
@@ -2013,7 +2013,7 @@ export interface components {
             tokens: number;
             /** @description their cost from LLM_PRICES (0 for unpriced models) */
             cost: number;
-            /** @description ended runs (turns) */
+            /** @description ended runs that called a model at least once (a run refused or ended before any model call is not a turn) */
             turns: number;
             /** @description the day (YYYY-MM-DD, UTC), model or key id; null: runs without one (e.g. sent before keys were recorded) */
             group: string | null;
@@ -6165,7 +6165,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description the project has no budget */
+            /** @description budget_not_found: the project has no budget */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6221,7 +6221,7 @@ export interface operations {
                     "application/json": components["schemas"]["BudgetDto"];
                 };
             };
-            /** @description invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost (nothing is stored) */
+            /** @description invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost; budget_cost_unpriced: a cost limit while LLM_PRICES prices none of the configured models (nothing is stored) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6328,7 +6328,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description the project has no budget */
+            /** @description budget_not_found: the project has no budget */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6415,7 +6415,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description the key has no budget */
+            /** @description budget_not_found: the key has no budget */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6452,7 +6452,7 @@ export interface operations {
                 /**
                  * @example {
                  *       "period": "day",
-                 *       "cost": 25
+                 *       "tokens": 2000000
                  *     }
                  */
                 "application/json": components["schemas"]["PutBudgetDto"];
@@ -6467,7 +6467,7 @@ export interface operations {
                     "application/json": components["schemas"]["BudgetDto"];
                 };
             };
-            /** @description invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost (nothing is stored) */
+            /** @description invalid id, or a body whose period is not day or month, whose tokens/cost/warnAt is out of range, or with neither tokens nor cost; budget_cost_unpriced: a cost limit while LLM_PRICES prices none of the configured models (nothing is stored) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6571,7 +6571,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description the key has no budget */
+            /** @description budget_not_found: the key has no budget */
             404: {
                 headers: {
                     [name: string]: unknown;
