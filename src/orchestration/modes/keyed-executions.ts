@@ -91,8 +91,12 @@ export class KeyedExecutions {
     } finally {
       clearInterval(beat);
     }
-    await this.progress.finish(projectId, send.key, owner, result);
-    return result;
+    if (await this.progress.finish(projectId, send.key, owner, result)) return result;
+    // this attempt lost the key while it ran (it stalled past the lease and a retry took it
+    // over): its result is not the execution's; the key's is, once the retry stored it
+    const now = await this.keys.find(projectId, send.key);
+    if (now?.result !== null && now?.result !== undefined) return now.result as ToolCallsResult;
+    throw keyInUse(send.key, now?.requestId ?? runAs, 'was taken over by another instance and is still executing');
   }
 }
 
