@@ -14,7 +14,7 @@ import type { Turn, TurnRequest } from './turn';
 import { OrchestrationException, OrchestrationExceptionCode } from './orchestration.exception';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
 import type { ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
-import { TOOL_MODES, type ApprovedCall, type ExecutionJournal, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
+import { EXECUTION_TAKEN_OVER, TOOL_MODES, type ApprovedCall, type ExecutionJournal, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
 import { continueDecided } from './modes/decided-calls';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
@@ -236,6 +236,8 @@ export class OrchestrationService implements OnApplicationBootstrap {
         ? yield* continueDecided({ llm: this.llm, tools: this.tools, trace: this.trace, logger: this.logger }, strategy.name, input, { ...from, plan: from.plan }, started)
         : yield* strategy.execute(input);
     } catch (err) {
+      // another attempt owns the execution now: this one has no result to give
+      if ((err as Error)?.name === EXECUTION_TAKEN_OVER) throw err;
       this.logger.error(`${TOOL_ORCHESTRATION_LOG_PREFIX} mode=${req.mode} request=${input.requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
       result = finishResult(strategy.name, input, started, { exposedTools: [], error: 'internal_error', errorMessage: (err as Error)?.message ?? 'internal error' });
     }

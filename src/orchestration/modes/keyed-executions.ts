@@ -6,7 +6,7 @@ import { keyInUse, keyReused } from '../../common/idempotency/idempotency.except
 import { AppConfigService } from '../../config/app-config.service';
 import { IdempotencyKeyStore } from '../../database/idempotency-key.store';
 import { KeyedProgressStore, type StoredProgress } from '../../database/keyed-progress.store';
-import type { DecidedPlan, ExecutionJournal, ExecutionProgress, ToolCallsResult, ToolExecution } from './tool-calls-result';
+import { EXECUTION_TAKEN_OVER, type DecidedPlan, type ExecutionJournal, type ExecutionProgress, type ToolCallsResult, type ToolExecution } from './tool-calls-result';
 
 /** A send whose key names an execution still under way waits this long for its result before answering 409. */
 const WAIT_MS = 30_000;
@@ -24,6 +24,7 @@ export interface KeyedAttempt {
 
 /** A journal write refused: another attempt owns the key now. */
 class KeyLostError extends Error {
+  override readonly name = EXECUTION_TAKEN_OVER;
   constructor(key: string) {
     super(`Idempotency-Key ${key} was taken over by another instance`);
   }
@@ -85,6 +86,7 @@ export class KeyedExecutions {
     try {
       result = await execute({ requestId: runAs, journal, signal: lost.signal });
     } catch (err) {
+      if ((err as Error)?.name === EXECUTION_TAKEN_OVER) return this.takenOver(projectId, send.key, runAs);
       // nothing stored to continue: a retry may run it again; else a retry continues it after the lease
       if (!journal.stored) await this.progress.release(projectId, send.key, owner).catch(() => undefined);
       throw err;
@@ -92,11 +94,17 @@ export class KeyedExecutions {
       clearInterval(beat);
     }
     if (await this.progress.finish(projectId, send.key, owner, result)) return result;
-    // this attempt lost the key while it ran (it stalled past the lease and a retry took it
-    // over): its result is not the execution's; the key's is, once the retry stored it
-    const now = await this.keys.find(projectId, send.key);
+    return this.takenOver(projectId, send.key, runAs);
+  }
+
+  /**
+   * This attempt lost the key while it ran (it stalled past the lease and a retry took it over):
+   * what it did is not the execution's result; the key's is, once the retry stored it.
+   */
+  private async takenOver(projectId: string, key: string, requestId: string): Promise<ToolCallsResult> {
+    const now = await this.keys.find(projectId, key);
     if (now?.result !== null && now?.result !== undefined) return now.result as ToolCallsResult;
-    throw keyInUse(send.key, now?.requestId ?? runAs, 'was taken over by another instance and is still executing');
+    throw keyInUse(key, now?.requestId ?? requestId, 'was taken over by another instance and is still executing');
   }
 }
 

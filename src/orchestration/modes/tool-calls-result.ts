@@ -118,9 +118,11 @@ export interface ExecutionProgress {
 
 /**
  * Where a keyed execution stores its progress as it goes (keyed-executions.ts), and what a
- * retry that took it over found there. A write that fails (the key was taken over) throws: the
- * execution stops.
+ * retry that took it over found there. A write refused because the key was taken over throws an
+ * error named `ExecutionTakenOver`: the execution stops, and that error passes through untouched.
  */
+export const EXECUTION_TAKEN_OVER = 'ExecutionTakenOver';
+
 export interface ExecutionJournal {
   readonly resumed: ExecutionProgress | null;
   decided(plan: DecidedPlan): Promise<void>;
