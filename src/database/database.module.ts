@@ -6,6 +6,7 @@ import { DatabaseInfo, DatabaseInfoModule } from './database-info';
 import { openDatabase, type DatabaseTarget } from './data-source';
 import { DbNotifierService } from './db-notifier.service';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { KeyedProgressStore } from './keyed-progress.store';
 import { TIME_PARTITIONS } from './time-partitions.port';
 import { TimePartitionsService } from './time-partitions.service';
 
@@ -47,8 +48,8 @@ import { TimePartitionsService } from './time-partitions.service';
       },
     }),
   ],
-  providers: [DbNotifierService, IdempotencyKeyStore, TimePartitionsService, { provide: TIME_PARTITIONS, useExisting: TimePartitionsService }],
-  exports: [DatabaseInfoModule, DbNotifierService, IdempotencyKeyStore, TIME_PARTITIONS],
+  providers: [DbNotifierService, IdempotencyKeyStore, KeyedProgressStore, TimePartitionsService, { provide: TIME_PARTITIONS, useExisting: TimePartitionsService }],
+  exports: [DatabaseInfoModule, DbNotifierService, IdempotencyKeyStore, KeyedProgressStore, TIME_PARTITIONS],
 })
 export class DatabaseModule {}
 

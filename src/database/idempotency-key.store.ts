@@ -12,6 +12,8 @@ export interface IdempotencyClaim {
   requestId: string;
   /** how long the key names this request */
   windowMs: number;
+  /** a tool-only execution's attempt (its instance and a token): its heartbeat starts with the claim */
+  owner?: string;
 }
 
 /** The request a key names, as the first send with it stored it. */
@@ -22,6 +24,8 @@ export interface StoredIdempotencyKey {
   result: unknown;
   /** how long ago the key was claimed */
   ageMs: number;
+  /** how long ago its execution last said it was alive (its heartbeat; the claim when it has none) */
+  idleMs: number;
 }
 
 interface Row {
@@ -29,6 +33,7 @@ interface Row {
   request_id: string;
   result: unknown;
   age_ms: string | number;
+  idle_ms: string | number;
 }
 
 /**
@@ -44,13 +49,13 @@ export class IdempotencyKeyStore {
   async claim(c: IdempotencyClaim): Promise<StoredIdempotencyKey | null> {
     for (;;) {
       const res = await this.ds.query(
-        `INSERT INTO idempotency_keys (project_id, key, fingerprint, request_id, expires_at)
-         VALUES ($1, $2, $3, $4, now() + ($5 || ' milliseconds')::interval)
+        `INSERT INTO idempotency_keys (project_id, key, fingerprint, request_id, expires_at, owner, heartbeat_at)
+         VALUES ($1, $2, $3, $4, now() + ($5 || ' milliseconds')::interval, $6, now())
          ON CONFLICT (project_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, request_id = EXCLUDED.request_id, result = NULL,
-                created_at = now(), expires_at = EXCLUDED.expires_at
+                created_at = now(), expires_at = EXCLUDED.expires_at, owner = EXCLUDED.owner, heartbeat_at = now(), progress = NULL
           WHERE idempotency_keys.expires_at <= now()
          RETURNING request_id`,
-        [c.projectId, c.key, c.fingerprint, c.requestId, String(c.windowMs)],
+        [c.projectId, c.key, c.fingerprint, c.requestId, String(c.windowMs), c.owner ?? null],
       );
       if (queryResult(res).count > 0) return null;
       const held = await this.find(c.projectId, c.key);
@@ -62,12 +67,13 @@ export class IdempotencyKeyStore {
   /** The live row of a key (null when there is none, or it expired). */
   async find(projectId: string, key: string): Promise<StoredIdempotencyKey | null> {
     const rows = (await this.ds.query(
-      `SELECT fingerprint, request_id, result, (EXTRACT(EPOCH FROM (now() - created_at)) * 1000)::bigint AS age_ms
+      `SELECT fingerprint, request_id, result, (EXTRACT(EPOCH FROM (now() - created_at)) * 1000)::bigint AS age_ms,
+              (EXTRACT(EPOCH FROM (now() - COALESCE(heartbeat_at, created_at))) * 1000)::bigint AS idle_ms
          FROM idempotency_keys WHERE project_id = $1 AND key = $2 AND expires_at > now()`,
       [projectId, key],
     )) as Row[];
     const r = rows[0];
-    return r ? { fingerprint: r.fingerprint, requestId: r.request_id, result: r.result, ageMs: Number(r.age_ms) } : null;
+    return r ? { fingerprint: r.fingerprint, requestId: r.request_id, result: r.result, ageMs: Number(r.age_ms), idleMs: Number(r.idle_ms) } : null;
   }
 
   /**

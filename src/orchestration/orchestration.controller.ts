@@ -41,8 +41,9 @@ export class OrchestrationController {
     const req = this.toRequest(dto);
     // a caller that hangs up stops the model call and the tools it would have run
     if (!idempotency) return this.orchestration.execute({ ...req, signal });
-    // unless it named the send with a key: its retry gets the result
-    return this.keyed.run(req.projectId, idempotency, req.requestId, () => this.orchestration.execute(req));
+    // unless it named the send with a key: its retry gets the result, or continues the execution
+    // when this instance dies (a stored decision and finished calls are not run again)
+    return this.keyed.run(req.projectId, idempotency, req.requestId, (k) => this.orchestration.execute({ ...req, requestId: k.requestId, journal: k.journal, signal: k.signal }));
   }
 
   @Sse('execute/stream', { method: RequestMethod.POST })

@@ -14,8 +14,9 @@ import type { Turn, TurnRequest } from './turn';
 import { OrchestrationException, OrchestrationExceptionCode } from './orchestration.exception';
 import { PROTOCOL_STRATEGIES, type OrchestrationStrategy } from './orchestration.tokens';
 import type { ProtocolExecutionContext, ProtocolStrategy, TurnBudgets } from './protocol-strategy';
-import { TOOL_MODES, type ApprovedCall, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
+import { EXECUTION_TAKEN_OVER, TOOL_MODES, type ApprovedCall, type ExecutionJournal, type ToolCallsResult, type ToolMode, type ToolModeOptions, type ToolModeProgress, type ToolModeStrategy } from './modes/tool-calls-result';
 import { finishResult, TOOL_ORCHESTRATION_LOG_PREFIX } from './modes/tool-decision';
+import { continueDecided } from './modes/decided-calls';
 import { ToolSelectionService } from './modes/tool-index/tool-selection.service';
 import { ToolIndexService } from './modes/tool-index/tool-index.service';
 import { contentLoopSettings } from './loops/loop-settings';
@@ -31,6 +32,8 @@ export interface ExecuteModeRequest {
   requestId?: string;
   signal?: AbortSignal;
   approvedCalls?: ApprovedCall[];
+  /** a keyed execution's progress store; with a stored decision, the execution continues from it */
+  journal?: ExecutionJournal;
 }
 
 /**
@@ -223,11 +226,18 @@ export class OrchestrationService implements OnApplicationBootstrap {
       signal: req.signal ?? new AbortController().signal,
       approvedCalls: req.approvedCalls ?? [],
       contentLoop: this.contentLoop(),
+      journal: req.journal,
     };
+    const from = req.journal?.resumed;
     let result: ToolCallsResult;
     try {
-      result = yield* strategy.execute(input);
+      // an execution a retry took over after its decision was stored: the model is not asked again
+      result = from?.plan
+        ? yield* continueDecided({ llm: this.llm, tools: this.tools, trace: this.trace, logger: this.logger }, strategy.name, input, { ...from, plan: from.plan }, started)
+        : yield* strategy.execute(input);
     } catch (err) {
+      // another attempt owns the execution now: this one has no result to give
+      if ((err as Error)?.name === EXECUTION_TAKEN_OVER) throw err;
       this.logger.error(`${TOOL_ORCHESTRATION_LOG_PREFIX} mode=${req.mode} request=${input.requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
       result = finishResult(strategy.name, input, started, { exposedTools: [], error: 'internal_error', errorMessage: (err as Error)?.message ?? 'internal error' });
     }

@@ -27,6 +27,11 @@ export interface ToolRunner {
   /** What a repeated identical call of this tool gets (absent: `refuse`). */
   repeatPolicy?(name: string): RepeatPolicy;
   /**
+   * Whether the tool only reads (a built-in, or an MCP tool annotated `readOnlyHint: true`): a
+   * call cut off by its instance's death may run again; any other may not (absent: false).
+   */
+  readOnly?(name: string): boolean;
+  /**
    * Whether a call of this tool waits for a person in this project (configuration, MCP
    * annotations, the project's override, then the conversation's `setting`).
    */

@@ -591,6 +591,18 @@ describe('ToolRunnerService.repeatPolicy (issue 13)', () => {
   });
 });
 
+describe('ToolRunnerService.readOnly (issue 44: what a continued execution may run again)', () => {
+  it('is true for built-ins and MCP tools annotated readOnlyHint: true, false for other MCP tools and unknown names', () => {
+    const { runner } = setup([
+      tool({ name: 'builtin_read' }),
+      tool({ name: 'srv__read', origin: 'mcp:srv', hints: { readOnly: true } }),
+      tool({ name: 'srv__write', origin: 'mcp:srv', hints: { readOnly: false } }),
+      tool({ name: 'srv__unsaid', origin: 'mcp:srv' }),
+    ]);
+    expect(['builtin_read', 'srv__read', 'srv__write', 'srv__unsaid', 'missing'].map((n) => runner.readOnly(n))).toEqual([true, true, false, false, false]);
+  });
+});
+
 describe('ToolRunnerService: calls refused by policy', () => {
   it('refuses a call carrying a configured secret (also one added to the registry later) before the tool runs, and never names it', async () => {
     let ran = 0;

@@ -76,6 +76,12 @@ export class ToolRunnerService implements ToolRunner {
     return this.registry.get(name)?.repeat ?? 'refuse';
   }
 
+  /** Built-ins only read (the workspace, the knowledge base, the web); an MCP tool says so with `readOnlyHint: true`. */
+  readOnly(name: string): boolean {
+    const def = this.registry.get(name);
+    return !!def && (def.origin === 'builtin' || def.hints?.readOnly === true);
+  }
+
   async run(call: ToolCallRequest, ctx: ToolExecutionContext): Promise<ToolRunResult> {
     const started = performance.now();
     const name = typeof call?.name === 'string' ? call.name : String(call?.name);

@@ -27,10 +27,17 @@ export interface DecidedCall {
   args: unknown;
 }
 
+/**
+ * A tool's outcome, or `interrupted`: a keyed execution's instance died while the call ran, and
+ * the call is not read-only, so the execution that continued it did not run it again (it may or
+ * may not have run).
+ */
+export type ExecutionOutcome = ToolOutcome | 'interrupted';
+
 export interface ToolExecution {
   toolName: string;
   args: unknown;
-  outcome: ToolOutcome;
+  outcome: ExecutionOutcome;
   resultObject: unknown;
   latencyMs: number;
   /** true for every outcome but `success` (always present, as docs/API.md's example shows) */
@@ -87,13 +94,47 @@ export interface ToolModeInput {
   approvedCalls?: ApprovedCall[];
   /** the content-loop detector's thresholds (LOOP_CONTENT_REPEATS); absent: the defaults */
   contentLoop?: ContentLoopSettings;
+  /** a keyed execution's progress store (absent without an `Idempotency-Key`: nothing is stored) */
+  journal?: ExecutionJournal;
+}
+
+/** The model's decision, as a continued execution needs it: the calls as decided and as shown. */
+export interface DecidedPlan {
+  exposedTools: string[];
+  candidates?: ToolCandidate[];
+  /** the calls, in order, with the model's arguments (what runs) */
+  calls: DecidedCall[];
+  /** the same, masked as the caller is shown them */
+  shown: DecidedCall[];
+}
+
+/** What a keyed execution had done when it was last stored. */
+export interface ExecutionProgress {
+  plan: DecidedPlan | null;
+  executions: ToolExecution[];
+  /** the call that was running, or null between calls */
+  running: number | null;
+}
+
+/**
+ * Where a keyed execution stores its progress as it goes (keyed-executions.ts), and what a
+ * retry that took it over found there. A write refused because the key was taken over throws an
+ * error named `ExecutionTakenOver`: the execution stops, and that error passes through untouched.
+ */
+export const EXECUTION_TAKEN_OVER = 'ExecutionTakenOver';
+
+export interface ExecutionJournal {
+  readonly resumed: ExecutionProgress | null;
+  decided(plan: DecidedPlan): Promise<void>;
+  starting(index: number): Promise<void>;
+  finished(executions: ToolExecution[]): Promise<void>;
 }
 
 /** Progress of a tool-only run, for the streaming route. */
 export type ToolModeProgress =
   | { stage: 'PrepareTools'; exposedTools: string[]; candidates?: ToolCandidate[] }
   | { stage: 'LLMDecision'; decidedCalls: DecidedCall[] }
-  | { stage: 'ExecuteTool'; index: number; toolName: string; outcome: ToolOutcome; latencyMs: number }
+  | { stage: 'ExecuteTool'; index: number; toolName: string; outcome: ExecutionOutcome; latencyMs: number }
   | { stage: 'Finished'; isSuccess: boolean; error: ToolCallsError | null; totalLatencyMs: number };
 
 /**

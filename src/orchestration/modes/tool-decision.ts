@@ -2,11 +2,12 @@ import { Logger } from '@nestjs/common';
 import type { LlmAdapter, LlmToolSpec } from '../../llm/llm-adapter.port';
 import type { ToolRunner } from '../../tools/tool-runner.port';
 import type { TraceSink } from '../../trace/trace-sink.port';
-import type { ApprovedCall, DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
+import type { DecidedCall, ToolCallsError, ToolCallsResult, ToolCandidate, ToolExecution, ToolMode, ToolModeInput, ToolModeProgress } from './tool-calls-result';
 import { toolModeSystemPrompt, toolModeUserMessage } from './tool-mode.prompts';
 import { findContentLoop } from '../loops/find-content-loop';
 import { contentLoopDetails } from '../loops/content-loop-details';
 import type { StreamLoop } from '../model-stream';
+import { executeDecided } from './decided-calls';
 
 /** Fixed prefix of every tool-only log line, so operators can grep one mode run end to end. */
 export const TOOL_ORCHESTRATION_LOG_PREFIX = '[ToolOrchestration]';
@@ -50,8 +51,7 @@ export function finishResult(
 /**
  * The part both modes share once they know which tools to expose: one non-streaming model
  * decision over exactly those tools (the input alone, no history, the request id attached),
- * calls cut to `maxCalls`, then each call validated and executed in order through the
- * ToolRunner. A call to a tool that was not exposed is never run.
+ * calls cut to `maxCalls`, then each call validated and executed in order (decided-calls.ts).
  */
 export async function* decideAndExecute(
   deps: DecisionDeps,
@@ -106,61 +106,10 @@ export async function* decideAndExecute(
     return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, error: 'no_tool_calls', errorMessage: 'The model called no tool', candidates });
   }
 
-  const exposed = new Set(exposedTools);
-  const approved = approvedSignatures(deps.tools, input.approvedCalls ?? [], projectId);
-  const executions: ToolExecution[] = [];
-  for (const [index, call] of decided.entries()) {
-    let execution: ToolExecution;
-    const refusal = !call.toolName
-      ? 'the call has no tool name'
-      : !exposed.has(call.toolName)
-        ? `tool ${call.toolName} was not offered in this request`
-        : call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)
-          ? `arguments must be a JSON object, got ${describe(call.args)}`
-          : null;
-    if (refusal) {
-      const schema = specs.find((s) => s.name === call.toolName)?.parameters;
-      execution = invalid(shown[index], refusal, exposedTools, schema);
-      deps.trace.record({ requestId, projectId, type: 'tool_call_refused', details: { mode, index, toolName: call.toolName, reason: refusal } });
-    } else {
-      const request = { name: call.toolName, arguments: call.args as Record<string, unknown> };
-      // a tool-only caller has nobody to ask while it waits: a call that needs a person and was
-      // not approved earlier comes back as `approval_required`, not run
-      const granted = takeApproval(approved, deps.tools.signature(request, projectId));
-      const r = await deps.tools.run(request, { projectId, requestId, signal: input.signal, approval: { setting: 'policy', granted } });
-      execution = {
-        toolName: call.toolName, args: deps.tools.redactArgs(call.toolName, r.args), outcome: r.outcome, resultObject: r.output, latencyMs: r.latencyMs,
-        isError: r.isError || r.outcome !== 'success', ...(r.approval ? { approval: r.approval } : {}),
-      };
-    }
-    executions.push(execution);
-    yield { stage: 'ExecuteTool', index, toolName: call.toolName, outcome: execution.outcome, latencyMs: execution.latencyMs };
-  }
-  // a tool that ran and failed is not an orchestration error: its execution's outcome says so
-  const error: ToolCallsError | null = executions.some((e) => e.outcome === 'validation_error') ? 'invalid_args' : null;
-  return finishResult(mode, input, started, { exposedTools, decidedCalls: shown, executions, error, candidates });
-}
-
-/** The canonical signatures of the calls a person approved, each as many times as it was listed. */
-function approvedSignatures(tools: ToolRunner, calls: ApprovedCall[], projectId: string): string[] {
-  return calls.map((c) => tools.signature({ name: c.tool, arguments: c.arguments }, projectId)).filter((s): s is string => s !== null);
-}
-
-/** Whether this call was approved; an approval is used up by the call it lets run (one approval, one call). */
-function takeApproval(approved: string[], signature: string | null): boolean {
-  if (signature === null) return false;
-  const i = approved.indexOf(signature);
-  if (i < 0) return false;
-  approved.splice(i, 1);
-  return true;
-}
-
-function invalid(call: DecidedCall, message: string, exposedTools: string[], schema?: Record<string, unknown>): ToolExecution {
-  return { toolName: call.toolName, args: call.args, outcome: 'validation_error', resultObject: { error: 'invalid_args', message, exposedTools, ...(schema ? { schema } : {}) }, latencyMs: 0, isError: true };
-}
-
-function describe(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'string' ? 'text that is not JSON' : typeof v;
+  const plan = { exposedTools, ...(candidates ? { candidates } : {}), calls: decided, shown };
+  // stored before any call runs: a retry that continues this execution does not ask the model again
+  await input.journal?.decided(plan);
+  return yield* executeDecided(deps, mode, input, plan, specs, started);
 }
 
 /** The model's argument text: "" is a call without arguments; anything else must parse. */

@@ -102,7 +102,7 @@ export class ToolApprovalNeedDto {
 export class ToolExecutionDto {
   @ApiProperty() toolName: string;
   @ApiProperty() args: unknown;
-  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'approval_required'] }) outcome: string;
+  @ApiProperty({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'approval_required', 'interrupted'], description: 'interrupted: a keyed execution continued after its instance died; this call was running then and is not read-only, so it was not run again (it may or may not have run)' }) outcome: string;
   @ApiProperty() resultObject: unknown;
   @ApiProperty() latencyMs: number;
   @ApiProperty({ description: 'true for every outcome but success' }) isError: boolean;
