@@ -37,6 +37,16 @@ export interface ToolRunner {
    */
   decline?(call: ToolCallRequest, ctx: ToolExecutionContext, reason: string): ToolRunResult;
   /**
+   * Whether the tool only reads (a built-in, or an MCP tool annotated `readOnlyHint: true`): a
+   * call of it cut off by an instance's death may run again (issue 44). Absent or unknown: false.
+   */
+  readOnly?(name: string): boolean;
+  /**
+   * The result of a call cut off by an instance's death that is not run again (outcome
+   * `interrupted`, traced like any call): the model reads that it may or may not have run.
+   */
+  interrupted?(call: ToolCallRequest, ctx: ToolExecutionContext): ToolRunResult;
+  /**
    * Arguments a person edited, checked as a model's would be before the call runs: the tool's
    * schema (defaults applied), configured secrets and the tool's own argument rules. Refused:
    * the reasons, for a 400.
