@@ -24,6 +24,16 @@ describe('where a run taken over continues (issue 44)', () => {
     expect(interruptedCall([...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })], 2)).toBe('fetch_page');
   });
 
+  it('a run that stored its start checkpoints each call before it runs: a call started after its latest checkpoint never ran, and is not interrupted', () => {
+    const calling = [...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })];
+    const older = { checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    const current = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    expect(interruptedCall(calling, 2, older)).toBe('fetch_page');
+    expect(interruptedCall(calling, 2, current)).toBeUndefined();
+    // it is continued from the checkpoint: what the dead instance stored past it is superseded
+    expect(takeoverPointOf(calling, 2).supersedesFromSeq).toBe(5);
+  });
+
   it('from the turn start (phase 0) the first action phase the dead instance streamed is superseded; the opening start stays', () => {
     const events = [ev(1, 'start', 0), ev(2, 'phase', 1, { status: 'start' }), ev(3, 'chunk', 1, { content: 'Hal' })];
     expect(takeoverPointOf(events, 0)).toMatchObject({ lastSeq: 3, priorContent: '', priorSteps: [], supersedesFromSeq: 2 });

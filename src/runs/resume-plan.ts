@@ -72,8 +72,12 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cu
  * A call the dead instance had started after the checkpoint (issue 44): its result is not in the
  * checkpoint, so continuing from it would have the model ask for it again and run it a second
  * time. The run is closed instead (reason `tool_interrupted`); undefined when there is none.
+ * Only for runs of builds that stored no checkpoint as a call starts: a run that stored its
+ * start (phase 0, `run`) also stores one naming each call before it runs, so a call started
+ * after its latest checkpoint never ran (the model asks for it again, and it runs once).
  */
-export function interruptedCall(events: StoredRunEvent[], phaseIndex: number): string | undefined {
+export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint'>): string | undefined {
+  if (run && checkpointsOf(run, true).includes(0)) return undefined;
   const call = liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
   return call ? String(call.data.tool) : undefined;
 }

@@ -111,7 +111,7 @@ export class RunsService {
       const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
       const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
       // never run twice by accident: a call started after the checkpoint may or may not have run
-      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex) : undefined;
+      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex, run) : undefined;
       if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
       const point = takeoverPointOf(stored, phaseIndex, plan.cutCallId);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
