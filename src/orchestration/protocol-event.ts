@@ -87,7 +87,8 @@ export type ProtocolEvent =
       by: string | null;
       reason?: string;
     }
-  | { type: 'checkpoint'; phaseIndex: number; state: Record<string, unknown> }
+  /** `midCall`: stored as a call starts (its takeover knows it was cut off); a drain does not hand the run over there, the call runs first */
+  | { type: 'checkpoint'; phaseIndex: number; state: Record<string, unknown>; midCall?: boolean }
   | { type: 'paused'; resumeFromPhaseIndex: number }
   | { type: 'done'; fullContent: string; stopReason: StopReason; usage: TurnUsage };
 

@@ -91,8 +91,9 @@ export interface ProtocolStrategy {
   readonly capabilities: ProtocolCapabilities;
   execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined>;
   /**
-   * Reads a stored checkpoint (resume-capable protocols): the conversation it continues; throws
-   * CheckpointFormatError when the checkpoint cannot be read.
+   * Reads a stored checkpoint (resume-capable protocols): the conversation it continues and, when
+   * it was stored as a call started (issue 44), that call's id; throws CheckpointFormatError
+   * when the checkpoint cannot be read.
    */
-  readCheckpoint?(state: unknown): { baseMessages: LlmMessage[] };
+  readCheckpoint?(state: unknown): { baseMessages: LlmMessage[]; cutCallId?: string };
 }

@@ -133,5 +133,8 @@ export function withUntrustedMasking(tools: ToolRunner, untrusted: UntrustedValu
     ...(tools.approvalNeed ? { approvalNeed: tools.approvalNeed.bind(tools) } : {}),
     ...(tools.decline ? { decline: tools.decline.bind(tools) } : {}),
     ...(tools.checkArguments ? { checkArguments: tools.checkArguments.bind(tools) } : {}),
+    // a call cut off by an instance's death (issue 44): run again when read-only, else interrupted
+    ...(tools.readOnly ? { readOnly: tools.readOnly.bind(tools) } : {}),
+    ...(tools.interrupted ? { interrupted: tools.interrupted.bind(tools) } : {}),
   };
 }

@@ -1,4 +1,5 @@
-import { interruptedCall, takeoverPointOf } from './resume-plan';
+import { checkpointsOf, interruptedCall, takeoverPointOf } from './resume-plan';
+import type { RunEntity } from './entities/run.entity';
 import type { StoredRunEvent } from './repositories/run-event.repository';
 
 const ev = (seq: number, type: string, phaseIndex: number, extra: Record<string, unknown> = {}): StoredRunEvent => ({ seq, type, data: { seq, phaseIndex, ...extra } });
@@ -21,5 +22,38 @@ describe('where a run taken over continues (issue 44)', () => {
   it('a call started after the checkpoint is interrupted (never run again); one before it is not', () => {
     expect(interruptedCall(before, 2)).toBeUndefined();
     expect(interruptedCall([...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })], 2)).toBe('fetch_page');
+  });
+
+  it('a run that stored its start checkpoints each call before it runs: a call started after its latest checkpoint never ran, and is not interrupted', () => {
+    const calling = [...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })];
+    const older = { checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    const current = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    expect(interruptedCall(calling, 2, older)).toBe('fetch_page');
+    expect(interruptedCall(calling, 2, current)).toBeUndefined();
+    // it is continued from the checkpoint: what the dead instance stored past it is superseded
+    expect(takeoverPointOf(calling, 2).supersedesFromSeq).toBe(5);
+  });
+
+  it('from the turn start (phase 0) the first action phase the dead instance streamed is superseded; the opening start stays', () => {
+    const events = [ev(1, 'start', 0), ev(2, 'phase', 1, { status: 'start' }), ev(3, 'chunk', 1, { content: 'Hal' })];
+    expect(takeoverPointOf(events, 0)).toMatchObject({ lastSeq: 3, priorContent: '', priorSteps: [], supersedesFromSeq: 2 });
+    expect(takeoverPointOf([ev(1, 'start', 0)], 0).supersedesFromSeq).toBeUndefined();
+  });
+
+  it('from a checkpoint stored as a call started, what the dead instance stored after its `calling` is superseded, and kept out of the steps', () => {
+    const calling = [ev(1, 'start', 0), ev(2, 'chunk', 1, { content: 'Noting. ' }), ev(3, 'phase', 2, { status: 'start', phase: 'tool_phase' }), ev(4, 'tool_progress', 2, { action: 'calling', tool: 'note', callId: 'c1' })];
+    expect(takeoverPointOf(calling, 2, 'c1')).toMatchObject({ lastSeq: 4, priorContent: 'Noting. ' });
+    expect(takeoverPointOf(calling, 2, 'c1').supersedesFromSeq).toBeUndefined();
+    // it finished and its result was stored, but the checkpoint at the phase end was not: the continuation's result replaces it
+    const finished = [...calling, ev(5, 'tool_progress', 2, { action: 'completed', tool: 'note', callId: 'c1', outcome: 'success' })];
+    const point = takeoverPointOf(finished, 2, 'c1');
+    expect(point).toMatchObject({ lastSeq: 5, supersedesFromSeq: 5 });
+    expect(JSON.stringify(point.priorSteps)).not.toContain('completed');
+  });
+
+  it('the turn start is a checkpoint only a takeover continues from: a run lists the others', () => {
+    const run = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '4': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    expect(checkpointsOf(run)).toEqual([2, 4]);
+    expect(checkpointsOf(run, true)).toEqual([0, 2, 4]);
   });
 });

@@ -24,6 +24,8 @@ export interface ResumePlan {
   /** the checkpoint as stored, and the conversation it continues */
   state: Record<string, unknown>;
   baseMessages: LlmMessage[];
+  /** the checkpoint was stored as this call started (issue 44): a takeover continues that call */
+  cutCallId?: string;
 }
 
 /** Where a claimed resume continues: seq, envelope and the text already streamed. */
@@ -52,26 +54,42 @@ export function pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoi
   };
 }
 
-/** Where a run taken over continues after `events`: as `pointOf`, with where the phase its instance was cut off in starts. */
-export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
-  const from = supersedeFrom(events, phaseIndex);
-  return { ...pointOf(events, phaseIndex), ...(from !== undefined && { supersedesFromSeq: from }) };
+/**
+ * Where a run taken over continues after `events`: as `pointOf`, with where the phase its
+ * instance was cut off in starts. From a checkpoint stored as call `cutCallId` started, the
+ * continuation goes on in that tool phase: what the dead instance stored after the call's
+ * `calling` is superseded instead (and not taken into the text and steps kept).
+ */
+export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cutCallId?: string): ResumePoint {
+  const calling = cutCallId === undefined ? undefined : liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && e.data.callId === cutCallId);
+  const from = calling ? liveEvents(events).find((e) => e.seq > calling.seq)?.seq : supersedeFrom(events, phaseIndex);
+  const kept = from === undefined || !calling ? events : events.filter((e) => e.seq < from);
+  const last = pointOf(events, phaseIndex);
+  return { ...pointOf(kept, phaseIndex), lastSeq: last.lastSeq, envelope: last.envelope, ...(from !== undefined && { supersedesFromSeq: from }) };
 }
 
 /**
  * A call the dead instance had started after the checkpoint (issue 44): its result is not in the
  * checkpoint, so continuing from it would have the model ask for it again and run it a second
  * time. The run is closed instead (reason `tool_interrupted`); undefined when there is none.
+ * Only for runs of builds that stored no checkpoint as a call starts: a run that stored its
+ * start (phase 0, `run`) also stores one naming each call before it runs, so a call started
+ * after its latest checkpoint never ran (the model asks for it again, and it runs once).
  */
-export function interruptedCall(events: StoredRunEvent[], phaseIndex: number): string | undefined {
+export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint'>): string | undefined {
+  if (run && checkpointsOf(run, true).includes(0)) return undefined;
   const call = liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
   return call ? String(call.data.tool) : undefined;
 }
 
-/** The phase indexes of a run's stored checkpoints, in order. */
-export function checkpointsOf(run: RunEntity): number[] {
+/**
+ * The phase indexes of a run's stored checkpoints, in order: those a resume or fork may name.
+ * `withStart`: also the turn's start (phase 0, issue 44), which only a takeover continues from.
+ */
+export function checkpointsOf(run: Pick<RunEntity, 'checkpoint'>, withStart = false): number[] {
   return Object.keys(run.checkpoint?.byPhase ?? {})
     .map(Number)
+    .filter((n) => withStart || n > 0)
     .sort((a, b) => a - b);
 }
 

@@ -247,8 +247,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         await stream.flush();
         if (stream.error) throw stream.error;
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
-        // draining: the run stops at this checkpoint, and another instance continues from it
-        if (await this.handover?.atCheckpoint(p.requestId)) throw new LeaseLostError(p.requestId);
+        // draining: the run stops at this checkpoint, and another instance continues from it (not
+        // at one stored as a call starts: the taker would take the call for cut off)
+        if (!ev.midCall && (await this.handover?.atCheckpoint(p.requestId))) throw new LeaseLostError(p.requestId);
         return null;
       case 'phase':
         leg.steps.apply(ev.type, ev);

@@ -104,15 +104,16 @@ export class RunsService {
   onTakeover(build: (plan: ResumePlan, point: ResumePoint) => Promise<StartRunParams>): void {
     const protocols = this.orchestration.protocolNames().filter((n) => this.strategyOf(n)?.capabilities.resume);
     this.closer.registerTakeover(protocols, async (run) => {
-      const phaseIndex = checkpointsOf(run).at(-1);
+      // the turn's start (phase 0) counts: a run cut off in its first action phase runs it again
+      const phaseIndex = checkpointsOf(run, true).at(-1);
       const state = phaseIndex === undefined ? undefined : run.checkpoint?.byPhase[String(phaseIndex)];
       if (phaseIndex === undefined || state === undefined) throw new Error(`run ${run.requestId} has no checkpoint to continue from`);
       const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
       const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
       // never run twice by accident: a call started after the checkpoint may or may not have run
-      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex) : undefined;
+      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex, run) : undefined;
       if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
-      const point = takeoverPointOf(stored, phaseIndex);
+      const point = takeoverPointOf(stored, phaseIndex, plan.cutCallId);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
       // executes on its own: the executor closes it however it ends
       void this.executor
@@ -247,7 +248,7 @@ export class RunsService {
     if (run.status !== 'paused') {
       throw new RunsException(RunsExceptionCode.RUN_FINISHED, `Run ${requestId} is ${run.status}; only a paused run can be resumed${forkHint(requestId, checkpoints)}`, { checkpoints });
     }
-    const state = run.checkpoint?.byPhase[String(phaseIndex)];
+    const state = phaseIndex > 0 ? run.checkpoint?.byPhase[String(phaseIndex)] : undefined;
     if (state === undefined) {
       throw new RunsException(RunsExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${requestId} has no checkpoint at phase ${phaseIndex}`, { checkpoints });
     }
@@ -273,7 +274,7 @@ export class RunsService {
       throw new RunsException(RunsExceptionCode.RUN_IN_PROGRESS, `Run ${requestId} is running; pause or cancel it, or let it end, before forking it`, { requestId });
     }
     const checkpoints = checkpointsOf(run);
-    const state = run.checkpoint?.byPhase[String(phaseIndex)];
+    const state = phaseIndex > 0 ? run.checkpoint?.byPhase[String(phaseIndex)] : undefined;
     if (state === undefined) {
       const none = checkpoints.length === 0 ? ' (it ran no tool, so it has none)' : '';
       throw new RunsException(RunsExceptionCode.CHECKPOINT_NOT_FOUND, `Run ${requestId} has no checkpoint at phase ${phaseIndex}${none}`, { checkpoints });
@@ -293,7 +294,8 @@ export class RunsService {
   /** The plan, once the checkpoint reads as its protocol's state. */
   private readPlan(run: RunEntity, strategy: CheckpointReader, phaseIndex: number, state: Record<string, unknown>, fork: boolean): ResumePlan {
     try {
-      return { run, phaseIndex, fork, state, baseMessages: strategy.readCheckpoint(state).baseMessages };
+      const read = strategy.readCheckpoint(state);
+      return { run, phaseIndex, fork, state, baseMessages: read.baseMessages, ...(read.cutCallId !== undefined && { cutCallId: read.cutCallId }) };
     } catch (err) {
       if (err instanceof CheckpointFormatError) throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${phaseIndex} cannot be read: ${err.message}`);
       throw err;

@@ -99,7 +99,11 @@ export interface ToolDefinition {
   readonly action?: string;
   /** what a repeated identical call gets; default `refuse` (TOOLS_RERUN overrides) */
   readonly repeat?: RepeatPolicy;
-  /** what the tool says of itself (MCP annotations `readOnlyHint`, `destructiveHint`): the approval default reads them */
+  /**
+   * what the tool says of itself (MCP annotations `readOnlyHint`, `destructiveHint`; every built-in
+   * only reads): the approval default reads them, and a read-only call cut off by an instance's
+   * death runs again on the instance that continues its turn
+   */
   readonly hints?: { readOnly?: boolean; destructive?: boolean };
   /**
    * The tool's own rules on arguments that need no I/O (a path that leaves the project folder),
@@ -119,7 +123,11 @@ export interface ToolDefinition {
  * `approval_required`: the call needs a person's approval and has none yet; nothing of the tool ran.
  * `denied`: a person declined the call (or its approval timed out); nothing of the tool ran.
  */
-export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception' | 'cancelled' | 'approval_required' | 'denied';
+/**
+ * `interrupted` (issue 44): the call was running when the instance running its turn died; it may
+ * or may not have run, and the turn's continuation did not run it again (it is not read-only).
+ */
+export type ToolOutcome = 'success' | 'validation_error' | 'unavailable' | 'rate_limited' | 'timeout' | 'exception' | 'cancelled' | 'approval_required' | 'denied' | 'interrupted';
 
 /** What ToolRunner.run returns; it never throws. */
 export interface ToolRunResult {

@@ -42,6 +42,11 @@ export interface ToolRunner {
    */
   decline?(call: ToolCallRequest, ctx: ToolExecutionContext, reason: string): ToolRunResult;
   /**
+   * The result of a call cut off by an instance's death that is not run again (outcome
+   * `interrupted`, traced like any call): the model reads that it may or may not have run.
+   */
+  interrupted?(call: ToolCallRequest, ctx: ToolExecutionContext): ToolRunResult;
+  /**
    * Arguments a person edited, checked as a model's would be before the call runs: the tool's
    * schema (defaults applied), configured secrets and the tool's own argument rules. Refused:
    * the reasons, for a 400.

@@ -122,6 +122,11 @@ export class ToolRunnerService implements ToolRunner {
     return this.pipeline.declined(call, ctx, performance.now(), name, reason);
   }
 
+  interrupted(call: ToolCallRequest, ctx: ToolExecutionContext): ToolRunResult {
+    const name = typeof call?.name === 'string' ? call.name : String(call?.name);
+    return this.pipeline.interrupted(call, ctx, performance.now(), name);
+  }
+
   checkArguments(name: string, args: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; errors: string[] } {
     const def = this.registry.get(name);
     if (!def) return { ok: false, errors: [`unknown tool "${name}"`] };

@@ -499,7 +499,9 @@ async function stalledClient(pg: Client, requestId: string, key: string, got: Re
   if (got.some((e, i) => e.id !== i + 1)) v.push(`the stalled instance's client got seqs ${got.map((e) => e.id).join(',')}`);
   const stored = new Map((await pg.query<{ seq: number; type: string; data: Record<string, unknown> }>('SELECT seq, type, data FROM run_event_list WHERE request_id = $1', [requestId])).rows.map((r) => [r.seq, r]));
   const ends = got.filter((e) => e.event === 'error' || e.event === 'done');
-  if (!ends.some((e) => e.event === 'error' && e.data.code === 'instance_lost')) v.push(`the stalled instance's client got no error instance_lost (got ${got.map((e) => e.event).join(',')})`);
+  // a run B closed ends with its error; one B continued (a two-stage run, from its start or a checkpoint) with its done
+  const status = (await pg.query<{ status: string }>('SELECT status FROM runs WHERE request_id = $1', [requestId])).rows[0]?.status;
+  if (status !== 'completed' && !ends.some((e) => e.event === 'error' && e.data.code === 'instance_lost')) v.push(`the stalled instance's client got no error instance_lost (got ${got.map((e) => e.event).join(',')})`);
   const unequal = ends.filter((e) => {
     const s = stored.get(e.id);
     return !s || s.type !== e.event || e.raw !== JSON.stringify(s.data);
@@ -561,12 +563,14 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
   // no tool call ran twice, and a completed run's trace holds every tool call it made
   // a call that waited for a person is traced with outcome approval_required first, without running
   const traced = (
-    await pg.query<{ call: string; n: string }>(
-      `SELECT details->>'callId' AS call, count(*) AS n FROM trace_events WHERE request_id = $1 AND type = 'tool_result' AND details->>'outcome' IS DISTINCT FROM 'approval_required' GROUP BY 1`,
+    await pg.query<{ call: string; name: string; n: string }>(
+      `SELECT details->>'callId' AS call, details->>'name' AS name, count(*) AS n FROM trace_events WHERE request_id = $1 AND type = 'tool_result' AND details->>'outcome' IS DISTINCT FROM 'approval_required' GROUP BY 1, 2`,
       [requestId],
     )
   ).rows;
-  if (traced.some((t) => t.call && Number(t.n) > 1)) v.push('a tool ran twice');
+  // a read-only call (a built-in: no `server__` prefix) cut off by a takeover runs again there, by design (issue 44)
+  const takeovers = Number((await pg.query<{ takeovers: number }>('SELECT takeovers FROM runs WHERE request_id = $1', [requestId])).rows[0]?.takeovers ?? 0);
+  if (traced.some((t) => t.call && Number(t.n) > 1 && (takeovers === 0 || String(t.name).includes('__')))) v.push('a tool ran twice');
   if (run?.status === 'completed') {
     const madeCalls = stored.filter((e) => e.type === 'tool_calls').reduce((n, e) => n + (e.data.calls as unknown[]).length, 0);
     // a repeated call is refused, not run: it is traced as duplicate_tool_call (or invalid/refused)
@@ -590,7 +594,8 @@ async function check(pg: Client, b: Instance, requestId: string, got: Received[]
     const fetches = stored.filter((e) => e.type === 'tool_progress' && e.data.tool === 'fetch_page');
     const refused = new Set(fetches.filter((e) => e.data.action !== 'calling' && e.data.outcome === 'validation_error').map((e) => String(e.data.callId)));
     const shown = fetches.filter((e) => e.data.action === 'calling' && !refused.has(String(e.data.callId))).length;
-    if (pages !== shown) v.push(`fetch_page's page was served ${pages} times for ${shown} recorded executions`);
+    // (fetch_page is read-only: a fetch cut off by a takeover runs again there, once per takeover)
+    if (pages < shown || pages > shown + takeovers) v.push(`fetch_page's page was served ${pages} times for ${shown} recorded executions`);
   }
   return v;
 }

@@ -26,7 +26,11 @@ export interface ExecutedToolRecord {
 
 export interface TwoStageCheckpoint {
   schemaVersion: number;
-  /** the tool phase the checkpoint was taken at; the run continues with phaseIndex + 1 */
+  /**
+   * the tool phase the checkpoint was taken at; the run continues with phaseIndex + 1. 0: the
+   * turn's start (issue 44), stored before the first model call so a takeover can run the first
+   * action phase again; it is no checkpoint a resume or fork names (runs list none at 0)
+   */
   phaseIndex: number;
   cycleIndex: number;
   /** history and user message as the turn started */
@@ -51,6 +55,25 @@ export interface TwoStageCheckpoint {
    * older checkpoints have none, so no version bump
    */
   pendingApproval?: PendingApproval;
+  /**
+   * the call of this tool phase that is running (issue 44): stored just before it runs, cleared
+   * by the checkpoint at the phase's end. A takeover that finds it knows the call was cut off:
+   * read-only, it runs again; otherwise the model is told it was interrupted, or a person is
+   * asked when it needs approval. Optional: older checkpoints have none, so no version bump
+   */
+  runningCall?: RunningCall;
+}
+
+/** A call cut off while it ran, as its checkpoint keeps it. */
+export interface RunningCall {
+  /** the call as it ran (a person's edited arguments in place of the model's), its arguments as the stream shows them */
+  call: { id: string; name: string; arguments: string };
+  /** its arguments carried a value the stream masks (a secret is never stored): they are not its own, so it cannot run again */
+  masked?: boolean;
+  /** sha256 of its canonical signature, or null */
+  signature: string | null;
+  /** a person approved it (this run of it needed no new approval) */
+  approved?: boolean;
 }
 
 /** A call that waits for a person's decision, as its checkpoint keeps it. */
@@ -81,7 +104,7 @@ export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
   if (v !== TWO_STAGE_CHECKPOINT_VERSION) {
     throw new CheckpointFormatError(`unsupported checkpoint schemaVersion ${JSON.stringify(v)} (this build reads ${TWO_STAGE_CHECKPOINT_VERSION})`);
   }
-  if (!isInt(raw.phaseIndex) || raw.phaseIndex < 1) throw new CheckpointFormatError('phaseIndex must be a positive integer');
+  if (!isInt(raw.phaseIndex)) throw new CheckpointFormatError('phaseIndex must be a non-negative integer');
   if (!isInt(raw.cycleIndex)) throw new CheckpointFormatError('cycleIndex must be a non-negative integer');
   if (!Array.isArray(raw.baseMessages) || !raw.baseMessages.every(isMessage)) throw new CheckpointFormatError('baseMessages must be chat messages');
   if (!Array.isArray(raw.injected) || !raw.injected.every(isMessage)) throw new CheckpointFormatError('injected must be chat messages');
@@ -112,6 +135,27 @@ export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
     },
     ...(isSourcesSnapshot(raw.sources) ? { sources: raw.sources } : {}),
     ...(raw.pendingApproval !== undefined ? { pendingApproval: parsePending(raw.pendingApproval) } : {}),
+    ...(raw.runningCall !== undefined ? { runningCall: parseRunning(raw.runningCall) } : {}),
+  };
+}
+
+function parseRunning(v: unknown): RunningCall {
+  const call = isObj(v) ? v.call : undefined;
+  if (
+    !isObj(v) ||
+    !isObj(call) ||
+    typeof call.id !== 'string' ||
+    typeof call.name !== 'string' ||
+    typeof call.arguments !== 'string' ||
+    (v.signature !== null && typeof v.signature !== 'string')
+  ) {
+    throw new CheckpointFormatError('runningCall must be {call: {id, name, arguments}, signature}');
+  }
+  return {
+    call: { id: call.id, name: call.name, arguments: call.arguments },
+    signature: v.signature as string | null,
+    ...(v.masked === true && { masked: true }),
+    ...(v.approved === true && { approved: true }),
   };
 }
 

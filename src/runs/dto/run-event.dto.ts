@@ -60,7 +60,7 @@ export class ToolProgressEventDto extends RunEventEnvelopeDto {
   @ApiProperty({ enum: ['calling', 'completed', 'failed', 'refused'] }) action: string;
   @ApiProperty({ type: Object, description: 'the validated arguments, secrets masked' }) params: Record<string, unknown>;
   @ApiProperty() isError: boolean;
-  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate', 'denied'] }) outcome?: string;
+  @ApiPropertyOptional({ enum: ['success', 'validation_error', 'unavailable', 'rate_limited', 'timeout', 'exception', 'cancelled', 'duplicate', 'denied', 'interrupted'] }) outcome?: string;
   @ApiPropertyOptional({ description: 'the raw tool output, only when the request set debugShowToolResults' }) output?: unknown;
   @ApiPropertyOptional({ description: 'on completed / failed: how long the call ran' }) durationMs?: number;
 }

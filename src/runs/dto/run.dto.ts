@@ -44,7 +44,8 @@ export function mapRun(r: RunEntity, forks: RunForkDto[] = []): RunDto {
     lastSeq: r.lastSeq,
     stopReason: r.stopReason,
     control: r.control,
-    checkpoints: Object.keys(r.checkpoint?.byPhase ?? {}).map(Number).sort((a, b) => a - b),
+    // the turn's start (phase 0, issue 44) is only for a takeover: no resume or fork names it
+    checkpoints: Object.keys(r.checkpoint?.byPhase ?? {}).map(Number).filter((n) => n > 0).sort((a, b) => a - b),
     parentRequestId: r.parentRequestId ?? null,
     forkedFromPhaseIndex: r.forkedFromPhaseIndex ?? null,
     forks,

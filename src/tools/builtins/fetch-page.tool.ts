@@ -120,6 +120,8 @@ function hostOf(url: string): string {
 /** Shared construction for both tools. */
 abstract class PageToolBase {
   readonly origin = 'builtin' as const;
+  /** it only reads: a call cut off by an instance's death runs again on the instance that continues the turn */
+  readonly hints = { readOnly: true };
   /** what it reads can change within a turn (a log, a status page): a repeat runs again */
   readonly repeat = 'rerun' as const;
   protected readonly fetcher: WebFetcher;

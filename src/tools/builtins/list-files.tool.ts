@@ -46,6 +46,8 @@ export class ListFilesTool implements ToolDefinition {
     'List the files and folders of the current project. `path` is relative to the project folder ("." is the folder itself); ' +
     'set `recursive` to include sub-folders. Symlinks are shown but not followed.';
   readonly origin = 'builtin' as const;
+  /** it only reads: a call cut off by an instance's death runs again on the instance that continues the turn */
+  readonly hints = { readOnly: true };
   readonly parameters: Record<string, unknown> = {
     type: 'object',
     properties: {

@@ -32,6 +32,8 @@ export class RagQueryTool implements ToolDefinition {
     'Returns the best passages with title, path, module, snippet, full text and a 0..1 score, plus an overall confidence ' +
     '(high, medium, low, or none when nothing matched). Retrieval only: answer from the passages yourself and cite their paths.';
   readonly origin = 'builtin' as const;
+  /** it only reads: a call cut off by an instance's death runs again on the instance that continues the turn */
+  readonly hints = { readOnly: true };
   readonly parameters: Record<string, unknown> = {
     type: 'object',
     properties: {

@@ -36,6 +36,8 @@ export class ReadFileTool implements ToolDefinition {
     'Read a text file of the current project. `path` is relative to the project folder (list_files shows what exists); ' +
     'at most `maxBytes` bytes are returned and the answer says when the file was longer.';
   readonly origin = 'builtin' as const;
+  /** it only reads: a call cut off by an instance's death runs again on the instance that continues the turn */
+  readonly hints = { readOnly: true };
   readonly parameters: Record<string, unknown> = {
     type: 'object',
     properties: {

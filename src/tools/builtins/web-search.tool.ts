@@ -68,6 +68,8 @@ export class WebSearchTool implements ToolDefinition {
     additionalProperties: false,
   };
   readonly origin = 'builtin' as const;
+  /** it only reads: a call cut off by an instance's death runs again on the instance that continues the turn */
+  readonly hints = { readOnly: true };
   /** for ToolRunner: the request deadline plus a margin to map the answer */
   readonly timeoutMs: number;
 

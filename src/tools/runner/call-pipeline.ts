@@ -134,6 +134,17 @@ export class ToolCallPipeline {
     return this.p.recorder.fail(st, 'denied', `the user declined this call (${reason}); it was not made. Do not call it again in this turn.`, { declined: true, reason });
   }
 
+  /** A call cut off by an instance's death, not run again: traced like any call, answered as `interrupted`. */
+  interrupted(call: ToolCallRequest, ctx: ToolExecutionContext, started: number, name: string): ToolRunResult {
+    const { st } = this.open(call, ctx, started, name);
+    return this.p.recorder.fail(
+      st,
+      'interrupted',
+      'this call was running when the instance running this turn stopped; it may or may not have run, and it was not run again.',
+      { interrupted: true },
+    );
+  }
+
   private async executed({ st, def, args }: Valid): Promise<Returned | Final> {
     const timeoutMs = toolTimeoutMs(def, this.p.defaultTimeoutMs);
     const execution = await executeTool(def, argumentsForTool(args), st.ctx, timeoutMs, this.p.logger);

@@ -64,7 +64,7 @@ describe('two-stage approvals', () => {
     const types = events.map((e) => e.type);
     expect(types.indexOf('checkpoint')).toBeLessThan(types.indexOf('approval_required'));
     expect(types.indexOf('approval_required')).toBeLessThan(types.indexOf('approval_decided'));
-    const cp = ofType(events, 'checkpoint')[0];
+    const cp = ofType(events, 'checkpoint').find((c) => c.state.pendingApproval)!;
     expect(cp.state.pendingApproval).toMatchObject({ approvalId: awaited[0], call: { name: 'read_file', arguments: '{"path":"a.md"}' } });
     expect(executions).toEqual(['a.md']);
     expect(doneOf(events).stopReason).toBe('final_answer');

@@ -41,8 +41,8 @@ export async function* askApproval(
   return { kind: 'decided', decision: d };
 }
 
-/** The pending call of a checkpoint, as the model made it. */
-export function pendingCall(p: PendingApproval): CompletedToolCall {
+/** The pending (or cut-off) call of a checkpoint, as the model made it. */
+export function pendingCall(p: Pick<PendingApproval, 'call'>): CompletedToolCall {
   let args: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(p.call.arguments || '{}');

@@ -16,7 +16,12 @@ const MAX_QUOTED_CHARS = 60_000;
 
 /** The boxed system message that carries a tool's result (or error) back to the model. */
 export function toolResultMessage(n: number, name: string, args: string, r: ToolRunResult): string {
-  const status = r.outcome === 'success' && !r.isError ? 'success' : `${r.outcome}${r.isError ? ' (the tool reported an error)' : ''}`;
+  const status =
+    r.outcome === 'success' && !r.isError
+      ? 'success'
+      : r.outcome === 'interrupted'
+        ? 'interrupted (it may or may not have run; it was not run again)'
+        : `${r.outcome}${r.isError ? ' (the tool reported an error)' : ''}`;
   const body = r.outputText.length > MAX_QUOTED_CHARS ? `${r.outputText.slice(0, MAX_QUOTED_CHARS)}… [cut]` : r.outputText;
   return [
     `[Tool result #${n} — ${name} ${compact(args)} — ${status}${r.truncated ? ' — output truncated' : ''}]`,

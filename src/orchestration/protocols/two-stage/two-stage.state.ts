@@ -50,6 +50,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
     usage: { ...s.usage },
     ...(s.sources ? { sources: s.sources } : {}),
     ...(s.pendingApproval ? { pendingApproval: s.pendingApproval } : {}),
+    ...(s.runningCall ? { runningCall: s.runningCall } : {}),
   };
 }
 

@@ -349,7 +349,7 @@ describe('TwoStageStrategy', () => {
     const paused = events.at(-1)!;
     expect(paused).toEqual({ type: 'paused', resumeFromPhaseIndex: 2 });
     expect(ofType(events, 'done')).toHaveLength(0);
-    const checkpoint = ofType(events, 'checkpoint')[0];
+    const checkpoint = ofType(events, 'checkpoint').at(-1)!;
     expect(checkpoint.phaseIndex).toBe(2);
     // a checkpoint survives a JSON round trip (it is stored as jsonb)
     const stored = JSON.parse(JSON.stringify(checkpoint.state));
@@ -442,7 +442,7 @@ describe('TwoStageStrategy', () => {
       first.requestPause();
       const events = await collect(strategy.execute(first.ctx));
       expect(ofType(events, 'sources')[0].ragCount).toBe(1);
-      const stored = JSON.parse(JSON.stringify(ofType(events, 'checkpoint')[0].state));
+      const stored = JSON.parse(JSON.stringify(ofType(events, 'checkpoint').at(-1)!.state));
 
       const second = setup([toolTurn('web_search', '{"query":"roadmap"}'), answer('Both agree.')], { tools: citingTools(), resumeFrom: { phaseIndex: 2, state: stored } });
       const rest = ofType(await collect(strategy.execute(second.ctx)), 'sources');

@@ -7,7 +7,8 @@ import { forcedFinal } from './two-stage.loop-budgets';
 import { tokenBudgetReached } from '../../loops/token-budget';
 import { MAX_RESPONSE_TOKENS } from '../prompts';
 import { endAction, startAction, type ActionContext } from './two-stage.action-phase';
-import { counters, done, initialState } from './two-stage.state';
+import { checkpoint, counters, done, initialState } from './two-stage.state';
+import { continueCutCall } from './two-stage.cut-call';
 import { continuePendingCall } from './two-stage.tool-phase';
 
 /**
@@ -28,17 +29,23 @@ export class TwoStageStrategy implements ProtocolStrategy {
   readonly name = 'two-stage';
   readonly capabilities = { pausePoints: true, resume: true, tools: true };
 
-  readCheckpoint(state: unknown): { baseMessages: LlmMessage[] } {
-    return parseTwoStageCheckpoint(state);
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; cutCallId?: string } {
+    const c = parseTwoStageCheckpoint(state);
+    return { baseMessages: c.baseMessages, ...(c.runningCall && { cutCallId: c.runningCall.call.id }) };
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
     const state = initialState(ctx);
     const specs = await ctx.tools.specs();
     const a: ActionContext = { forced: forcedFinal(counters(state), ctx.budgets), wrote: false, continuing: false, latestText: '', contentLoops: 0 };
-    if (state.pendingApproval) {
-      // the run stopped while its call waited for a person: that tool phase goes on first
-      const outcome = yield* continuePendingCall(ctx, state);
+    if (!ctx.resumeFrom) {
+      // the turn's start, stored before the first model call (issue 44): an instance that
+      // continues the run after this one died runs the first action phase again from it
+      yield { type: 'checkpoint', phaseIndex: 0, state: checkpoint(state) as unknown as Record<string, unknown> };
+    }
+    if (state.pendingApproval || state.runningCall) {
+      // the run stopped while its call waited for a person, or ran (its instance died): that tool phase goes on first
+      const outcome = state.pendingApproval ? yield* continuePendingCall(ctx, state) : yield* continueCutCall(ctx, state);
       if (outcome.kind === 'final') return yield done(state, outcome.stopReason);
       if (outcome.kind === 'paused') return yield { type: 'paused', resumeFromPhaseIndex: outcome.resumeFromPhaseIndex };
       a.forced = forcedFinal(counters(state), ctx.budgets);

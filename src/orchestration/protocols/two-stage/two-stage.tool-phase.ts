@@ -1,5 +1,5 @@
 import type { CompletedToolCall } from '../../../llm/tool-call-accumulator';
-import type { ToolExecutionContext, ToolProgress } from '../../../tools/tool-definition';
+import type { ToolExecutionContext, ToolProgress, ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { phaseEdge, shownArguments, toolErrorStage, toolFinishedEvent, traceStep } from '../../protocol-steps.util';
@@ -37,26 +37,51 @@ export async function* continuePendingCall(ctx: ProtocolExecutionContext, s: Tur
   const pending = s.pendingApproval!;
   const call = pendingCall(pending);
   const previous = pending.signature ? s.executed.findLast((e) => e.signature === pending.signature) : undefined;
-  return yield* runCall(ctx, s, s.phaseIndex, call, pending.signature, previous, ctx.resumeFrom?.takeover ? pending.approvalId : undefined);
+  return yield* runCall(ctx, s, s.phaseIndex, call, pending.signature, previous, { awaitAgain: ctx.resumeFrom?.takeover ? pending.approvalId : undefined });
 }
 
-async function* runCall(
+/** How a call of a tool phase starts (every field absent: as the model made it, asking a person when the policy says so). */
+export interface CallStart {
+  /** the approval to await again (a takeover of a run that waited for a person) */
+  awaitAgain?: string;
+  /** a person approved this call already: it runs without asking again */
+  granted?: boolean;
+  /** a person is asked first, for this reason (a cut-off call that needs approval: `interrupted`) */
+  ask?: string;
+  /** it does not run: the model reads that it was cut off by an instance's death and may or may not have run */
+  interrupted?: boolean;
+}
+
+export async function* runCall(
   ctx: ProtocolExecutionContext,
   s: TurnState,
   phaseIndex: number,
   asked: CompletedToolCall,
   signature: string | null,
   previous: ExecutedToolRecord | undefined,
-  awaitAgain?: string,
+  start: CallStart = {},
 ): AsyncGenerator<ProtocolEvent, StepOutcome, undefined> {
   let call = asked;
   const progress: ToolProgress[] = [];
   const toolCtx: ToolExecutionContext = { projectId: ctx.projectId, requestId: ctx.requestId, signal: ctx.signal, progress: (p) => progress.push(p), ...argumentPolicyOf(ctx) };
   const request = { name: call.name, arguments: call.arguments, callId: call.id };
-  // with approvals on, a call the policy says needs a person comes back without running
-  let result = await ctx.tools.run(request, ctx.approvals ? { ...toolCtx, approval: { setting: ctx.approvals.setting } } : toolCtx);
-  if (result.outcome === 'approval_required' && ctx.approvals) {
-    const wait = yield* askApproval(ctx, s, call, phaseIndex, result.approval?.reason ?? 'required', signature, awaitAgain);
+  const granted = (): ToolExecutionContext => (ctx.approvals ? { ...toolCtx, approval: { setting: ctx.approvals.setting, granted: true } } : toolCtx);
+  let result: ToolRunResult | undefined;
+  let ask = ctx.approvals ? start.ask : undefined;
+  if (start.interrupted) result = ctx.tools.interrupted?.(request, toolCtx) ?? interruptedResult(call);
+  else if (!ask) {
+    // the continuation of a run whose instance dies while the call runs knows it was cut off
+    yield* running(ctx, s, phaseIndex, call, signature, !!start.granted);
+    // with approvals on, a call the policy says needs a person comes back without running
+    result = await ctx.tools.run(request, start.granted ? granted() : ctx.approvals ? { ...toolCtx, approval: { setting: ctx.approvals.setting } } : toolCtx);
+    if (result.outcome === 'approval_required' && ctx.approvals) {
+      ask = result.approval?.reason ?? 'required';
+      result = undefined;
+      s.runningCall = undefined;
+    }
+  }
+  if (!result) {
+    const wait = yield* askApproval(ctx, s, call, phaseIndex, ask ?? 'required', signature, start.awaitAgain);
     if (wait.kind === 'paused') return { kind: 'paused', resumeFromPhaseIndex: phaseIndex };
     if (wait.kind === 'cancelled') {
       yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
@@ -66,12 +91,14 @@ async function* runCall(
     if (d.decision === 'approve') {
       // edited arguments (checked when they were given) run in place of the model's
       if (d.arguments) call = { ...call, arguments: JSON.stringify(d.arguments), args: d.arguments };
-      result = await ctx.tools.run({ name: call.name, arguments: call.arguments, callId: call.id }, { ...toolCtx, approval: { setting: ctx.approvals.setting, granted: true } });
+      yield* running(ctx, s, phaseIndex, call, signature, true);
+      result = await ctx.tools.run({ name: call.name, arguments: call.arguments, callId: call.id }, granted());
     } else {
       // the model reads that the user declined, and why, as this call's result
       result = ctx.tools.decline!(request, toolCtx, d.reason);
     }
   }
+  s.runningCall = undefined;
   ctx.untrusted?.learn(result.outputText);
   for (const p of progress) yield { type: 'tool_phase', toolId: call.name, stage: p.stage, message: p.message, metadata: p.metadata };
   const failure = toolErrorStage(ctx, call, result);
@@ -125,6 +152,23 @@ async function* runCall(
   // natural pause point: right after a tool result is traced and checkpointed
   if (ctx.control.pauseRequested()) return { kind: 'paused', resumeFromPhaseIndex: phaseIndex };
   return { kind: 'run_again' };
+}
+
+/**
+ * Stores, just before the call runs, a checkpoint that names it (issue 44): an instance that
+ * continues the run after this one died knows the call was cut off. Its arguments are kept only
+ * when the stream shows them unmasked (a secret is never stored).
+ */
+function* running(ctx: ProtocolExecutionContext, s: TurnState, phaseIndex: number, call: CompletedToolCall, signature: string | null, approved: boolean): Generator<ProtocolEvent, void, undefined> {
+  const shown = shownArguments(ctx, call);
+  s.runningCall = { call: { id: call.id, name: call.name, arguments: shown }, signature, ...(shown !== call.arguments && { masked: true }), ...(approved && { approved: true }) };
+  yield { type: 'checkpoint', phaseIndex, state: checkpoint(s) as unknown as Record<string, unknown>, midCall: true };
+}
+
+/** The `interrupted` result when the runner has none to give (runners built by hand in tests). */
+function interruptedResult(call: CompletedToolCall): ToolRunResult {
+  const output = { error: 'interrupted', message: 'this call was running when the instance running this turn stopped; it may or may not have run, and it was not run again' };
+  return { toolName: call.name, args: call.args, outcome: 'interrupted', output, outputText: JSON.stringify(output), truncated: false, isError: true, latencyMs: 0, sources: [], signature: null };
 }
 
 /** A `rerun` tool ran again: the same result as its signature's previous run is a loop strike. */
