@@ -332,7 +332,7 @@ export class ChatService implements OnModuleInit {
       requestId,
       projectId: run.projectId,
       type: 'run_resumed',
-      details: { resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }), ...(takeover && { takeover: true }) },
+      details: { protocol: run.protocol, resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }), ...(takeover && { takeover: true }) },
     });
     const turn = this.orchestration.buildTurn({
       protocol: run.protocol,

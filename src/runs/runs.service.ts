@@ -107,10 +107,12 @@ export class RunsService {
       const phaseIndex = checkpointsOf(run).at(-1);
       const state = phaseIndex === undefined ? undefined : run.checkpoint?.byPhase[String(phaseIndex)];
       if (phaseIndex === undefined || state === undefined) throw new Error(`run ${run.requestId} has no checkpoint to continue from`);
-      const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
+      const plan = this.readPlan(run, this.checkpointReader(run, 'takeover'), phaseIndex, state, false);
       const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
       // never run twice by accident: a call started after the checkpoint may or may not have run
-      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex) : undefined;
+      // (also while the run waits for a person: a unified step's other calls ran before it asked;
+      // a two-stage run waits in the phase of its checkpoint, so none of its calls is after it)
+      const interrupted = interruptedCall(stored, phaseIndex);
       if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
       const point = takeoverPointOf(stored, phaseIndex);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
@@ -281,10 +283,14 @@ export class RunsService {
     return this.readPlan(run, strategy, phaseIndex, state, true);
   }
 
-  /** How the run's protocol reads its checkpoints; 409 when it cannot continue from one (only two-stage can). */
-  private checkpointReader(run: RunEntity): CheckpointReader {
+  /**
+   * How the run's protocol reads its checkpoints; 409 when it cannot continue from one. A person
+   * resumes or forks only a protocol with pause points (two-stage); a takeover continues any
+   * protocol that keeps checkpoints (unified too: its step checkpoints, issue 44).
+   */
+  private checkpointReader(run: RunEntity, by: 'person' | 'takeover' = 'person'): CheckpointReader {
     const strategy = this.strategyOf(run.protocol);
-    if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
+    if (!strategy?.capabilities.resume || !strategy.readCheckpoint || (by === 'person' && !strategy.capabilities.pausePoints)) {
       throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${run.requestId} uses ${run.protocol}; only two-stage runs can be resumed or forked`);
     }
     return { readCheckpoint: strategy.readCheckpoint.bind(strategy) };

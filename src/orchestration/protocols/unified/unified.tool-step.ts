@@ -4,7 +4,7 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
-import { invalidName, ToolCallGuard, type ResultRecord } from '../../tool-call-guard';
+import { invalidName, resultDigest, ToolCallGuard, type ResultRecord } from '../../tool-call-guard';
 import type { Strikes } from '../../loops/strikes';
 import { progressDigest } from '../../loops/result-progress';
 import { settleApprovals, type WaitingCall } from './unified.approvals';
@@ -31,6 +31,8 @@ export interface ExecutedCall {
   phaseIndex: number;
   /** settles once the call has run (never rejects) */
   result: Promise<ToolRunResult>;
+  /** sha256 of its result's text, once it ran (a checkpoint keeps it; a restored call has only this) */
+  resultDigest?: string;
 }
 
 /** What one call of a step came to, in call order; `content` is its tool message. */
@@ -142,8 +144,11 @@ export async function* runToolStep(
     switch (p.kind) {
       case 'run': {
         const result = await p.entry.result;
+        p.entry.resultDigest = resultDigest(result.outputText);
         if (p.rerun) {
-          const sameResult = (await p.rerun.previous.result).outputText === result.outputText;
+          // a call restored from a checkpoint (another instance ran it) has only its digest
+          const before = p.rerun.previous.resultDigest ?? resultDigest((await p.rerun.previous.result).outputText);
+          const sameResult = before === p.entry.resultDigest;
           yield* guard.rerunVerdict(strikes, p.call, p.rerun.digest, sameResult, { firstPhaseIndex: p.rerun.previous.phaseIndex, phaseIndex: at.phaseIndex });
         }
         const digest = p.entry.digest;
