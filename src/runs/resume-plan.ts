@@ -24,6 +24,8 @@ export interface ResumePlan {
   /** the checkpoint as stored, and the conversation it continues */
   state: Record<string, unknown>;
   baseMessages: LlmMessage[];
+  /** the protocol goes on with calls started after this checkpoint (ProtocolStrategy.readCheckpoint) */
+  answersStartedCalls?: boolean;
 }
 
 /** Where a claimed resume continues: seq, envelope and the text already streamed. */
@@ -38,6 +40,8 @@ export interface ResumePoint {
    * events are the phase cut short, which its continuation's `start` supersedes
    */
   supersedesFromSeq?: number;
+  /** a takeover: the calls (ids) started after the checkpoint, which may or may not have run */
+  startedCalls?: string[];
 }
 
 /** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
@@ -55,7 +59,13 @@ export function pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoi
 /** Where a run taken over continues after `events`: as `pointOf`, with where the phase its instance was cut off in starts. */
 export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
   const from = supersedeFrom(events, phaseIndex);
-  return { ...pointOf(events, phaseIndex), ...(from !== undefined && { supersedesFromSeq: from }) };
+  const started = startedAfter(events, phaseIndex).map((e) => String(e.data.callId));
+  return { ...pointOf(events, phaseIndex), ...(from !== undefined && { supersedesFromSeq: from }), ...(started.length > 0 && { startedCalls: started }) };
+}
+
+/** The `calling` events of calls started after the checkpoint of `phaseIndex`. */
+function startedAfter(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
+  return liveEvents(events).filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
 }
 
 /**
@@ -64,7 +74,7 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number): R
  * time. The run is closed instead (reason `tool_interrupted`); undefined when there is none.
  */
 export function interruptedCall(events: StoredRunEvent[], phaseIndex: number): string | undefined {
-  const call = liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+  const call = startedAfter(events, phaseIndex)[0];
   return call ? String(call.data.tool) : undefined;
 }
 

@@ -111,8 +111,11 @@ export class RunsService {
       const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
       // never run twice by accident: a call started after the checkpoint may or may not have run
       // (also while the run waits for a person: a unified step's other calls ran before it asked;
-      // a two-stage run waits in the phase of its checkpoint, so none of its calls is after it)
-      const interrupted = interruptedCall(stored, phaseIndex);
+      // a two-stage run waits in the phase of its checkpoint, so none of its calls is after it),
+      // unless its protocol answers such calls itself (unified, from the checkpoint before its
+      // step's calls ran: it runs read-only ones again and tells the model the others were cut off)
+      const answers = plan.answersStartedCalls === true && run.status === 'running';
+      const interrupted = answers ? undefined : interruptedCall(stored, phaseIndex);
       if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
       const point = takeoverPointOf(stored, phaseIndex);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
@@ -299,7 +302,8 @@ export class RunsService {
   /** The plan, once the checkpoint reads as its protocol's state. */
   private readPlan(run: RunEntity, strategy: CheckpointReader, phaseIndex: number, state: Record<string, unknown>, fork: boolean): ResumePlan {
     try {
-      return { run, phaseIndex, fork, state, baseMessages: strategy.readCheckpoint(state).baseMessages };
+      const read = strategy.readCheckpoint(state);
+      return { run, phaseIndex, fork, state, baseMessages: read.baseMessages, ...(read.answersStartedCalls && { answersStartedCalls: true }) };
     } catch (err) {
       if (err instanceof CheckpointFormatError) throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${phaseIndex} cannot be read: ${err.message}`);
       throw err;

@@ -27,6 +27,12 @@ export interface ToolRunner {
   /** What a repeated identical call of this tool gets (absent: `refuse`). */
   repeatPolicy?(name: string): RepeatPolicy;
   /**
+   * Whether running a call of this tool again changes nothing outside (built-ins, which only
+   * read; MCP tools annotated `readOnlyHint: true`): a call cut off by an instance's death may
+   * run again elsewhere (issue 44). Absent: no tool is.
+   */
+  readOnly?(name: string): boolean;
+  /**
    * Whether a call of this tool waits for a person in this project (configuration, MCP
    * annotations, the project's override, then the conversation's `setting`).
    */

@@ -76,6 +76,12 @@ export class ToolRunnerService implements ToolRunner {
     return this.registry.get(name)?.repeat ?? 'refuse';
   }
 
+  readOnly(name: string): boolean {
+    const def = this.registry.get(name);
+    // every built-in only reads (files, the knowledge base, the web by GET)
+    return def?.origin === 'builtin' || def?.hints?.readOnly === true;
+  }
+
   async run(call: ToolCallRequest, ctx: ToolExecutionContext): Promise<ToolRunResult> {
     const started = performance.now();
     const name = typeof call?.name === 'string' ? call.name : String(call?.name);

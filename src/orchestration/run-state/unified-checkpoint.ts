@@ -47,6 +47,21 @@ export interface UnifiedCheckpoint {
   /** some answer text was streamed before the checkpoint */
   wrote: boolean;
   usage: LlmUsage & { llmCalls: number; largestPromptTokens?: number };
+  /**
+   * a checkpoint taken once a model call asked for tools, before they run (at its action phase):
+   * the response, so that a continuation runs that step's calls (those that had started only when
+   * read-only, the others answered as cut off). Absent at a completed step's checkpoint
+   */
+  pending?: PendingStep;
+}
+
+/** A model response whose calls had not all run when its instance died. */
+export interface PendingStep {
+  text: string;
+  /** `arguments` as the stream showed them; `exact` when that is what the model sent (nothing masked), so the call may run again */
+  calls: Array<{ id: string; name: string; index: number; arguments: string; exact: boolean }>;
+  /** calls that could not run (no name, or arguments that are not a JSON object), their text masked */
+  invalid: Array<{ id: string; name?: string; index: number; rawArguments: string; error: string }>;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -86,6 +101,7 @@ export function parseUnifiedCheckpoint(raw: unknown): UnifiedCheckpoint {
   if (!isSourcesSnapshot(raw.sources)) throw new CheckpointFormatError('sources must be a sources snapshot');
   if (typeof raw.wrote !== 'boolean') throw new CheckpointFormatError('wrote must be a boolean');
   const u = isObj(raw.usage) ? raw.usage : {};
+  if (raw.pending !== undefined && !isPending(raw.pending)) throw new CheckpointFormatError('pending must be {text, calls: [{id, name, index, arguments, exact}], invalid: [{id, index, rawArguments, error}]}');
   return {
     schemaVersion: v,
     protocol: 'unified',
@@ -108,5 +124,17 @@ export function parseUnifiedCheckpoint(raw: unknown): UnifiedCheckpoint {
       llmCalls: Number(u.llmCalls) || 0,
       ...(Number(u.largestPromptTokens) > 0 ? { largestPromptTokens: Number(u.largestPromptTokens) } : {}),
     },
+    ...(raw.pending !== undefined ? { pending: raw.pending as PendingStep } : {}),
   };
+}
+
+function isPending(v: unknown): v is PendingStep {
+  return (
+    isObj(v) &&
+    isStr(v.text) &&
+    Array.isArray(v.calls) &&
+    v.calls.every((c) => isObj(c) && isStr(c.id) && isStr(c.name) && isInt(c.index) && isStr(c.arguments) && typeof c.exact === 'boolean') &&
+    Array.isArray(v.invalid) &&
+    v.invalid.every((c) => isObj(c) && isStr(c.id) && (c.name === undefined || isStr(c.name)) && isInt(c.index) && isStr(c.rawArguments) && isStr(c.error))
+  );
 }

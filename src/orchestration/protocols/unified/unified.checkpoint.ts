@@ -2,7 +2,8 @@ import type { LlmMessage, LlmToolCall } from '../../../llm/llm-adapter.port';
 import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
-import { parseUnifiedCheckpoint, UNIFIED_CHECKPOINT_VERSION, type UnifiedCheckpoint } from '../../run-state/unified-checkpoint';
+import type { CompletedToolCall, InvalidToolCall } from '../../../llm/tool-call-accumulator';
+import { parseUnifiedCheckpoint, UNIFIED_CHECKPOINT_VERSION, type PendingStep, type UnifiedCheckpoint } from '../../run-state/unified-checkpoint';
 import { SourcesCollector } from './unified.sources';
 import type { ExecutedCall } from './unified.tool-step';
 import type { TurnState } from './unified.turn';
@@ -13,8 +14,18 @@ import type { TurnState } from './unified.turn';
  * the run row (two-stage's mechanism), after the events it follows are stored.
  */
 
-/** The turn's state as a checkpoint at `phaseIndex` (its last completed tool phase; 0 before the first model call). */
-export function checkpointEvent(ctx: ProtocolExecutionContext, s: TurnState, phaseIndex: number): ProtocolEvent {
+/** A model response with calls, not yet run (or not all: the instance died while they ran). */
+export interface PendingCalls {
+  text: string;
+  calls: CompletedToolCall[];
+  invalid: InvalidToolCall[];
+}
+
+/**
+ * The turn's state as a checkpoint at `phaseIndex`: its last completed tool phase (0 before the
+ * first model call), or, with `pending`, the action phase whose response asked for these calls.
+ */
+export function checkpointEvent(ctx: ProtocolExecutionContext, s: TurnState, phaseIndex: number, pending?: PendingCalls): ProtocolEvent {
   const state: UnifiedCheckpoint = {
     schemaVersion: UNIFIED_CHECKPOINT_VERSION,
     protocol: 'unified',
@@ -32,6 +43,7 @@ export function checkpointEvent(ctx: ProtocolExecutionContext, s: TurnState, pha
     contentLoops: s.contentLoops,
     wrote: s.wrote,
     usage: { ...s.usage },
+    ...(pending ? { pending: pendingOf(ctx, pending) } : {}),
   };
   return { type: 'checkpoint', phaseIndex, state: state as unknown as Record<string, unknown> };
 }
@@ -39,12 +51,50 @@ export function checkpointEvent(ctx: ProtocolExecutionContext, s: TurnState, pha
 /** A restored call's result is never read: a rerun compares `resultDigest`, and twins are calls of one step. */
 const RESTORED: Promise<ToolRunResult> = Promise.resolve({ toolName: '', args: {}, outcome: 'success', output: null, outputText: '', truncated: false, isError: false, latencyMs: 0 } as ToolRunResult);
 
-/** The turn's state from a stored checkpoint (the taker's side); the tool output it holds is untrusted again. */
-export function restoredState(ctx: ProtocolExecutionContext, raw: unknown): TurnState {
+function pendingOf(ctx: ProtocolExecutionContext, p: PendingCalls): PendingStep {
+  return {
+    text: p.text,
+    calls: p.calls.map((c) => {
+      const shown = shownJson(ctx, c);
+      return { id: c.id, name: c.name, index: c.index, arguments: shown, exact: shown === c.arguments };
+    }),
+    invalid: p.invalid.map((b) => ({ id: b.id, ...(b.name !== undefined ? { name: b.name } : {}), index: b.index, rawArguments: String(ctx.tools.redactArgs(b.name ?? '', b.rawArguments.slice(0, 2_000))), error: b.error })),
+  };
+}
+
+/** A stored pending step as the tool step runs it; `exact`: the calls whose stored arguments are the model's. */
+function restoredPending(p: PendingStep): PendingCalls & { exact: Set<string> } {
+  const calls = p.calls.flatMap((c): CompletedToolCall[] => {
+    const args = parseObject(c.arguments);
+    return args ? [{ id: c.id, name: c.name, index: c.index, arguments: c.arguments, args }] : [];
+  });
+  return { text: p.text, calls, invalid: p.invalid.map((b) => ({ ...b })), exact: new Set(p.calls.filter((c) => c.exact).map((c) => c.id)) };
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The calls of a pending step that are answered as cut off instead of run: those the dead
+ * instance had started (`resumeFrom.startedCalls`), unless read-only with their arguments intact.
+ */
+export function cutOffCalls(ctx: ProtocolExecutionContext, p: PendingCalls & { exact: Set<string> }): Set<string> {
+  const started = new Set(ctx.resumeFrom?.startedCalls ?? []);
+  return new Set(p.calls.filter((c) => started.has(c.id) && !(ctx.tools.readOnly?.(c.name) && p.exact.has(c.id))).map((c) => c.id));
+}
+
+/** The turn's state from a stored checkpoint (the taker's side), with the step whose calls are still to run, if any; the tool output it holds is untrusted again. */
+export function restoredState(ctx: ProtocolExecutionContext, raw: unknown): { state: TurnState; pending?: PendingCalls & { exact: Set<string> } } {
   const c = parseUnifiedCheckpoint(raw);
   for (const step of c.steps) for (const m of step.tools) ctx.untrusted?.learn(m.content ?? '');
   const executed = new Map<string, ExecutedCall>(c.executed.map((e) => [e.digest, { callId: e.callId, digest: e.digest, name: e.name, step: e.step, phaseIndex: e.phaseIndex, result: RESTORED, resultDigest: e.resultDigest }]));
-  return {
+  const state: TurnState = {
     phaseIndex: c.phaseIndex,
     cycleIndex: c.cycleIndex,
     modelSteps: c.modelSteps,
@@ -59,6 +109,7 @@ export function restoredState(ctx: ProtocolExecutionContext, raw: unknown): Turn
     contentLoops: c.contentLoops,
     wrote: c.wrote,
   };
+  return { state, ...(c.pending ? { pending: restoredPending(c.pending) } : {}) };
 }
 
 /** The assistant message with each call's arguments as the stream shows them (secret parameters masked): no argument value a tool keeps secret is stored. */
@@ -68,6 +119,7 @@ function shownCalls(ctx: ProtocolExecutionContext, m: LlmMessage): LlmMessage {
 }
 
 function shownJson(ctx: ProtocolExecutionContext, c: LlmToolCall): string {
+  // the stream's own masking (shownArguments), for a call whose arguments may not parse
   let args: unknown;
   try {
     args = JSON.parse(c.arguments);

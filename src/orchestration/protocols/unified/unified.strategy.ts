@@ -13,7 +13,7 @@ import { SourcesCollector } from './unified.sources';
 import { endStep, startStep } from './unified.step';
 import { runToolStep, stepMessages } from './unified.tool-step';
 import { done, errorEvent, finish, type TurnSetup, type TurnState } from './unified.turn';
-import { checkpointEvent, restoredState } from './unified.checkpoint';
+import { checkpointEvent, cutOffCalls, restoredState } from './unified.checkpoint';
 import { parseUnifiedCheckpoint } from '../../run-state/unified-checkpoint';
 import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
 import { tokenBudgetReached } from '../../loops/token-budget';
@@ -78,10 +78,12 @@ export const DIRECT_RETRIEVAL_TOP_K = 5;
  * (issue #4's pause/resume belongs to two-stage).
  *
  * **Checkpoints** (issue 44, `unified.checkpoint.ts`). One at phase 0 before the first model
- * call, and one after each completed tool step, at its tool phase: another instance continues a
- * turn whose instance died from its last one (the next model call), or starts it again from
- * phase 0. A cut after a call started past the checkpoint is not continued (the call may or may
- * not have run; RunsService closes the run `tool_interrupted`).
+ * call; one at an action phase whose response asked for tools, after `tool_calls` and before
+ * they run (it holds the response); one after each completed tool step, at its tool phase.
+ * Another instance continues a turn whose instance died from its last one: the next model call,
+ * the step's calls, or the turn again from phase 0. Of the calls the dead instance had started,
+ * read-only ones (with arguments nothing masked) run again; the others are not run and their tool
+ * message says they may or may not have run (`notice tool_interrupted`).
  */
 @Injectable()
 export class UnifiedStrategy implements ProtocolStrategy {
@@ -90,14 +92,17 @@ export class UnifiedStrategy implements ProtocolStrategy {
   // is still no pause point, so no pause, resume or fork route (see above)
   readonly capabilities = { pausePoints: false, resume: true, tools: true };
 
-  readCheckpoint(state: unknown): { baseMessages: LlmMessage[] } {
-    return { baseMessages: parseUnifiedCheckpoint(state).baseMessages };
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; answersStartedCalls: boolean } {
+    const c = parseUnifiedCheckpoint(state);
+    // from the checkpoint before a step's calls, the calls the dead instance had started are answered here
+    return { baseMessages: c.baseMessages, answersStartedCalls: c.pending !== undefined };
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
     // a turn continued on another instance (issue 44) goes on from its last completed step
-    const s: TurnState = ctx.resumeFrom
-      ? restoredState(ctx, ctx.resumeFrom.state)
+    const restored = ctx.resumeFrom ? restoredState(ctx, ctx.resumeFrom.state) : undefined;
+    const s: TurnState = restored
+      ? restored.state
       : { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), baseMessages: ctx.messages, steps: [], executed: new Map(), results: [], sources: new SourcesCollector(), duplicateStrikes: 0, contentLoops: 0, wrote: false };
     // past its first step the turn is agentic whatever the tools offer now (it ran some)
     const midTurn = s.phaseIndex > 0;
@@ -129,8 +134,16 @@ export class UnifiedStrategy implements ProtocolStrategy {
       systemFor: memoByNames((tools) => buildAgentSystemPrompt({ tools, modules, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens })),
     };
 
-    // the step the checkpoint follows spent the strike budget: the answer is written without tools, as it was to be
-    if (midTurn && new ToolCallGuard(ctx).spent(s)) return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
+    if (restored?.pending) {
+      // the checkpoint was taken as the model asked for these calls: they run now (those the
+      // dead instance had started, only when read-only; the others are answered as cut off)
+      const next = yield* toolPhase(ctx, s, restored.pending, specs, cutOffCalls(ctx, restored.pending));
+      if (next === 'cancelled' || ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
+      if (next === 'spent') return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
+    } else if (midTurn && new ToolCallGuard(ctx).spent(s)) {
+      // the step the checkpoint follows spent the strike budget: the answer is written without tools, as it was to be
+      return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
+    }
     while (true) {
       if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
       if (tokenBudgetReached(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, budget.maxResponseTokens, ctx.budgets.turnTokenBudget)) return yield* finalAnswer(ctx, s, setup, 'token_budget');
@@ -152,17 +165,28 @@ export class UnifiedStrategy implements ProtocolStrategy {
 /**
  * One tool step: every call of the response, then its messages join the conversation.
  * `spent` once the loop-strike limit is; `cancelled` when the turn was cancelled, also while a
- * call waited for a person.
+ * call waited for a person. `cutOff` (a step continued from its checkpoint, issue 44): the calls
+ * answered as cut off instead of run; the calls and the checkpoint before them were stored then.
  */
-async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
-  // like two-stage: the calls are shown where the model made them, before their tool phase opens
-  if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
+async function* toolPhase(
+  ctx: ProtocolExecutionContext,
+  s: TurnState,
+  res: Pick<ModelStreamResult, 'text' | 'calls' | 'invalid'>,
+  specs: LlmToolSpec[],
+  cutOff?: ReadonlySet<string>,
+): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
+  if (!cutOff) {
+    // like two-stage: the calls are shown where the model made them, before their tool phase opens
+    if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
+    // nothing of the step has run: another instance can run its calls (each exactly once)
+    yield checkpointEvent(ctx, s, s.phaseIndex, res);
+  }
   s.phaseIndex += 1;
   s.cycleIndex += 1;
   const phaseIndex = s.phaseIndex;
   yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
 
-  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s);
+  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s, cutOff);
   for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
   if (ctx.signal.aborted || outcomes.some((o) => o.interrupted)) {
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
