@@ -22,4 +22,17 @@ describe('where a run taken over continues (issue 44)', () => {
     expect(interruptedCall(before, 2)).toBeUndefined();
     expect(interruptedCall([...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })], 2)).toBe('fetch_page');
   });
+
+  it('names the calls started after the checkpoint (a protocol that answers them itself is told which), also those of an earlier leg cut off after the same checkpoint', () => {
+    expect(takeoverPointOf(before, 2).startedCalls).toBeUndefined();
+    const calling = (seq: number, callId: string) => ev(seq, 'tool_progress', 2, { action: 'calling', tool: 'send_mail', callId });
+    const cut = [ev(1, 'start', 0), ev(2, 'tool_calls', 1), calling(3, 'c1'), calling(4, 'c2')];
+    expect(takeoverPointOf(cut, 1)).toMatchObject({ startedCalls: ['c1', 'c2'], supersedesFromSeq: 3 });
+    // taken over once from that checkpoint and cut again while c3 ran: c1 and c2 may have run too
+    const twice = [...cut, ev(5, 'start', 1, { takeover: true, resumeFromPhaseIndex: 1, supersedesFromSeq: 3 }), calling(6, 'c3')];
+    expect(takeoverPointOf(twice, 1).startedCalls).toEqual(['c1', 'c2', 'c3']);
+    // a leg superseded by a takeover from an earlier checkpoint ran again from there: its calls are not this checkpoint's
+    const earlier = [...cut, ev(5, 'start', 0, { takeover: true, resumeFromPhaseIndex: 0, supersedesFromSeq: 2 }), ev(6, 'tool_calls', 1)];
+    expect(takeoverPointOf(earlier, 1).startedCalls).toBeUndefined();
+  });
 });

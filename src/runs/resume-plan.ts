@@ -59,13 +59,28 @@ export function pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoi
 /** Where a run taken over continues after `events`: as `pointOf`, with where the phase its instance was cut off in starts. */
 export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoint {
   const from = supersedeFrom(events, phaseIndex);
-  const started = startedAfter(events, phaseIndex).map((e) => String(e.data.callId));
+  const started = [...new Set(startedSince(events, phaseIndex).map((e) => String(e.data.callId)))];
   return { ...pointOf(events, phaseIndex), ...(from !== undefined && { supersedesFromSeq: from }), ...(started.length > 0 && { startedCalls: started }) };
 }
 
-/** The `calling` events of calls started after the checkpoint of `phaseIndex`. */
+/** The `calling` events of calls started after the checkpoint of `phaseIndex` (live ones: a superseded phase was run again). */
 function startedAfter(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
   return liveEvents(events).filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+}
+
+/**
+ * As `startedAfter`, and also the calls of earlier legs continued from this same checkpoint that
+ * were cut off in their turn: superseded, but each may have run, and a continuation from the
+ * checkpoint before a step's calls answers the same calls again.
+ */
+function startedSince(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
+  const legs = events
+    .filter((e) => e.type === 'start' && typeof e.data.supersedesFromSeq === 'number' && Number(e.data.resumeFromPhaseIndex) === phaseIndex)
+    .map((e) => [Number(e.data.supersedesFromSeq), e.seq] as const);
+  const live = new Set(startedAfter(events, phaseIndex));
+  return events.filter(
+    (e) => live.has(e) || (e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex && legs.some(([from, until]) => e.seq >= from && e.seq < until)),
+  );
 }
 
 /**

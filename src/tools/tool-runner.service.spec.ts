@@ -591,6 +591,18 @@ describe('ToolRunnerService.repeatPolicy (issue 13)', () => {
   });
 });
 
+describe('ToolRunnerService.readOnly (issue 44: what a takeover may run again)', () => {
+  it('is true for built-ins and MCP tools annotated readOnlyHint, false for other MCP tools and unknown names', () => {
+    const { runner } = setup([
+      tool({ name: 'read' }),
+      tool({ name: 'mcp_read', origin: 'mcp:s', hints: { readOnly: true } }),
+      tool({ name: 'mcp_write', origin: 'mcp:s', hints: { readOnly: false } }),
+      tool({ name: 'mcp_silent', origin: 'mcp:s' }),
+    ]);
+    expect(['read', 'mcp_read', 'mcp_write', 'mcp_silent', 'missing'].map((n) => runner.readOnly(n))).toEqual([true, true, false, false, false]);
+  });
+});
+
 describe('ToolRunnerService: calls refused by policy', () => {
   it('refuses a call carrying a configured secret (also one added to the registry later) before the tool runs, and never names it', async () => {
     let ran = 0;
