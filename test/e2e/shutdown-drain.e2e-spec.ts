@@ -116,7 +116,8 @@ describe('draining on SIGTERM (rolling deploys)', () => {
 
   it.each(['messages_two_stage', 'messages'])('%s: hands a turn still running at the end of the grace period over at its next checkpoint: lease released, nothing stored after it', async (route) => {
     const { gate, open } = opened();
-    // the action phase asks for a tool; its result is checkpointed (two-stage: its tool phase; unified: the step); the next model call never answers here
+    // the action phase asks for a tool. Two-stage: its result is checkpointed, and the next model
+    // call never answers here. Unified: the response is checkpointed before its calls run
     llm.enqueue(gated(gate, { toolCall: true }), respond.hang());
     let requestId = '';
     const turn = sse(`${t.url}/api/chat/${route}`, { body: { content: 'list the files' }, onEvent: (e) => {
@@ -132,11 +133,14 @@ describe('draining on SIGTERM (rolling deploys)', () => {
     expect(run.status).toBe('running');
     expect(run.lease_owner).toBeNull();
     expect(new Date(run.lease_expires_at).getTime()).toBeLessThanOrEqual(Date.now());
-    // the checkpoint of the tool phase (2) the turn stopped at
-    expect(Object.keys(run.checkpoint?.byPhase ?? {})).toContain('2');
+    const unified = route === 'messages';
+    // the checkpoint the turn stopped at: two-stage's tool phase (2); unified's action phase (1), the calls not run
+    expect(Object.keys(run.checkpoint?.byPhase ?? {}).at(-1)).toBe(unified ? '1' : '2');
     const stored: Array<{ type: string; data: Record<string, unknown> }> = await ds.query(`SELECT type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [requestId]);
-    // the tool phase ended (its result is what the checkpoint holds); no answer, no end stored here
-    expect(stored.some((e) => e.type === 'tool_progress' && e.data.action === 'completed')).toBe(true);
+    // two-stage: the tool phase ended (its result is what the checkpoint holds); unified: the call
+    // was shown (tool_calls) and nothing of it ran here, the taker runs it; no answer, no end stored here
+    if (unified) expect(stored.filter((e) => e.type === 'tool_calls' || e.type === 'tool_progress').map((e) => e.type)).toEqual(['tool_calls']);
+    else expect(stored.some((e) => e.type === 'tool_progress' && e.data.action === 'completed')).toBe(true);
     expect(stored.map((e) => e.type)).not.toContain('done');
     expect(Number((await ds.query(`SELECT count(*) AS n FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId]))[0].n)).toBe(0);
     // its client here waited for the taker's events, for a lease, then was told to reconnect
