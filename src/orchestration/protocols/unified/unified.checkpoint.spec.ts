@@ -82,10 +82,11 @@ describe('unified step checkpoints', () => {
     const { ctx } = setup([toolTurn('read_file', '{"path":"a.md","token":"s3cret"}', 'Reading. '), toolTurn('web_search', '{"path":"q"}'), answer('Done.')]);
     const events = await collect(strategy.execute(ctx));
     expect(checkpoints(events).map((c) => c.phaseIndex)).toEqual([0, 1, 2, 3, 4]);
-    // the one of the action phase: after its tool_calls, before its tool phase opens; it holds the response
+    // the one of the action phase: after its tool_calls and the tool phase's start edge, before any call; it holds the response
     const a = events.indexOf(checkpoints(events)[1]);
-    expect(events[a - 1]).toMatchObject({ type: 'tool_calls' });
-    expect(events[a + 1]).toMatchObject({ type: 'phase', status: 'start', phase: 'tool_phase', phaseIndex: 2 });
+    expect(events[a - 2]).toMatchObject({ type: 'tool_calls' });
+    expect(events[a - 1]).toMatchObject({ type: 'phase', status: 'start', phase: 'tool_phase', phaseIndex: 2 });
+    expect(events[a + 1]).toMatchObject({ type: 'tool_progress', action: 'calling' });
     expect(parseUnifiedCheckpoint(stored(checkpoints(events)[1])).pending).toMatchObject({ text: 'Reading. ', calls: [{ name: 'read_file', exact: false }], invalid: [] });
     // the step's: after the end edge of the tool phase it closes, before the next action phase opens
     const i = events.indexOf(checkpoints(events)[2]);

@@ -175,16 +175,17 @@ async function* toolPhase(
   specs: LlmToolSpec[],
   cutOff?: ReadonlySet<string>,
 ): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
-  if (!cutOff) {
-    // like two-stage: the calls are shown where the model made them, before their tool phase opens
-    if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
-    // nothing of the step has run: another instance can run its calls (each exactly once)
-    yield checkpointEvent(ctx, s, s.phaseIndex, res);
-  }
+  // like two-stage: the calls are shown where the model made them, before their tool phase opens
+  if (!cutOff && res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
+  // nothing of the step has run: another instance can run its calls (each exactly once). Taken
+  // as of the action phase, stored once the tool phase opened: tool_calls and that edge still go
+  // in one write, and a continuation supersedes the edge and opens the phase again
+  const before = cutOff ? undefined : checkpointEvent(ctx, s, s.phaseIndex, res);
   s.phaseIndex += 1;
   s.cycleIndex += 1;
   const phaseIndex = s.phaseIndex;
   yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+  if (before) yield before;
 
   const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s, cutOff);
   for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
