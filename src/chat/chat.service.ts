@@ -332,7 +332,7 @@ export class ChatService implements OnModuleInit {
       requestId,
       projectId: run.projectId,
       type: 'run_resumed',
-      details: { resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }), ...(takeover && { takeover: true }) },
+      details: { protocol: run.protocol, resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }), ...(takeover && { takeover: true }) },
     });
     const turn = this.orchestration.buildTurn({
       protocol: run.protocol,
@@ -347,7 +347,7 @@ export class ChatService implements OnModuleInit {
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       // the model the run started with, when it is still allowed
       model: opts.model !== undefined && this.orchestration.allowsModel(opts.model) ? opts.model : undefined,
-      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state, ...(takeover && { takeover: true }) },
+      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state, ...(takeover && { takeover: true }), ...(takeover && point.startedCalls && { startedCalls: point.startedCalls }) },
     });
     return {
       requestId,

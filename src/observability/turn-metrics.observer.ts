@@ -46,8 +46,9 @@ export class TurnMetricsObserver {
       case 'run_resumed':
         if (!id) return;
         if (this.turns.size >= MAX_TRACKED) this.turns.delete(this.turns.keys().next().value!);
-        // only two-stage runs pause, so a resumed run is a two-stage one
-        this.turns.set(id, { protocol: rec.type === 'run_resumed' ? 'two-stage' : str(d.protocol, 'unknown'), startedAt: at, firstChunkSeen: false });
+        // a resumed run names its protocol (a unified one continued after its instance died);
+        // one traced before it did was a two-stage one (only two-stage runs paused)
+        this.turns.set(id, { protocol: str(d.protocol, rec.type === 'run_resumed' ? 'two-stage' : 'unknown'), startedAt: at, firstChunkSeen: false });
         return;
       case 'storage_purged': {
         const removed = (d.removed ?? {}) as Record<string, unknown>;

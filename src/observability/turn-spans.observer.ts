@@ -197,7 +197,7 @@ export class TurnSpansObserver {
           'gen_ai.agent.name': 'orion',
           'gen_ai.provider.name': this.o.provider,
           'gen_ai.request.model': this.o.model,
-          'orion.protocol': resumed ? 'two-stage' : String(d.protocol ?? 'unknown'),
+          'orion.protocol': String(d.protocol ?? (resumed ? 'two-stage' : 'unknown')),
           'orion.resumed': resumed,
           ...(typeof d.conversationId === 'string' ? { 'gen_ai.conversation.id': d.conversationId } : {}),
           ...(typeof d.mode === 'string' ? { 'orion.mode': d.mode } : {}),

@@ -11,7 +11,7 @@ export type PhaseName = 'action_phase' | 'tool_phase' | 'complete';
  */
 export type StopReason = 'final_answer' | 'cycle_budget' | 'duplicate_limit' | 'no_progress' | 'content_loop' | 'max_iterations' | 'max_tokens' | 'token_budget' | 'cancelled' | 'error';
 
-export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments' | 'response_truncated' | 'no_progress' | 'content_loop';
+export type NoticeCode = 'duplicate_tool_call' | 'duplicate_limit_reached' | 'cycle_budget_reached' | 'invalid_tool_arguments' | 'response_truncated' | 'no_progress' | 'content_loop' | 'tool_interrupted';
 
 /** The notice of an answer the model's token limit cut off. */
 export const TRUNCATED_NOTICE = { type: 'notice', code: 'response_truncated', message: 'The answer was cut off: the model reached its token limit (finish_reason: length).' } as const;

@@ -50,7 +50,17 @@ export interface ProtocolExecutionContext {
    * on an instance that died and is continued here; an approval pending in the checkpoint is
    * still open (on a resume after a pause it was voided and is asked again)
    */
-  resumeFrom?: { phaseIndex: number; state: Record<string, unknown>; takeover?: boolean };
+  resumeFrom?: {
+    phaseIndex: number;
+    state: Record<string, unknown>;
+    takeover?: boolean;
+    /**
+     * a takeover (issue 44): the calls (by call id) that the dead instance had started after the
+     * checkpoint; each may or may not have run (a protocol that says so in `readCheckpoint` goes
+     * on with them; any other's run is not continued)
+     */
+    startedCalls?: string[];
+  };
   /**
    * Calls that wait for a person: the conversation's setting, and the port that waits for the
    * decision. Absent: no call waits (tests, benchmarks).
@@ -95,5 +105,11 @@ export interface ProtocolStrategy {
    * it was stored as a call started (issue 44), that call's id; throws CheckpointFormatError
    * when the checkpoint cannot be read.
    */
-  readCheckpoint?(state: unknown): { baseMessages: LlmMessage[]; cutCallId?: string };
+  readCheckpoint?(state: unknown): {
+    baseMessages: LlmMessage[];
+    /** two-stage: the checkpoint was stored as this call started (issue 44): a takeover continues that call */
+    cutCallId?: string;
+    /** the run can go on even though calls started after this checkpoint (`resumeFrom.startedCalls`): it answers them itself */
+    answersStartedCalls?: boolean;
+  };
 }

@@ -129,6 +129,7 @@ export function withUntrustedMasking(tools: ToolRunner, untrusted: UntrustedValu
     specs: (filter) => tools.specs(filter),
     redactArgs: (name, args) => untrusted.maskTokens(tools.redactArgs(name, args)),
     ...(tools.repeatPolicy ? { repeatPolicy: (name: string) => tools.repeatPolicy!(name) } : {}),
+    ...(tools.readOnly ? { readOnly: (name: string) => tools.readOnly!(name) } : {}),
     // approvals (issue 32): asked, declined and edited calls go through the same runner
     ...(tools.approvalNeed ? { approvalNeed: tools.approvalNeed.bind(tools) } : {}),
     ...(tools.decline ? { decline: tools.decline.bind(tools) } : {}),

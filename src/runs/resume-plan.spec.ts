@@ -26,10 +26,12 @@ describe('where a run taken over continues (issue 44)', () => {
 
   it('a run that stored its start checkpoints each call before it runs: a call started after its latest checkpoint never ran, and is not interrupted', () => {
     const calling = [...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })];
-    const older = { checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
-    const current = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    const older = { protocol: 'two-stage', checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint' | 'protocol'>;
+    const current = { protocol: 'two-stage', checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint' | 'protocol'>;
     expect(interruptedCall(calling, 2, older)).toBe('fetch_page');
     expect(interruptedCall(calling, 2, current)).toBeUndefined();
+    // a unified run stores its start too, but no checkpoint as each call starts: its protocol answers started calls itself, or the run is closed
+    expect(interruptedCall(calling, 2, { ...current, protocol: 'unified' })).toBe('fetch_page');
     // it is continued from the checkpoint: what the dead instance stored past it is superseded
     expect(takeoverPointOf(calling, 2).supersedesFromSeq).toBe(5);
   });
@@ -55,5 +57,18 @@ describe('where a run taken over continues (issue 44)', () => {
     const run = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '4': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
     expect(checkpointsOf(run)).toEqual([2, 4]);
     expect(checkpointsOf(run, true)).toEqual([0, 2, 4]);
+  });
+
+  it('names the calls started after the checkpoint (a protocol that answers them itself is told which), also those of an earlier leg cut off after the same checkpoint', () => {
+    expect(takeoverPointOf(before, 2).startedCalls).toBeUndefined();
+    const calling = (seq: number, callId: string) => ev(seq, 'tool_progress', 2, { action: 'calling', tool: 'send_mail', callId });
+    const cut = [ev(1, 'start', 0), ev(2, 'tool_calls', 1), calling(3, 'c1'), calling(4, 'c2')];
+    expect(takeoverPointOf(cut, 1)).toMatchObject({ startedCalls: ['c1', 'c2'], supersedesFromSeq: 3 });
+    // taken over once from that checkpoint and cut again while c3 ran: c1 and c2 may have run too
+    const twice = [...cut, ev(5, 'start', 1, { takeover: true, resumeFromPhaseIndex: 1, supersedesFromSeq: 3 }), calling(6, 'c3')];
+    expect(takeoverPointOf(twice, 1).startedCalls).toEqual(['c1', 'c2', 'c3']);
+    // a leg superseded by a takeover from an earlier checkpoint ran again from there: its calls are not this checkpoint's
+    const earlier = [...cut, ev(5, 'start', 0, { takeover: true, resumeFromPhaseIndex: 0, supersedesFromSeq: 2 }), ev(6, 'tool_calls', 1)];
+    expect(takeoverPointOf(earlier, 1).startedCalls).toBeUndefined();
   });
 });

@@ -26,6 +26,8 @@ export interface ResumePlan {
   baseMessages: LlmMessage[];
   /** the checkpoint was stored as this call started (issue 44): a takeover continues that call */
   cutCallId?: string;
+  /** the protocol goes on with calls started after this checkpoint (ProtocolStrategy.readCheckpoint) */
+  answersStartedCalls?: boolean;
 }
 
 /** Where a claimed resume continues: seq, envelope and the text already streamed. */
@@ -40,6 +42,8 @@ export interface ResumePoint {
    * events are the phase cut short, which its continuation's `start` supersedes
    */
   supersedesFromSeq?: number;
+  /** a takeover: the calls (ids) started after the checkpoint, which may or may not have run */
+  startedCalls?: string[];
 }
 
 /** Where a run continues after `events`: the last one's seq and envelope, the text up to the checkpoint. */
@@ -58,14 +62,42 @@ export function pointOf(events: StoredRunEvent[], phaseIndex: number): ResumePoi
  * Where a run taken over continues after `events`: as `pointOf`, with where the phase its
  * instance was cut off in starts. From a checkpoint stored as call `cutCallId` started, the
  * continuation goes on in that tool phase: what the dead instance stored after the call's
- * `calling` is superseded instead (and not taken into the text and steps kept).
+ * `calling` is superseded instead (and not taken into the text and steps kept). `startedCalls`:
+ * the calls started since the checkpoint, which a protocol that answers them itself (unified) reads.
  */
 export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cutCallId?: string): ResumePoint {
   const calling = cutCallId === undefined ? undefined : liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && e.data.callId === cutCallId);
   const from = calling ? liveEvents(events).find((e) => e.seq > calling.seq)?.seq : supersedeFrom(events, phaseIndex);
   const kept = from === undefined || !calling ? events : events.filter((e) => e.seq < from);
   const last = pointOf(events, phaseIndex);
-  return { ...pointOf(kept, phaseIndex), lastSeq: last.lastSeq, envelope: last.envelope, ...(from !== undefined && { supersedesFromSeq: from }) };
+  const started = [...new Set(startedSince(events, phaseIndex).map((e) => String(e.data.callId)))];
+  return {
+    ...pointOf(kept, phaseIndex),
+    lastSeq: last.lastSeq,
+    envelope: last.envelope,
+    ...(from !== undefined && { supersedesFromSeq: from }),
+    ...(started.length > 0 && { startedCalls: started }),
+  };
+}
+
+/** The `calling` events of calls started after the checkpoint of `phaseIndex` (live ones: a superseded phase was run again). */
+function startedAfter(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
+  return liveEvents(events).filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+}
+
+/**
+ * As `startedAfter`, and also the calls of earlier legs continued from this same checkpoint that
+ * were cut off in their turn: superseded, but each may have run, and a continuation from the
+ * checkpoint before a step's calls answers the same calls again.
+ */
+function startedSince(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
+  const legs = events
+    .filter((e) => e.type === 'start' && typeof e.data.supersedesFromSeq === 'number' && Number(e.data.resumeFromPhaseIndex) === phaseIndex)
+    .map((e) => [Number(e.data.supersedesFromSeq), e.seq] as const);
+  const live = new Set(startedAfter(events, phaseIndex));
+  return events.filter(
+    (e) => live.has(e) || (e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex && legs.some(([from, until]) => e.seq >= from && e.seq < until)),
+  );
 }
 
 /**
@@ -76,9 +108,10 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cu
  * start (phase 0, `run`) also stores one naming each call before it runs, so a call started
  * after its latest checkpoint never ran (the model asks for it again, and it runs once).
  */
-export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint'>): string | undefined {
-  if (run && checkpointsOf(run, true).includes(0)) return undefined;
-  const call = liveEvents(events).find((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint' | 'protocol'>): string | undefined {
+  // a two-stage run of a build that stores its start also stores a checkpoint naming each call before it runs
+  if (run?.protocol === 'two-stage' && checkpointsOf(run, true).includes(0)) return undefined;
+  const call = startedAfter(events, phaseIndex)[0];
   return call ? String(call.data.tool) : undefined;
 }
 

@@ -10,8 +10,9 @@ import { RunSweeperService } from './run-sweeper.service';
  * A rolling deploy's SIGTERM (issue 44, item 4), before the application closes (bootstrap.ts):
  * 1. the instance drains: no new turn (503 shutting_down with Retry-After), readiness down;
  * 2. the turns running here get SHUTDOWN_GRACE_MS to finish (short turns end here as usual);
- * 3. those still running are handed over at their next checkpoint (those whose protocol has no
- *    checkpoints, unified's, are cancelled here with their answer so far, as before the drain), within HANDOVER_WAIT_MS; one
+ * 3. those still running are handed over at their next checkpoint (a two-stage phase's, a
+ *    unified step's; those whose protocol keeps none are cancelled here with their answer so
+ *    far, as before the drain), within HANDOVER_WAIT_MS; one
  *    that reaches none (a long final answer) is handed over where it is, and the taker continues
  *    from its last stored checkpoint (the cut text superseded). Handing over releases the lease,
  *    so another instance's next sweep takes the run over;
@@ -43,7 +44,7 @@ export class RunDrainService {
     const started = new Set(this.executor.busy);
     this.logger.warn(`draining: ${started.size} turn(s) running, ${graceMs} ms to finish`);
     await this.until(() => this.executor.busy.length === 0, graceMs);
-    // a run no other instance can continue (its protocol has no checkpoints) ends here as a
+    // a run no other instance can continue (its protocol keeps no checkpoints) ends here as a
     // shutdown always ended it, `done{cancelled}` with what it had answered, instead of being
     // handed over only to be closed `instance_lost` by the taker
     const stay = this.executor.busy.filter((id) => !this.executor.continuesElsewhere(id));

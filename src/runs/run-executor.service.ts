@@ -105,6 +105,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
       stopLease();
       this.waiting.delete(p.requestId);
       this.resumable.delete(p.requestId);
+      this.checkpointAt.delete(p.requestId);
       await stream.flush().catch(() => undefined);
       this.control.release(p.requestId);
       this.bus.end(p.requestId);
@@ -142,6 +143,8 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
   private readonly waiting = new Map<string, Set<string>>();
   /** the runs of `waiting` whose protocol continues from a checkpoint: on shutdown another instance takes them over */
   private readonly resumable = new Set<string>();
+  /** the phase of each executing run's latest stored checkpoint (or of the one it continues from) */
+  private readonly checkpointAt = new Map<string, number>();
 
   /** The run's stream: its events stored under this instance's lease, then sent to its client (if any) and the bus. */
   private openStream(p: ExecuteRunParams, state: RunState): RunStream {
@@ -168,6 +171,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const base = p.turn.context(signal, { pauseRequested: () => this.control.pauseRequested(p.requestId) });
     // calls that need a person wait for a decision through the run engine (any instance decides)
     const ctx = p.approvals && this.approvals ? { ...base, approvals: this.approvals.port(p.requestId, p.approvals.setting) } : base;
+    if (base.resumeFrom) this.checkpointAt.set(p.requestId, base.resumeFrom.phaseIndex);
     for (const ev of p.opening) await stream.emit(ev);
     // a secret split across two chunks is masked too: the end of a chunk that may start one waits
     const split = new SplitSecretGuard(this.secrets.values());
@@ -247,6 +251,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
         await stream.flush();
         if (stream.error) throw stream.error;
         if (!(await this.runs.saveCheckpoint(p.requestId, CHECKPOINT_SCHEMA_VERSION, ev.phaseIndex, ev.state, INSTANCE_ID))) throw new LeaseLostError(p.requestId);
+        this.checkpointAt.set(p.requestId, ev.phaseIndex);
         // draining: the run stops at this checkpoint, and another instance continues from it (not
         // at one stored as a call starts: the taker would take the call for cut off)
         if (!ev.midCall && (await this.handover?.atCheckpoint(p.requestId))) throw new LeaseLostError(p.requestId);
@@ -303,7 +308,9 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     const waiting = this.waiting.get(p.requestId) ?? new Set<string>();
     waiting.add(ev.approvalId);
     this.waiting.set(p.requestId, waiting);
-    if (p.turn.protocol.capabilities.resume) this.resumable.add(p.requestId);
+    // continued elsewhere only from a checkpoint of the phase it waits in (two-stage's): a unified
+    // step's other calls ran after its last checkpoint, so such a run is cancelled on shutdown
+    if (p.turn.protocol.capabilities.resume && this.checkpointAt.get(p.requestId) === stream.envelope.phaseIndex) this.resumable.add(p.requestId);
     // asked before (a takeover): nothing is sent, and the run now waits, so what is held goes now
     if (!fresh) {
       await stream.flush();
@@ -327,6 +334,7 @@ export class RunExecutorService implements BeforeApplicationShutdown, OnApplicat
     if (!waiting?.size) {
       this.waiting.delete(p.requestId);
       this.resumable.delete(p.requestId);
+      this.checkpointAt.delete(p.requestId);
       if (!(await this.runs.setAwaiting(p.requestId, INSTANCE_ID, false))) throw new LeaseLostError(p.requestId);
       this.control.setAwaiting(p.requestId, false);
     }

@@ -108,10 +108,16 @@ export class RunsService {
       const phaseIndex = checkpointsOf(run, true).at(-1);
       const state = phaseIndex === undefined ? undefined : run.checkpoint?.byPhase[String(phaseIndex)];
       if (phaseIndex === undefined || state === undefined) throw new Error(`run ${run.requestId} has no checkpoint to continue from`);
-      const plan = this.readPlan(run, this.checkpointReader(run), phaseIndex, state, false);
+      const plan = this.readPlan(run, this.checkpointReader(run, 'takeover'), phaseIndex, state, false);
       const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
       // never run twice by accident: a call started after the checkpoint may or may not have run
-      const interrupted = run.status === 'running' ? interruptedCall(stored, phaseIndex, run) : undefined;
+      // (also while the run waits for a person: a unified step's other calls ran before it asked;
+      // a two-stage run waits in the phase of its checkpoint, so none of its calls is after it),
+      // unless its protocol answers such calls itself (unified, from the checkpoint before its
+      // step's calls ran: it runs read-only ones again and tells the model the others were cut off;
+      // two-stage, from the checkpoint stored as a call started)
+      const answers = plan.answersStartedCalls === true && run.status === 'running';
+      const interrupted = answers ? undefined : interruptedCall(stored, phaseIndex, run.status === 'running' ? run : undefined);
       if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
       const point = takeoverPointOf(stored, phaseIndex, plan.cutCallId);
       const p = await build(plan, { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent });
@@ -282,10 +288,14 @@ export class RunsService {
     return this.readPlan(run, strategy, phaseIndex, state, true);
   }
 
-  /** How the run's protocol reads its checkpoints; 409 when it cannot continue from one (only two-stage can). */
-  private checkpointReader(run: RunEntity): CheckpointReader {
+  /**
+   * How the run's protocol reads its checkpoints; 409 when it cannot continue from one. A person
+   * resumes or forks only a protocol with pause points (two-stage); a takeover continues any
+   * protocol that keeps checkpoints (unified too: its step checkpoints, issue 44).
+   */
+  private checkpointReader(run: RunEntity, by: 'person' | 'takeover' = 'person'): CheckpointReader {
     const strategy = this.strategyOf(run.protocol);
-    if (!strategy?.capabilities.resume || !strategy.readCheckpoint) {
+    if (!strategy?.capabilities.resume || !strategy.readCheckpoint || (by === 'person' && !strategy.capabilities.pausePoints)) {
       throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `Run ${run.requestId} uses ${run.protocol}; only two-stage runs can be resumed or forked`);
     }
     return { readCheckpoint: strategy.readCheckpoint.bind(strategy) };
@@ -295,7 +305,15 @@ export class RunsService {
   private readPlan(run: RunEntity, strategy: CheckpointReader, phaseIndex: number, state: Record<string, unknown>, fork: boolean): ResumePlan {
     try {
       const read = strategy.readCheckpoint(state);
-      return { run, phaseIndex, fork, state, baseMessages: read.baseMessages, ...(read.cutCallId !== undefined && { cutCallId: read.cutCallId }) };
+      return {
+        run,
+        phaseIndex,
+        fork,
+        state,
+        baseMessages: read.baseMessages,
+        ...(read.cutCallId !== undefined && { cutCallId: read.cutCallId }),
+        ...(read.answersStartedCalls && { answersStartedCalls: true }),
+      };
     } catch (err) {
       if (err instanceof CheckpointFormatError) throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${phaseIndex} cannot be read: ${err.message}`);
       throw err;

@@ -27,8 +27,9 @@ export interface ToolRunner {
   /** What a repeated identical call of this tool gets (absent: `refuse`). */
   repeatPolicy?(name: string): RepeatPolicy;
   /**
-   * Whether the tool only reads (a built-in, or an MCP tool annotated `readOnlyHint: true`): a
-   * call cut off by its instance's death may run again; any other may not (absent: false).
+   * Whether running a call of this tool again changes nothing outside (built-ins, which only
+   * read; MCP tools annotated `readOnlyHint: true`): a call cut off by an instance's death may
+   * run again elsewhere (issue 44). Absent: no tool is.
    */
   readOnly?(name: string): boolean;
   /**

@@ -591,15 +591,15 @@ describe('ToolRunnerService.repeatPolicy (issue 13)', () => {
   });
 });
 
-describe('ToolRunnerService.readOnly (issue 44: what a continued execution may run again)', () => {
-  it('is true for built-ins and MCP tools annotated readOnlyHint: true, false for other MCP tools and unknown names', () => {
+describe('ToolRunnerService.readOnly (issue 44: what a takeover may run again)', () => {
+  it('is true for built-ins and MCP tools annotated readOnlyHint, false for other MCP tools and unknown names', () => {
     const { runner } = setup([
-      tool({ name: 'builtin_read' }),
-      tool({ name: 'srv__read', origin: 'mcp:srv', hints: { readOnly: true } }),
-      tool({ name: 'srv__write', origin: 'mcp:srv', hints: { readOnly: false } }),
-      tool({ name: 'srv__unsaid', origin: 'mcp:srv' }),
+      tool({ name: 'read' }),
+      tool({ name: 'mcp_read', origin: 'mcp:s', hints: { readOnly: true } }),
+      tool({ name: 'mcp_write', origin: 'mcp:s', hints: { readOnly: false } }),
+      tool({ name: 'mcp_silent', origin: 'mcp:s' }),
     ]);
-    expect(['builtin_read', 'srv__read', 'srv__write', 'srv__unsaid', 'missing'].map((n) => runner.readOnly(n))).toEqual([true, true, false, false, false]);
+    expect(['read', 'mcp_read', 'mcp_write', 'mcp_silent', 'missing'].map((n) => runner.readOnly(n))).toEqual([true, true, false, false, false]);
   });
 });
 

@@ -76,10 +76,10 @@ export class ToolRunnerService implements ToolRunner {
     return this.registry.get(name)?.repeat ?? 'refuse';
   }
 
-  /** Built-ins only read (the workspace, the knowledge base, the web); an MCP tool says so with `readOnlyHint: true`. */
+  /** Built-ins only read (the workspace, the knowledge base, the web by GET); an MCP tool says so with `readOnlyHint: true`. */
   readOnly(name: string): boolean {
     const def = this.registry.get(name);
-    return !!def && (def.origin === 'builtin' || def.hints?.readOnly === true);
+    return def?.origin === 'builtin' || def?.hints?.readOnly === true;
   }
 
   async run(call: ToolCallRequest, ctx: ToolExecutionContext): Promise<ToolRunResult> {

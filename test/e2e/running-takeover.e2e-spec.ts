@@ -11,13 +11,16 @@ import { sse } from '../support/sse-client';
 import { waitFor } from '../support/wait-for';
 
 /**
- * Issue 44: a two-stage turn whose instance dies mid-phase is continued by another instance from
- * its last checkpoint. A is the built service in a child process (killed with SIGKILL while the
- * model streams the answer phase after a tool ran), B an app in this process on the same
- * PostgreSQL. B's sweeper takes the run over; its `start` supersedes what A streamed of the phase
- * cut short, and the client that reconnects to B with Last-Event-ID reads one gap-free sequence
- * ending in one `done` with the whole answer; the stored answer has no fragment; the tool that
- * finished before the kill (counted at the page it fetches) is not run again.
+ * Issue 44: a turn whose instance dies mid-phase is continued by another instance from its last
+ * checkpoint (two-stage: its tool phase's; unified: its last completed step's, or phase 0 before
+ * the first model call). A is the built service in a child process (killed with SIGKILL while the
+ * model streams), B an app in this process on the same PostgreSQL. B's sweeper takes the run
+ * over; its `start` supersedes what A streamed of the phase cut short, and the client that
+ * reconnects to B with Last-Event-ID reads one gap-free sequence ending in one `done` with the
+ * whole answer; the stored answer has no fragment; the tool that finished before the kill
+ * (counted at the page it fetches) is not run again. A unified turn cut while its tool ran goes
+ * on from the checkpoint taken before the step's calls: fetch_page only reads, so it runs again
+ * (a tool with a side effect is answered as cut off: the fault suite's continuation cases).
  */
 const ROOT = join(__dirname, '..', '..');
 const DIST = join(ROOT, 'dist', 'main.js');
@@ -33,6 +36,9 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
   let b: TestApp;
   let pages = 0;
   let answers = 0;
+  let calls = 0;
+  /** where A is cut: the answer after the tool (default), the first model call, or the page the tool fetches */
+  let cut: 'answer' | 'first-call' | 'tool' = 'answer';
 
   const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
     `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
@@ -43,16 +49,21 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       if (req.url?.startsWith('/page')) {
-        pages++;
+        // never answers: the instance is killed while its tool waits for the page
+        if (++pages === 1 && cut === 'tool') return;
         res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>page</title></head><body><p>a slow page</p></body></html>');
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (++calls === 1 && cut === 'first-call') {
+        res.write(frame({ content: 'Let me ' }));
+        return; // never ends: the instance is killed before the first step completed
+      }
       if (pages === 0) {
         res.end(frame({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'fetch_page', arguments: JSON.stringify({ url: `http://127.0.0.1:${port}/page` }) } }] }, 'tool_calls') + 'data: [DONE]\n\n');
         return;
       }
-      if (++answers === 1) {
+      if (++answers === 1 && cut === 'answer') {
         for (const w of ANSWER.slice(0, 2)) res.write(frame({ content: `${w} ` }));
         return; // never ends: the instance is killed while it streams
       }
@@ -86,6 +97,8 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
   beforeEach(async () => {
     pages = 0;
     answers = 0;
+    calls = 0;
+    cut = 'answer';
     if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
   }, 120_000);
 
@@ -98,23 +111,33 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     await db?.drop();
   });
 
-  it('A killed mid-phase: B continues from the checkpoint; one done, the answer once, the tool not run again, one gap-free stream on reconnect', async () => {
+  /** Starts a turn on A, kills A once `killWhen` saw what it waits for, and reads the rest from B after the last event A sent. */
+  async function killedAndReconnected(route: string, killWhen: (got: Received[]) => boolean) {
     const got: Received[] = [];
-    const stream = readSse(`${a.url}/api/chat/messages_two_stage`, { content: 'Fetch the page' }, (e) => got.push(e));
-    // A streamed part of the phase after the tool: the fragment B's continuation supersedes
-    await waitFor(() => got.filter((e) => e.event === 'chunk' && String(e.data.content).includes('page')).length > 0, { what: 'the fragment on A', timeoutMs: 30_000 });
+    const stream = readSse(`${a.url}${route}`, { content: 'Fetch the page' }, (e) => got.push(e));
+    await waitFor(() => killWhen(got), { what: 'the point where A is killed', timeoutMs: 30_000 });
     const requestId = String(got[0].data.requestId);
     const lastId = got.at(-1)!.id;
     a.child.kill('SIGKILL');
     await once(a.child, 'exit').catch(() => undefined);
     await stream;
-    expect(pages).toBe(1);
-
     // the client reconnects to B after the last event it read
     const again = await sse(`${b.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': String(lastId) }, timeoutMs: LEASE_MS * 20 });
     const all = [...got.map((e) => ({ id: e.id, event: e.event, data: e.data })), ...again.events.map((e) => ({ id: Number(e.id), event: e.event, data: e.data }))];
+    // one gap-free sequence, one done
     expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
     expect(all.filter((e) => e.event === 'done')).toHaveLength(1);
+    return { requestId, again, all };
+  }
+
+  /** A streamed part of the answer after the tool: the fragment B's continuation supersedes. */
+  const fragmentSent = (got: Received[]) => got.some((e) => e.event === 'chunk' && String(e.data.content).includes('page'));
+
+  it.each([
+    ['two-stage', '/api/chat/messages_two_stage'],
+    ['unified', '/api/chat/messages'],
+  ])('%s: A killed mid-phase: B continues from the checkpoint; one done, the answer once, the tool not run again, one gap-free stream on reconnect', async (route, path) => {
+    const { requestId, again, all } = await killedAndReconnected(path, fragmentSent);
     const start = again.events.find((e) => e.event === 'start');
     expect(start?.data).toMatchObject({ takeover: true, resumed: true });
     const from = Number(start!.data.supersedesFromSeq);
@@ -132,9 +155,43 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     const run = (await pg.query('SELECT status, takeovers FROM runs WHERE request_id = $1', [requestId])).rows[0];
     expect(run).toMatchObject({ status: 'completed', takeovers: 1 });
     const traced = await waitFor(async () => (await pg.query(`SELECT details FROM trace_events WHERE request_id = $1 AND type = 'run_taken_over'`, [requestId])).rows[0], { what: 'run_taken_over', timeoutMs: 10_000 });
-    expect(traced.details).toMatchObject({ outcome: 'continued', route: 'two-stage', checkpoint: expect.any(Number), fromInstance: expect.any(String) });
+    expect(traced.details).toMatchObject({ outcome: 'continued', route, checkpoint: expect.any(Number), fromInstance: expect.any(String) });
     // the reloaded page's conversation carries the answer once
     const res = await fetch(`${b.url}/api/chat/runs/${requestId}`);
     expect(res.status).toBe(200);
+  }, 120_000);
+
+  it('unified: A killed before its first step completed: B starts the turn again from phase 0; the fragment is superseded, the tool runs once', async () => {
+    cut = 'first-call';
+    // A is killed while its first model call streams, before any tool ran
+    const { requestId, again, all } = await killedAndReconnected('/api/chat/messages', (got) => got.some((e) => e.event === 'chunk') && pages === 0);
+    const start = again.events.find((e) => e.event === 'start');
+    expect(start?.data).toMatchObject({ takeover: true, resumed: true, resumeFromPhaseIndex: 0 });
+    const from = Number(start!.data.supersedesFromSeq);
+    const kept = all.filter((e) => e.event === 'chunk' && (e.id < from || e.id > Number(start!.id)));
+    const done = all.at(-1)!;
+    expect(done).toMatchObject({ event: 'done', data: { stopReason: 'final_answer' } });
+    expect(kept.map((e) => String(e.data.content)).join('')).toBe(String(done.data.fullContent));
+    expect(String(done.data.fullContent)).toBe(ANSWER.join(' '));
+    const message = (await pg.query<{ content: string }>(`SELECT content FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId])).rows;
+    expect(message.map((m) => m.content)).toEqual([ANSWER.join(' ')]);
+    expect(pages).toBe(1);
+  }, 120_000);
+
+  it('unified: A killed while its read-only tool ran: B continues from the checkpoint before the step’s calls and runs it again (a side-effect tool would be answered as cut off)', async () => {
+    cut = 'tool';
+    const { requestId, again, all } = await killedAndReconnected('/api/chat/messages', (got) => got.some((e) => e.event === 'tool_progress' && e.data.action === 'calling') && pages === 1);
+    const start = again.events.find((e) => e.event === 'start');
+    // the checkpoint of the action phase whose response asked for the call (phase 1), taken before it ran
+    expect(start?.data).toMatchObject({ takeover: true, resumeFromPhaseIndex: 1 });
+    // the tool phase cut short is superseded; the continuation runs it again: fetch_page only reads
+    expect(again.events.filter((e) => e.event === 'tool_progress').map((e) => e.data.action)).toEqual(['calling', 'completed']);
+    expect(pages).toBe(2);
+    const done = all.at(-1)!;
+    expect(done).toMatchObject({ event: 'done', data: { stopReason: 'final_answer', fullContent: ANSWER.join(' ') } });
+    const message = (await pg.query<{ content: string }>(`SELECT content FROM chat_messages WHERE request_id = $1 AND role = 'assistant'`, [requestId])).rows;
+    expect(message.map((m) => m.content)).toEqual([ANSWER.join(' ')]);
+    const run = (await pg.query('SELECT status, takeovers FROM runs WHERE request_id = $1', [requestId])).rows[0];
+    expect(run).toMatchObject({ status: 'completed', takeovers: 1 });
   }, 120_000);
 });

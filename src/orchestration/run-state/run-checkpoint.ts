@@ -176,7 +176,7 @@ function parsePending(v: unknown): PendingApproval {
 }
 
 /** A malformed snapshot is dropped, not fatal: it only feeds the `sources` event. */
-function isSourcesSnapshot(v: unknown): v is SourcesSnapshot {
+export function isSourcesSnapshot(v: unknown): v is SourcesSnapshot {
   return (
     isObj(v) &&
     Array.isArray(v.data) &&

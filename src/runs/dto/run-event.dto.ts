@@ -93,7 +93,7 @@ export class SourcesEventDto extends RunEventEnvelopeDto {
 }
 
 export class NoticeEventDto extends RunEventEnvelopeDto {
-  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments', 'response_truncated', 'no_progress', 'content_loop'] }) code: string;
+  @ApiProperty({ enum: ['duplicate_tool_call', 'duplicate_limit_reached', 'cycle_budget_reached', 'invalid_tool_arguments', 'response_truncated', 'no_progress', 'content_loop', 'tool_interrupted'] }) code: string;
   @ApiProperty() message: string;
 }
 

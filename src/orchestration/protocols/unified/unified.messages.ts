@@ -53,6 +53,15 @@ export function refusedRepeatContent(name: string, earlierCallId: string): strin
  * The tool message of a call that ran and returned what the same tool already returned under
  * other arguments: the guard's note in place of the result (the model has it in that call's message).
  */
+/** The tool message of a call cut off by an instance's death (issue 44): it may or may not have run, and is not run again. */
+export function cutOffContent(name: string): string {
+  return JSON.stringify({
+    interrupted: true,
+    tool: name,
+    note: 'This call was running when the service instance running it stopped. It may or may not have run, and it was NOT run again. Do not assume it succeeded or failed; tell the user if it matters, or check its effect with a read-only tool.',
+  });
+}
+
 export function noProgressContent(name: string, sameAsCallId: string, note: string): string {
   return JSON.stringify({ no_new_information: true, tool: name, same_result_as: sameAsCallId, note });
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { KnowledgeModuleInfo, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
-import type { LlmCapabilities, LlmToolSpec } from '../../../llm/llm-adapter.port';
+import type { LlmCapabilities, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import { SharedTexts } from '../../../common/util/shared-texts';
 import { ModelStream, type ModelStreamResult } from '../../model-stream';
 import { emptyUsage, type ProtocolEvent } from '../../protocol-event';
@@ -13,6 +13,8 @@ import { SourcesCollector } from './unified.sources';
 import { endStep, startStep } from './unified.step';
 import { runToolStep, stepMessages } from './unified.tool-step';
 import { done, errorEvent, finish, type TurnSetup, type TurnState } from './unified.turn';
+import { checkpointEvent, cutOffCalls, restoredState } from './unified.checkpoint';
+import { parseUnifiedCheckpoint } from '../../run-state/unified-checkpoint';
 import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
 import { tokenBudgetReached } from '../../loops/token-budget';
 import { ToolCallGuard } from '../../tool-call-guard';
@@ -39,7 +41,8 @@ export const DIRECT_RETRIEVAL_TOP_K = 5;
  * conversation before the next model call. Calls that wait for a person's approval (with
  * `ctx.approvals`) are asked for once the step's other calls have run, and the model is called
  * again only after every decision (approved calls run, declined ones are answered as declined).
- * Unified keeps no checkpoint: a run whose instance dies while it waits is not continued.
+ * A run whose instance dies while it waits is not continued (closed `tool_interrupted`: the
+ * step's other calls ran after its last checkpoint).
  * After `budgets.maxIterations` model calls, a response that still calls tools is the last one:
  * its calls are NOT run and get no tool messages (nor a `tool_calls` event); one tool-free call
  * then writes the answer after the text it streamed, `stopReason: max_iterations`.
@@ -71,28 +74,54 @@ export const DIRECT_RETRIEVAL_TOP_K = 5;
  *
  * **Ending.** Exactly one `done`, last. Cancellation (checked at every boundary) ends with
  * `done{cancelled}`, never an error; a model failure yields `error` then `done{error}`.
- * Pause requests are not honoured here: the unified route has no checkpoint or resume route
+ * Pause requests are not honoured here: the unified route has no pause, resume or fork route
  * (issue #4's pause/resume belongs to two-stage).
+ *
+ * **Checkpoints** (issue 44, `unified.checkpoint.ts`). One at phase 0 before the first model
+ * call; one at an action phase whose response asked for tools, after `tool_calls` and before
+ * they run (it holds the response); one after each completed tool step, at its tool phase.
+ * Another instance continues a turn whose instance died from its last one: the next model call,
+ * the step's calls, or the turn again from phase 0. Of the calls the dead instance had started,
+ * read-only ones (with arguments nothing masked) run again; the others are not run and their tool
+ * message says they may or may not have run (`notice tool_interrupted`).
  */
 @Injectable()
 export class UnifiedStrategy implements ProtocolStrategy {
   readonly name = 'unified';
-  // no checkpoint: pause requests are not honoured (see above)
-  readonly capabilities = { pausePoints: false, resume: false, tools: true };
+  // step checkpoints let another instance continue a turn whose instance died (issue 44); there
+  // is still no pause point, so no pause, resume or fork route (see above)
+  readonly capabilities = { pausePoints: false, resume: true, tools: true };
+
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; answersStartedCalls: boolean } {
+    const c = parseUnifiedCheckpoint(state);
+    // from the checkpoint before a step's calls, the calls the dead instance had started are answered here
+    return { baseMessages: c.baseMessages, answersStartedCalls: c.pending !== undefined };
+  }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
-    const s: TurnState = { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), steps: [], executed: new Map(), results: [], sources: new SourcesCollector(), duplicateStrikes: 0, contentLoops: 0, wrote: false };
+    // a turn continued on another instance (issue 44) goes on from its last completed step
+    const restored = ctx.resumeFrom ? restoredState(ctx, ctx.resumeFrom.state) : undefined;
+    const s: TurnState = restored
+      ? restored.state
+      : { phaseIndex: 0, cycleIndex: 0, modelSteps: 0, usage: emptyUsage(), baseMessages: ctx.messages, steps: [], executed: new Map(), results: [], sources: new SourcesCollector(), duplicateStrikes: 0, contentLoops: 0, wrote: false };
+    // past its first step the turn is agentic whatever the tools offer now (it ran some)
+    const midTurn = s.phaseIndex > 0;
     const caps = await capabilitiesOf(ctx);
     const budget = unifiedBudget(ctx.contextWindow ?? caps?.contextWindow);
     const enabled = ctx.flags?.orchestratorEnabled !== false;
-    const specs = enabled && caps?.toolCalling ? await ctx.tools.specs().catch((): LlmToolSpec[] => []) : [];
-    const agentic = specs.length > 0;
+    const specs = (enabled && caps?.toolCalling) || midTurn ? await ctx.tools.specs().catch((): LlmToolSpec[] => []) : [];
+    const agentic = specs.length > 0 || midTurn;
     traceStep(ctx, 'unified_mode', {
       mode: agentic ? 'agentic' : 'direct',
-      reason: agentic ? 'tool_calling' : !enabled ? 'orchestrator_disabled' : !caps ? 'capabilities_unknown' : !caps.toolCalling ? 'model_cannot_call_tools' : 'no_tools_available',
+      reason: midTurn ? 'continued' : agentic ? 'tool_calling' : !enabled ? 'orchestrator_disabled' : !caps ? 'capabilities_unknown' : !caps.toolCalling ? 'model_cannot_call_tools' : 'no_tools_available',
       contextWindow: budget.window,
+      ...(ctx.resumeFrom ? { resumedFromPhaseIndex: s.phaseIndex } : {}),
     });
     if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
+    // nothing has run yet: should the instance die before the first step completes, another
+    // one starts the turn again from here (the model call is repeatable). A turn continued from
+    // this checkpoint already has it.
+    if (!ctx.resumeFrom) yield checkpointEvent(ctx, s, 0);
     if (!agentic) return yield* direct(ctx, s, budget);
 
     const modules = await modulesOf(ctx, specs);
@@ -105,6 +134,16 @@ export class UnifiedStrategy implements ProtocolStrategy {
       systemFor: memoByNames((tools) => buildAgentSystemPrompt({ tools, modules, customInstructions: ctx.systemContext, maxTokens: budget.systemTokens })),
     };
 
+    if (restored?.pending) {
+      // the checkpoint was taken as the model asked for these calls: they run now (those the
+      // dead instance had started, only when read-only; the others are answered as cut off)
+      const next = yield* toolPhase(ctx, s, restored.pending, specs, cutOffCalls(ctx, restored.pending));
+      if (next === 'cancelled' || ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
+      if (next === 'spent') return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
+    } else if (midTurn && new ToolCallGuard(ctx).spent(s)) {
+      // the step the checkpoint follows spent the strike budget: the answer is written without tools, as it was to be
+      return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
+    }
     while (true) {
       if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
       if (tokenBudgetReached(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, budget.maxResponseTokens, ctx.budgets.turnTokenBudget)) return yield* finalAnswer(ctx, s, setup, 'token_budget');
@@ -126,17 +165,29 @@ export class UnifiedStrategy implements ProtocolStrategy {
 /**
  * One tool step: every call of the response, then its messages join the conversation.
  * `spent` once the loop-strike limit is; `cancelled` when the turn was cancelled, also while a
- * call waited for a person.
+ * call waited for a person. `cutOff` (a step continued from its checkpoint, issue 44): the calls
+ * answered as cut off instead of run; the calls and the checkpoint before them were stored then.
  */
-async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult, specs: LlmToolSpec[]): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
+async function* toolPhase(
+  ctx: ProtocolExecutionContext,
+  s: TurnState,
+  res: Pick<ModelStreamResult, 'text' | 'calls' | 'invalid'>,
+  specs: LlmToolSpec[],
+  cutOff?: ReadonlySet<string>,
+): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
   // like two-stage: the calls are shown where the model made them, before their tool phase opens
-  if (res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
+  if (!cutOff && res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
+  // nothing of the step has run: another instance can run its calls (each exactly once). Taken
+  // as of the action phase, stored once the tool phase opened: tool_calls and that edge still go
+  // in one write, and a continuation supersedes the edge and opens the phase again
+  const before = cutOff ? undefined : checkpointEvent(ctx, s, s.phaseIndex, res);
   s.phaseIndex += 1;
   s.cycleIndex += 1;
   const phaseIndex = s.phaseIndex;
   yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
+  if (before) yield before;
 
-  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s);
+  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s, cutOff);
   for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
   if (ctx.signal.aborted || outcomes.some((o) => o.interrupted)) {
     yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
@@ -146,6 +197,8 @@ async function* toolPhase(ctx: ProtocolExecutionContext, s: TurnState, res: Mode
   // a refused repeat is no tool error: the call was not run, and the model was told why
   const allOk = outcomes.every((o) => o.kind === 'refused' || (o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError));
   yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
+  // the step is complete (model call and every result): another instance can go on from here
+  yield checkpointEvent(ctx, s, phaseIndex);
   return new ToolCallGuard(ctx).spent(s) ? 'spent' : 'next';
 }
 

@@ -4,13 +4,13 @@ import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { AsyncEventQueue } from './async-event-queue';
-import { invalidName, ToolCallGuard, type ResultRecord } from '../../tool-call-guard';
+import { invalidName, resultDigest, ToolCallGuard, type ResultRecord } from '../../tool-call-guard';
 import type { Strikes } from '../../loops/strikes';
 import { progressDigest } from '../../loops/result-progress';
 import { settleApprovals, type WaitingCall } from './unified.approvals';
 import { runOne, waitsForPerson } from './unified.call';
 import type { StepMessages } from './unified.context-budget';
-import { INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, noProgressContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
+import { cutOffContent, INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, noProgressContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
 
 /**
  * How many calls of one step run at the same time. A model rarely emits more than a handful
@@ -31,6 +31,8 @@ export interface ExecutedCall {
   phaseIndex: number;
   /** settles once the call has run (never rejects) */
   result: Promise<ToolRunResult>;
+  /** sha256 of its result's text, once it ran (a checkpoint keeps it; a restored call has only this) */
+  resultDigest?: string;
 }
 
 /** What one call of a step came to, in call order; `content` is its tool message. */
@@ -40,9 +42,10 @@ export interface CallOutcome {
   /**
    * `duplicate`: the same call twice in one response, answered from the one run; `refused`: a
    * repeat of an earlier step's call; `ran` with `noProgress`: it ran and returned what the same
-   * tool already gave under other arguments (the model reads that instead of the result)
+   * tool already gave under other arguments (the model reads that instead of the result);
+   * `cut_off`: an instance that died had started it (issue 44), so it is not run again here
    */
-  kind: 'ran' | 'duplicate' | 'refused' | 'invalid';
+  kind: 'ran' | 'duplicate' | 'refused' | 'invalid' | 'cut_off';
   noProgress?: boolean;
   content: string;
   result?: ToolRunResult;
@@ -60,7 +63,8 @@ type Planned =
   | { kind: 'run'; index: number; call: CompletedToolCall; entry: ExecutedCall; settle: (r: ToolRunResult) => void; rerun?: { digest: string; previous: ExecutedCall } }
   | { kind: 'duplicate'; index: number; call: CompletedToolCall; digest: string; earlier: ExecutedCall }
   | { kind: 'refused'; index: number; call: CompletedToolCall; digest: string; earlier: ExecutedCall }
-  | { kind: 'invalid'; index: number; bad: InvalidToolCall };
+  | { kind: 'invalid'; index: number; bad: InvalidToolCall }
+  | { kind: 'cut_off'; index: number; call: CompletedToolCall; entry: ExecutedCall };
 
 /**
  * Runs every call of one model response (issue #5, item 1):
@@ -95,11 +99,12 @@ export async function* runToolStep(
   invalid: InvalidToolCall[],
   specs: LlmToolSpec[],
   s: Strikes & { executed: Map<string, ExecutedCall>; results: ResultRecord[] },
+  cutOff: ReadonlySet<string> = new Set(),
 ): AsyncGenerator<ProtocolEvent, CallOutcome[], undefined> {
   const strikes = s;
   const queue = new AsyncEventQueue<ProtocolEvent>();
   const guard = new ToolCallGuard(ctx);
-  const planned = plan(guard, at, calls, invalid, s.executed);
+  const planned = plan(guard, at, calls, invalid, s.executed, cutOff);
   // what the model had seen before this response: calls of one response never strike each other
   const seen = [...s.results];
 
@@ -108,6 +113,7 @@ export async function* runToolStep(
     if (p.kind === 'refused') yield* guard.refuseRepeat(strikes, p.call, p.digest, p.earlier);
     if (p.kind === 'duplicate') yield* answerTwin(guard, p.call, p.digest, p.earlier);
     if (p.kind === 'invalid') yield* refuseInvalid(guard, p.bad);
+    if (p.kind === 'cut_off') yield* answerCutOff(guard, p.call);
   }
 
   const runs = planned.filter((p): p is Extract<Planned, { kind: 'run' }> => p.kind === 'run');
@@ -142,8 +148,11 @@ export async function* runToolStep(
     switch (p.kind) {
       case 'run': {
         const result = await p.entry.result;
+        p.entry.resultDigest = resultDigest(result.outputText);
         if (p.rerun) {
-          const sameResult = (await p.rerun.previous.result).outputText === result.outputText;
+          // a call restored from a checkpoint (another instance ran it) has only its digest
+          const before = p.rerun.previous.resultDigest ?? resultDigest((await p.rerun.previous.result).outputText);
+          const sameResult = before === p.entry.resultDigest;
           yield* guard.rerunVerdict(strikes, p.call, p.rerun.digest, sameResult, { firstPhaseIndex: p.rerun.previous.phaseIndex, phaseIndex: at.phaseIndex });
         }
         const digest = p.entry.digest;
@@ -170,6 +179,12 @@ export async function* runToolStep(
       case 'refused':
         outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'refused', content: refusedRepeatContent(p.call.name, p.earlier.callId) });
         break;
+      case 'cut_off': {
+        const content = cutOffContent(p.call.name);
+        p.entry.resultDigest = resultDigest(content);
+        outcomes.push({ callId: p.call.id, name: p.call.name, kind: 'cut_off', content });
+        break;
+      }
       case 'invalid': {
         const schema = specs.find((s) => s.name === p.bad.name)?.parameters;
         outcomes.push({
@@ -197,9 +212,17 @@ export function stepMessages(text: string, calls: CompletedToolCall[], invalid: 
   };
 }
 
-function plan(guard: ToolCallGuard, at: StepPosition, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>): Planned[] {
+function plan(guard: ToolCallGuard, at: StepPosition, calls: CompletedToolCall[], invalid: InvalidToolCall[], executed: Map<string, ExecutedCall>, cutOff: ReadonlySet<string>): Planned[] {
   const out: Planned[] = [];
   for (const call of calls) {
+    if (cutOff.has(call.id)) {
+      // it may have run: kept as run, so the same call later is refused as a repeat, not run
+      const digest = guard.classify(call, () => undefined, () => false).signature?.digest ?? null;
+      const entry: ExecutedCall = { callId: call.id, digest, name: call.name, step: at.step, phaseIndex: at.phaseIndex, result: Promise.resolve(CUT_OFF_RESULT) };
+      if (digest !== null) executed.set(digest, entry);
+      out.push({ kind: 'cut_off', index: call.index, call, entry });
+      continue;
+    }
     // the guard classifies; the same call twice in one response is still one call (a twin)
     const verdict = guard.classify(call, (digest) => executed.get(digest), (earlier) => earlier.step === at.step);
     if (verdict.kind === 'twin') {
@@ -228,6 +251,19 @@ function* answerTwin(guard: ToolCallGuard, call: CompletedToolCall, digest: stri
     type: 'notice',
     code: 'duplicate_tool_call',
     message: `Duplicate tool call detected: ${call.name} with the same arguments twice in one response (call ${twin.callId}); it ran once and both calls get its result.`,
+  };
+}
+
+/** A cut-off call's stand-in result: never read (a twin of it in the same step is answered from it, as cut off too). */
+const CUT_OFF_RESULT = { toolName: '', args: {}, outcome: 'error', output: null, outputText: '', truncated: false, isError: true, latencyMs: 0 } as unknown as ToolRunResult;
+
+/** A call that an instance which died had started: shown as not run here, with why (issue 44). */
+function* answerCutOff(guard: ToolCallGuard, call: CompletedToolCall): Generator<ProtocolEvent, void, undefined> {
+  yield guard.refused(call);
+  yield {
+    type: 'notice',
+    code: 'tool_interrupted',
+    message: `${call.name} was running when the instance running this turn stopped; it may or may not have run, and it was not run again. The model was told so.`,
   };
 }
 

@@ -22,6 +22,8 @@ export interface TurnState {
   /** model calls made so far */
   modelSteps: number;
   usage: TurnUsage;
+  /** history and user message as the turn started (its checkpoints keep them) */
+  baseMessages: LlmMessage[];
   steps: StepMessages[];
   /** the calls that ran, by signature digest */
   executed: Map<string, ExecutedCall>;
