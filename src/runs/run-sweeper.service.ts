@@ -9,7 +9,7 @@ import { RunRepository } from './repositories/run.repository';
 import { RunTakeoverRepository } from './repositories/run-takeover.repository';
 import { ApprovalRepository } from './repositories/approval.repository';
 import { RunEventBus } from './run-event-bus.service';
-import { runEnvelope, type EnvelopeState } from './run-stream';
+import { runEnvelope, type EnvelopeState } from './run-envelope';
 import { TurnStepsRecorder } from './turn-steps';
 import { WebhookOutboxRepository } from '../webhooks/repositories/webhook-outbox.repository';
 import type { RunEntity } from './entities/run.entity';
