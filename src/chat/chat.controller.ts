@@ -14,6 +14,7 @@ import { responseFlow } from '../common/sse/client-flow';
 import { SSE_MAX_PENDING_CHARS, toMessageEvents } from '../common/sse/message-events';
 import type { SentEvent } from '../runs/run-event-bus.service';
 import { ChatService } from './chat.service';
+import { RunContinuationService } from './run-continuation.service';
 import { ConversationsService } from './conversations.service';
 import { ChatMessageDto, ConversationDto } from './dto/chat-response.dto';
 import { RenameConversationDto } from './dto/rename-conversation.dto';
@@ -33,6 +34,7 @@ const BUSY = `conversation_busy: the conversation's previous turn is still activ
 export class ChatController {
   constructor(
     private readonly chat: ChatService,
+    private readonly continuations: RunContinuationService,
     private readonly conversations: ConversationsService,
   ) {}
 
@@ -96,7 +98,7 @@ export class ChatController {
       'run_cancelled: the run was cancelled; run_finished: it completed or failed; run_not_resumable: not the latest checkpoint, not two-stage, or its checkpoint cannot be read; resume_in_progress: it is running or another resume won. The body lists its checkpoints',
   })
   async resume(@Body() dto: ResumeRunDto, @Res({ passthrough: true }) res: Response, @ClientSignal() signal: AbortSignal): Promise<Observable<MessageEvent>> {
-    return sse(await this.chat.resume(dto, responseFlow(res), signal));
+    return sse(await this.continuations.resume(dto, responseFlow(res), signal));
   }
 
   @StartsTurn()
@@ -120,7 +122,7 @@ export class ChatController {
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    return sse(await this.chat.fork(requestId, dto.fromPhaseIndex, responseFlow(res), signal));
+    return sse(await this.continuations.fork(requestId, dto.fromPhaseIndex, responseFlow(res), signal));
   }
 
   @Get('conversations')

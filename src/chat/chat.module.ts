@@ -4,6 +4,7 @@ import { OrchestrationModule } from '../orchestration/orchestration.module';
 import { RunsModule } from '../runs/runs.module';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
+import { RunContinuationService } from './run-continuation.service';
 import { ConversationsService } from './conversations.service';
 import { ChatMessageEntity } from './entities/chat-message.entity';
 import { ConversationEntity } from './entities/conversation.entity';
@@ -31,7 +32,7 @@ const runs = RunsModule.register({ imports: [conversationTables], store: Convers
   imports: [conversationTables, OrchestrationModule, WebhooksModule, runs],
   controllers: [ChatController],
   providers: [
-    ConversationRepository, ConversationTurnRepository, TurnGate, ChatService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
+    ConversationRepository, ConversationTurnRepository, TurnGate, ChatService, RunContinuationService, ConversationsService, CommandStrategy, TwoStageEnabledGuard,
     StorageRetentionRepository, StorageMaintenanceService, BudgetGate, BudgetRepository, UsageReportRepository,
     // what the global guards (common/auth, common/limits) ask of the runs and conversations
     ProjectOwnership,

@@ -1,4 +1,4 @@
-import { HttpStatus, Inject, Injectable, Logger, OnModuleInit, ServiceUnavailableException } from '@nestjs/common';
+import { HttpStatus, Inject, Injectable, Logger, ServiceUnavailableException } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { ClientFlow } from '../common/sse/client-flow';
@@ -6,27 +6,27 @@ import type { LlmMessage } from '../llm/llm-adapter.port';
 import { contextBudget, trimHistory } from '../orchestration/context-budget';
 import { OrchestrationService } from '../orchestration/orchestration.service';
 import type { SentEvent } from '../runs/run-event-bus.service';
-import { RunsService, type ResumePlan, type ResumePoint, type StartRunParams } from '../runs/runs.service';
+import { RunsService } from '../runs/runs.service';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
 import { ChatException, ChatExceptionCode, modelNotAllowed } from './chat.exception';
-import type { ResumeRunDto, SendMessageDto } from './dto/send-message.dto';
+import type { SendMessageDto } from './dto/send-message.dto';
 import type { ConversationEntity, ConversationSettings } from './entities/conversation.entity';
 import { ConversationRepository } from './repositories/conversation.repository';
 import { CommandStrategy, isCommand } from './commands/command.strategy';
 import { WebhookSettingsService } from '../webhooks/webhook-settings.service';
 import { OrionException } from '../common/errors/orion.exception';
 import { TurnGate, type OpenTurn, type TurnRequest } from './turn-gate.service';
-import { rolledBack } from './turn-marks';
 import type { EntityManager } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
-import { IdempotencyKeyStore, type IdempotencyClaim } from '../database/idempotency-key.store';
+import { IdempotencyKeyStore } from '../database/idempotency-key.store';
 import type { IdempotentSend } from '../common/idempotency/idempotency-key';
-import { keyInUse, keyReused } from '../common/idempotency/idempotency.exception';
 import { RunRepository } from '../runs/repositories/run.repository';
 import { RunEventsService } from '../runs/run-events.service';
 import { ConversationTurnRepository } from './repositories/conversation-turn.repository';
 import { BudgetGate } from './budgets/budget-gate.service';
 import type { TurnBudgets } from '../orchestration/protocol-strategy';
+import { claimOrFollow } from './idempotent-send';
+import { turnHistory } from './turn-history';
 
 export type ChatProtocol = 'two-stage' | 'unified';
 
@@ -53,22 +53,14 @@ type Decided = { settings: ConversationSettings | undefined; model: string; cont
   | { queued: { position: number; activeRequestId: string }; request: TurnRequest; open: OpenTurn<OpenedTurn> }
 );
 
-/** A send whose key names a request that has no run yet waits this long for it before answering 409. */
-const KEY_WAIT_MS = 10_000;
-const KEY_POLL_MS = 100;
-/** A key whose request has neither a run nor a queued turn this long after its claim was left by an instance that died: the next send takes it. */
-const KEY_ABANDONED_MS = 30_000;
-
-/** At most this many stored messages are read back as history before the token budget trims them. */
-const HISTORY_FETCH_LIMIT = 200;
-
 /**
  * Starts chat turns: resolves the conversation, stores the user message, opens the run, has
  * orchestration build the turn and the run engine run it. Everything that can be refused is
- * refused before the first event. Returns the run's events; the edge streams them.
+ * refused before the first event. Returns the run's events; the edge streams them. The turns
+ * that continue a run from a checkpoint (resume, fork, takeover) are RunContinuationService's.
  */
 @Injectable()
-export class ChatService implements OnModuleInit {
+export class ChatService {
   private readonly logger = new Logger('Chat');
 
   constructor(
@@ -86,11 +78,6 @@ export class ChatService implements OnModuleInit {
     private readonly config: AppConfigService,
     private readonly budgetGate: BudgetGate,
   ) {}
-
-  /** Runs that waited for a person when their instance died are continued by the sweeper with chat's turns. */
-  onModuleInit(): void {
-    this.runs.onTakeover((plan, point) => this.takeover(plan, point));
-  }
 
   /**
    * `opts.createMissing`: a `conversationId` that names no conversation yet starts one with that
@@ -116,7 +103,7 @@ export class ChatService implements OnModuleInit {
     const requestId = randomUUID();
     if (!opts.idempotency) return this.sendAs(requestId, protocolName, dto, flow, clientGone, opts);
     const claim = { projectId, key: opts.idempotency.key, fingerprint: opts.idempotency.fingerprint, requestId, windowMs: this.config.get('IDEMPOTENCY_WINDOW_MS') };
-    const replay = await this.dbOrUnavailable(() => this.claimOrFollow(claim, flow, clientGone));
+    const replay = await this.dbOrUnavailable(() => claimOrFollow({ keys: this.keys, runs: this.runRows, events: this.runEvents, queued: this.queuedTurns }, claim, flow, clientGone));
     if (replay) return replay;
     try {
       return await this.sendAs(requestId, protocolName, dto, flow, clientGone, opts);
@@ -125,26 +112,6 @@ export class ChatService implements OnModuleInit {
       await this.keys.release(projectId, claim.key, requestId).catch((e: unknown) => this.logger.warn(`could not release idempotency key of ${requestId}: ${(e as Error).message}`));
       throw err;
     }
-  }
-
-  /**
-   * null when this send claimed its key (it starts the turn); else the events of the run the key
-   * names. The claim is one insert under the key's unique constraint, so of two sends at once on
-   * two instances exactly one starts the turn; the other waits here until that run is stored.
-   */
-  private async claimOrFollow(claim: IdempotencyClaim, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent> | null> {
-    const deadline = Date.now() + KEY_WAIT_MS;
-    for (let held = await this.keys.claim(claim); held; held = (await this.keys.find(claim.projectId, claim.key)) ?? (await this.keys.claim(claim))) {
-      if (held.fingerprint !== claim.fingerprint) throw keyReused(claim.key, held.requestId);
-      if (await this.runRows.findById(held.requestId)) return this.runEvents.follow(held.requestId, 0, flow, clientGone);
-      if (await this.queuedTurns.projectOf(held.requestId)) throw keyInUse(claim.key, held.requestId, "is queued behind its conversation's active turn");
-      if (Date.now() >= deadline || clientGone.aborted) {
-        if (held.ageMs >= KEY_ABANDONED_MS && (await this.keys.takeOver(claim, held.requestId))) return null;
-        throw keyInUse(claim.key, held.requestId, 'has not started its turn yet');
-      }
-      await new Promise((resolve) => setTimeout(resolve, KEY_POLL_MS));
-    }
-    return null;
   }
 
   /**
@@ -213,7 +180,7 @@ export class ChatService implements OnModuleInit {
         const { history, lastTurnTools } = opts.history
           ? { history: trimHistory(opts.history, contextBudget(contextWindow).historyTokens), lastTurnTools: [] }
           : conversation
-            ? await this.history(conversation.id, contextWindow, m)
+            ? await turnHistory(this.conversations, conversation.id, contextWindow, m)
             : { history: [], lastTurnTools: [] };
         const opening = this.conversations.opening({ conversation: conversation ?? { projectId, title: dto.content, newId: dto.conversationId }, content: dto.content, requestId });
         await this.runs.open({ requestId, conversationId: opening.conversationId, projectId, userMessageId: opening.userMessageId, keyId: opts.keyId ?? null, ...turn }, opening.prelude, m).catch((err: unknown) => {
@@ -267,133 +234,6 @@ export class ChatService implements OnModuleInit {
     };
     if ('started' in decided) return begin(decided.started, clientGone);
     return this.gate.queuedStream({ ...decided.request, detach }, decided.queued, decided.open, async (opened, gone) => begin(opened, gone), clientGone);
-  }
-
-  /**
-   * Resumes a paused two-stage run in place from its latest checkpoint, on this instance:
-   * messages, counters and refused signatures come from the checkpoint, so a tool completed
-   * before it is never run again; seq continues after the last stored event, and exactly one
-   * concurrent resume wins (an atomic paused → running claim); the others get 409. A cancelled
-   * run is never resumed; a finished run or an older checkpoint is refused too (a fork is
-   * asked for on its own route).
-   */
-  async resume(dto: ResumeRunDto, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
-    return this.continueRun(await this.runs.planResume(dto.requestId, dto.resumeFromPhaseIndex), flow, clientGone);
-  }
-
-  /**
-   * Forks a two-stage run from the checkpoint of `fromPhaseIndex`: a new run (new requestId,
-   * linked to its parent) continues from it on this instance, and the parent, its events and
-   * its answer stay as they are.
-   */
-  async fork(requestId: string, fromPhaseIndex: number, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
-    return this.continueRun(await this.runs.planFork(requestId, fromPhaseIndex), flow, clientGone);
-  }
-
-  /** Runs a planned resume or fork from its checkpoint. */
-  private async continueRun(plan: ResumePlan, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
-    const { run } = plan;
-    const conversation = await this.conversationOf(run.conversationId);
-    const { requestId, point } = plan.fork ? await this.runs.openFork(plan) : { requestId: run.requestId, point: await this.runs.claimResume(plan) };
-    const fork = plan.fork ? { parentRequestId: run.requestId, fromPhaseIndex: plan.phaseIndex } : undefined;
-    return this.runs.start(this.continuation(plan, conversation, requestId, point, fork), flow, clientGone);
-  }
-
-  /**
-   * A run that waited for a person when its instance died, taken over by this instance's
-   * sweeper: the same turn as a resume in place, except that it awaits the same approval
-   * (`resumeFrom.takeover`) and its `start` says so.
-   */
-  private async takeover(plan: ResumePlan, point: ResumePoint): Promise<StartRunParams> {
-    const conversation = await this.conversationOf(plan.run.conversationId);
-    return this.continuation(plan, conversation, plan.run.requestId, point, undefined, true);
-  }
-
-  private async conversationOf(conversationId: string): Promise<ConversationEntity> {
-    const conversation = await this.conversations.findById(conversationId);
-    if (!conversation) throw new ChatException(ChatExceptionCode.CONVERSATION_NOT_FOUND, `Conversation ${conversationId} not found`);
-    return conversation;
-  }
-
-  /** The turn that continues a claimed run (or its new fork) from the checkpoint of the plan. */
-  private continuation(
-    plan: ResumePlan,
-    conversation: Pick<ConversationEntity, 'settings'>,
-    requestId: string,
-    point: ResumePoint,
-    fork: { parentRequestId: string; fromPhaseIndex: number } | undefined,
-    takeover = false,
-  ): StartRunParams {
-    const { run } = plan;
-    // a fork resumed in place is still a fork: its answer names its parent
-    const lineage = fork ?? (run.parentRequestId ? { parentRequestId: run.parentRequestId, fromPhaseIndex: run.forkedFromPhaseIndex ?? 0 } : undefined);
-    const opts = run.options;
-    this.trace.record({
-      requestId,
-      projectId: run.projectId,
-      type: 'run_resumed',
-      details: { protocol: run.protocol, resumeFromPhaseIndex: plan.phaseIndex, lastSeq: point.lastSeq, ...(fork && { parentRequestId: fork.parentRequestId }), ...(takeover && { takeover: true }) },
-    });
-    const turn = this.orchestration.buildTurn({
-      protocol: run.protocol,
-      requestId,
-      projectId: run.projectId,
-      conversationId: run.conversationId,
-      messages: plan.baseMessages,
-      mode: opts.mode ?? 'act',
-      budgets: opts.budgets ?? this.orchestration.budgets(),
-      debugShowToolResults: !!opts.debugShowToolResults,
-      systemContext: conversation.settings?.customInstructions,
-      orchestratorEnabled: conversation.settings?.orchestratorEnabled,
-      // the model the run started with, when it is still allowed
-      model: opts.model !== undefined && this.orchestration.allowsModel(opts.model) ? opts.model : undefined,
-      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state, ...(takeover && { takeover: true }), ...(takeover && point.startedCalls && { startedCalls: point.startedCalls }) },
-    });
-    return {
-      requestId,
-      projectId: run.projectId,
-      conversationId: run.conversationId,
-      turn,
-      detach: !!opts.detach,
-      opening: [
-        {
-          type: 'start',
-          protocol: turn.protocol.name,
-          userMessageId: run.userMessageId,
-          model: turn.model,
-          resumed: true,
-          resumeFromPhaseIndex: plan.phaseIndex,
-          ...(takeover && { takeover: true }),
-          ...(takeover && point.supersedesFromSeq !== undefined && { supersedesFromSeq: point.supersedesFromSeq }),
-          ...(fork && { parentRequestId: fork.parentRequestId }),
-        },
-      ],
-      lastSeq: point.lastSeq,
-      envelope: point.envelope,
-      priorContent: point.priorContent,
-      priorSteps: point.priorSteps,
-      fork: lineage,
-      approvals: { setting: conversation.settings?.approvals ?? 'policy', timeoutMs: opts.approvalTimeoutMs },
-    };
-  }
-
-  /**
-   * Stored history as model messages, trimmed to the history share of the context window, and
-   * the tools the previous turn called (from its answer's stored steps).
-   */
-  private async history(conversationId: string, contextWindow: number, m?: EntityManager): Promise<{ history: LlmMessage[]; lastTurnTools: string[] }> {
-    // a rolled-back turn is out of the history (its messages stay stored, marked)
-    const rows = (await this.conversations.recentMessages(conversationId, HISTORY_FETCH_LIMIT, m)).filter((r) => !rolledBack(r));
-    // a forked turn's answer replaces its parent's in what the model is told (both stay stored)
-    const replaced = new Set(rows.map((m) => m.metadata?.forkOf?.requestId).filter((id): id is string => typeof id === 'string'));
-    const msgs: LlmMessage[] = rows
-      .filter((m) => m.content.trim().length > 0)
-      .filter((m) => !(m.role === 'assistant' && m.requestId && replaced.has(m.requestId)))
-      .map((m) => ({ role: m.role, content: m.content }));
-    const last = rows.at(-1);
-    const steps = last?.role === 'assistant' && Array.isArray(last.metadata?.steps) ? last.metadata.steps : [];
-    const lastTurnTools = [...new Set(steps.flatMap((s) => (s.type === 'tool' && (s.status === 'completed' || s.status === 'failed') ? [s.name] : [])))];
-    return { history: trimHistory(msgs, contextBudget(contextWindow).historyTokens), lastTurnTools };
   }
 
   /**

@@ -1,5 +1,5 @@
 import { compactRun, foldChunks, type ChunkRow } from './compaction';
-import { unpack } from './repositories/run-event.repository';
+import { unpack } from './repositories/run-event-rows';
 import { TurnStepsRecorder } from './turn-steps';
 import { liveEvents, textUpTo } from './fork-prefix';
 

@@ -9,7 +9,7 @@
  * prefix, the answer rebuilt by textUpTo) reads the same text and the same steps.
  */
 
-import { COMPACTED_ROW_TYPE, unpack, type StoredRow, type StoredRunEvent } from './repositories/run-event.repository';
+import { COMPACTED_ROW_TYPE, unpack, type StoredRow, type StoredRunEvent } from './repositories/run-event-rows';
 
 /** A stored row of chunk events: one chunk (`lastSeq` null, `data` the event), or chunks seq…lastSeq (`data` their array). */
 export interface ChunkRow {

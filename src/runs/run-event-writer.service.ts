@@ -3,7 +3,7 @@ import { TickBatcher } from '../common/util/tick-batcher';
 import type { TraceRecord } from '../trace/trace-sink.port';
 import { TraceWriterService } from '../trace/trace-writer.service';
 import { LeaseLostError, RunEventRepository, type RunClosing, type StoredRunEvent } from './repositories/run-event.repository';
-import type { RunBatch } from './run-stream';
+import type { RunBatch } from './run-event-store.port';
 
 interface Pending {
   batch: RunBatch;

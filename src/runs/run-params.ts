@@ -2,7 +2,7 @@ import type { Turn } from '../orchestration/turn';
 import type { ApprovalSetting } from '../tools/tool-definition';
 import type { TurnStep } from './answer-store.port';
 import type { SentEvent } from './run-event-bus.service';
-import type { EnvelopeState, WireEvent } from './run-stream';
+import type { EnvelopeState, WireEvent } from './run-envelope';
 
 /** Who watches a run as it happens: gets its events in order, and can slow it down. */
 export interface RunClient {

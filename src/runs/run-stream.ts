@@ -1,80 +1,17 @@
-import type { PhaseName, ProtocolEvent } from '../orchestration/protocol-event';
-import type { RunClosing, StoredRunEvent } from './repositories/run-event.repository';
+/**
+ * A run's stream of events: numbered, batched by load, stored before anyone sees them, then
+ * handed to the sinks, with the backpressure that carries a slow database's or client's pace
+ * back to the producer (see RunStream). The envelope is run-envelope.ts's; the store it hands
+ * batches to is the RunEventStore port.
+ */
+import type { RunClosing } from './repositories/run-event.repository';
 import type { SentEvent } from './run-event-bus.service';
+import { ChunkJson, chunkEnvelope, runEnvelope, type EndEvent, type EnvelopedEvent, type EnvelopeState, type RunStreamIdentity, type WireEvent } from './run-envelope';
+import type { RunBatch, RunEventStore } from './run-event-store.port';
 
-/** Events sent on the wire: the protocol's (minus internal checkpoints) plus `start`. */
-export type WireEvent = Exclude<ProtocolEvent, { type: 'checkpoint' }> | { type: 'start'; protocol: string; userMessageId: string | null; model?: string; resumed?: boolean; resumeFromPhaseIndex?: number; takeover?: boolean; supersedesFromSeq?: number; parentRequestId?: string };
-
-/** `done` as sent: with the id of the stored answer (null when it could not be stored). */
-export type DoneEvent = Extract<WireEvent, { type: 'done' }> & { messageId: string | null };
-
-/** Any event a run sends, as `runEnvelope` wraps it. */
-export type EnvelopedEvent = WireEvent | DoneEvent;
-
-/** The event that ends a run's stream (RunStream.close). */
-export type EndEvent = Extract<WireEvent, { type: 'done' | 'paused' }>;
-
-/**
- * A run's events handed to the store while the run may still add to them: a batch keeps its
- * place in the store's queue (the arrival of its first event) and takes the events that come
- * until it is closed, so the store serves the runs in the arrival order of their oldest events.
- */
-export interface RunBatch {
-  readonly requestId: string;
-  /** in seq order */
-  readonly rows: SentEvent[];
-  /** no more events join it: set by the store when a statement takes it, by the run when it is full */
-  closed: boolean;
-  /** shared by a run's batches: set by the store when one failed, so that none after it is stored (no seq gap) */
-  readonly run: { failed: Error | null };
-}
-
-/** Where a run's events are stored. */
-export interface RunEventStore {
-  /**
-   * Resolves once the batch is committed. A run's batches are committed in the order they are
-   * handed over; once one failed, the later ones reject unstored.
-   */
-  enqueue(batch: RunBatch): Promise<void>;
-  /** Stores the run's last events with its end (`closing`); called once its earlier batches are committed. */
-  insertMany(requestId: string, rows: StoredRunEvent[], closing?: RunClosing): Promise<void>;
-}
-
-export interface RunStreamIdentity {
-  requestId: string;
-  projectId: string;
-  conversationId: string;
-}
-
-export interface EnvelopeState {
-  phase: PhaseName;
-  phaseIndex: number;
-  cycleIndex: number;
-}
-
-/**
- * The SSE envelope of one run event (docs/API.md), the only place it is assembled: the run's
- * ids, `seq`, the phase metadata, then the event's own fields, always in this order (replays
- * and the serialized chunk fast path depend on it). `done` is in phase `complete`; a `phase`
- * event carries its own phase and indexes; any other event those of the phase it is in.
- */
-export function runEnvelope(id: RunStreamIdentity, seq: number, state: EnvelopeState, event: EnvelopedEvent): Record<string, unknown> {
-  if (event.type === 'chunk') {
-    // nearly every event of a turn: no rest copy of the event
-    return { requestId: id.requestId, projectId: id.projectId, conversationId: id.conversationId, seq, phase: state.phase, phaseIndex: state.phaseIndex, cycleIndex: state.cycleIndex, content: event.content };
-  }
-  const { type, ...fields } = event;
-  return {
-    requestId: id.requestId,
-    projectId: id.projectId,
-    conversationId: id.conversationId,
-    seq,
-    phase: type === 'done' ? 'complete' : type === 'phase' ? event.phase : state.phase,
-    phaseIndex: type === 'phase' ? event.phaseIndex : state.phaseIndex,
-    cycleIndex: type === 'phase' ? event.cycleIndex : state.cycleIndex,
-    ...fields,
-  };
-}
+// the types the executor opens and ends a stream with
+export type { EndEvent } from './run-envelope';
+export type { RunEventStore } from './run-event-store.port';
 
 /**
  * Numbers a run's events (`seq` = SSE id: 1, 2, 3… with no gaps), wraps them in the SSE
@@ -136,10 +73,8 @@ export class RunStream {
   private chain: Promise<void> = Promise.resolve();
   private sinkFailed = false;
   private failure: Error | null = null;
-  /** `{"requestId":…,"projectId":…,"conversationId":…,"seq":` for chunkJson */
-  private idJson: string | undefined;
-  /** `,"phase":…,"phaseIndex":…,"cycleIndex":…,"content":` of the current envelope; reset when it changes */
-  private envelopeJson: string | undefined;
+  /** the JSON of this run's chunk envelopes, its ids and current phase serialized once */
+  private readonly json: ChunkJson;
 
   constructor(
     private readonly id: RunStreamIdentity,
@@ -150,6 +85,7 @@ export class RunStream {
     this.seq = start.lastSeq;
     this.sentSeq = start.lastSeq;
     this.state = start.state ?? { phase: 'action_phase', phaseIndex: 0, cycleIndex: 0 };
+    this.json = new ChunkJson(id);
   }
 
   /** The last seq numbered (queued events included). */
@@ -203,8 +139,8 @@ export class RunStream {
       this.batchChunks++;
     } else {
       const seq = ++this.seq;
-      const data = runEnvelope(this.id, seq, this.state, { type: 'chunk', content });
-      if (this.add({ seq, type: 'chunk', data, json: this.chunkJson(seq, content) }) !== open) this.batchChunks = 0;
+      const data = chunkEnvelope(this.id, seq, this.state, content);
+      if (this.add({ seq, type: 'chunk', data, json: this.json.of(seq, content, this.state) }) !== open) this.batchChunks = 0;
       this.batchChunks++;
       this.chunkRows++;
     }
@@ -230,7 +166,7 @@ export class RunStream {
   private joinChunk(row: SentEvent, content: string): void {
     const joined = (row.data.content as string) + content;
     row.data.content = joined;
-    row.json = this.chunkJson(row.seq, joined);
+    row.json = this.json.of(row.seq, joined, this.state);
   }
 
   /** Adds an event to the open batch, or to a new one handed to the store now (its events are sent once it is stored). */
@@ -282,7 +218,7 @@ export class RunStream {
   private enqueue(event: Exclude<WireEvent, { type: 'chunk' }>): void {
     if (event.type === 'phase' && event.status === 'start') {
       this.state = { phase: event.phase, phaseIndex: event.phaseIndex, cycleIndex: event.cycleIndex };
-      this.envelopeJson = undefined;
+      this.json.phaseChanged();
     }
     this.add(this.numbered(event));
   }
@@ -307,22 +243,6 @@ export class RunStream {
   /** One event enveloped at `seq` in the current phase, for a client this stream no longer feeds (neither stored nor sent here). */
   envelopeAt(seq: number, event: EnvelopedEvent): SentEvent {
     return { seq, type: event.type, data: runEnvelope(this.id, seq, this.state, event) };
-  }
-
-  /**
-   * The JSON of a chunk's envelope, byte for byte what JSON.stringify(data) gives (same keys,
-   * same order): the run's ids are serialized once per run, the phase and indexes once per
-   * phase, so a chunk costs its seq and its content. Chunks are nearly every event of a turn,
-   * and stringifying the whole envelope each time was the run engine's largest cost per event.
-   */
-  private chunkJson(seq: number, content: string): string {
-    this.idJson ??= `${JSON.stringify({ requestId: this.id.requestId, projectId: this.id.projectId, conversationId: this.id.conversationId }).slice(0, -1)},"seq":`;
-    if (this.envelopeJson === undefined) {
-      const { phase, phaseIndex, cycleIndex } = this.state;
-      // the members after `seq`, serialized as JSON.stringify would (a NaN index is null there)
-      this.envelopeJson = `${JSON.stringify({ phase, phaseIndex, cycleIndex }).slice(0, -1).replace('{', ',')},"content":`;
-    }
-    return this.idJson + seq + this.envelopeJson + JSON.stringify(content) + '}';
   }
 
   /**

@@ -6,9 +6,10 @@ import { ANSWER_STORE, type AnswerStore } from './answer-store.port';
 import { forkPrefix, liveEvents, textUpTo } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
+import { RunTakeoverRepository } from './repositories/run-takeover.repository';
 import { ApprovalRepository } from './repositories/approval.repository';
 import { RunEventBus } from './run-event-bus.service';
-import { runEnvelope, type EnvelopeState } from './run-stream';
+import { runEnvelope, type EnvelopeState } from './run-envelope';
 import { TurnStepsRecorder } from './turn-steps';
 import { WebhookOutboxRepository } from '../webhooks/repositories/webhook-outbox.repository';
 import type { RunEntity } from './entities/run.entity';
@@ -60,6 +61,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
 
   constructor(
     private readonly runs: RunRepository,
+    private readonly takeovers: RunTakeoverRepository,
     private readonly events: RunEventRepository,
     @Inject(ANSWER_STORE) private readonly conversations: AnswerStore,
     private readonly bus: RunEventBus,
@@ -103,7 +105,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const closed: string[] = [];
     try {
       closed.push(...(await this.takeOver()));
-      for (const run of await this.runs.claimExpired(20, this.takeover?.protocols, this.config.get('RUN_MAX_TAKEOVERS'))) {
+      for (const run of await this.takeovers.claimExpired(20, this.takeover?.protocols, this.config.get('RUN_MAX_TAKEOVERS'))) {
         // a run that cannot continue elsewhere is closed; the approvals it waited for are void
         await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch((err) => this.logger.warn(`could not void the approvals of run ${run.requestId}: ${(err as Error).message}`));
         await this.closeFromStoredEvents(run, 'failed', run.reason).catch((err) => this.logger.error(`could not close run ${run.requestId}: ${(err as Error).message}`));
@@ -128,7 +130,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     const closed: string[] = [];
     if (!this.takeover) return closed;
     const { protocols, continueHere } = this.takeover;
-    const claimed = await this.runs.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols, 20, this.config.get('RUN_MAX_TAKEOVERS'));
+    const claimed = await this.takeovers.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols, 20, this.config.get('RUN_MAX_TAKEOVERS'));
     for (const { run, fromInstance } of claimed) {
       this.logger.warn(`run ${run.requestId}: its instance's lease expired while it ${run.status === 'running' ? 'ran' : 'waited for a person'}; continued here`);
       const taken = (outcome: 'continued' | 'failed' | 'refused', checkpoint: number | null) =>
@@ -137,7 +139,7 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
         taken('continued', await continueHere(run));
       } catch (err) {
         this.logger.error(`run ${run.requestId} could not be taken over: ${(err as Error).message}`);
-        if (!(await this.runs.failTakenOver(run.requestId, INSTANCE_ID).catch(() => false))) continue;
+        if (!(await this.takeovers.failTakenOver(run.requestId, INSTANCE_ID).catch(() => false))) continue;
         taken(err instanceof TakeoverRefused ? 'refused' : 'failed', null);
         await this.approvals.voidPendingOfRun(run.requestId, 'instance_lost').catch(() => 0);
         await this.closeFromStoredEvents(run, 'failed', err instanceof TakeoverRefused ? err.reason : 'takeover_failed').catch((e) => this.logger.error(`could not close run ${run.requestId}: ${(e as Error).message}`));

@@ -12,6 +12,7 @@ import { ToolsModule } from '../tools/tools.module';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunEventWriter } from './run-event-writer.service';
 import { RunRepository } from './repositories/run.repository';
+import { RunTakeoverRepository } from './repositories/run-takeover.repository';
 import { RunStorageRepository } from './repositories/run-storage.repository';
 import { TurnSlotRepository } from './repositories/turn-slot.repository';
 import { RunControlService } from './run-control.service';
@@ -42,6 +43,7 @@ export class RunsModule {
         { provide: ANSWER_STORE, useClass: answers.store },
         ...(answers.queue ? [{ provide: QUEUED_TURNS, useClass: answers.queue }] : []),
         RunRepository,
+        RunTakeoverRepository,
         RunEventRepository,
         RunEventWriter,
         RunEventBus,

@@ -13,7 +13,7 @@ import { scriptedDelay } from '../support/scripted-delay';
  * other instance stored after the last one it got, exactly as stored, then the stream ends.
  *
  * Another instance's takeover is played on the database, with the same steps: the claim
- * (RunRepository.claimExpired's UPDATE, for this one run) and then the sweeper's own close
+ * (RunTakeoverRepository.claimExpired's UPDATE, for this one run) and then the sweeper's own close
  * (RunSweeperService.closeFromStoredEvents, which stores `error instance_lost` and `done`).
  * Splitting them lets a test decide whether the stalled instance finds the end already stored,
  * still missing, or never stored.
@@ -50,7 +50,7 @@ describe('a stream whose instance lost its run lease', () => {
   });
   beforeEach(() => llm.reset());
 
-  /** what the claim of an expired lease does to the run (RunRepository.claimExpired), for this run */
+  /** what the claim of an expired lease does to the run (RunTakeoverRepository.claimExpired), for this run */
   const claim = (requestId: string) =>
     ds.query(`UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now() WHERE request_id = $1 AND status = 'running'`, [requestId]);
   /** the rest of the takeover: the answer rebuilt, `error instance_lost` and `done` stored */

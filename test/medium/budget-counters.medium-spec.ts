@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { BudgetRepository } from '../../src/chat/repositories/budget.repository';
 import { RunEntity } from '../../src/runs/entities/run.entity';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
+import { RunTakeoverRepository } from '../../src/runs/repositories/run-takeover.repository';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
 
 /**
@@ -16,6 +17,7 @@ describe('budget counters (medium)', () => {
   let ds: DataSource;
   let budgets: BudgetRepository;
   let runs: RunRepository;
+  let takeovers: RunTakeoverRepository;
   let conversationId: string;
 
   beforeAll(async () => {
@@ -23,6 +25,7 @@ describe('budget counters (medium)', () => {
     ds = db.ds;
     budgets = db.ctx.get(BudgetRepository);
     runs = db.ctx.get(RunRepository);
+    takeovers = db.ctx.get(RunTakeoverRepository);
     [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
   });
   afterAll(async () => {
@@ -75,7 +78,7 @@ describe('budget counters (medium)', () => {
     // the sweeper's own statement, for a run whose lease expired
     const swept = await admitAndRun('b', 700);
     await ds.query(`UPDATE runs SET lease_expires_at = now() - interval '1 minute' WHERE request_id = $1`, [swept]);
-    expect((await runs.claimExpired(20)).map((r) => r.requestId)).toContain(swept);
+    expect((await takeovers.claimExpired(20)).map((r) => r.requestId)).toContain(swept);
     expect(await spent('b')).toBe(2200);
   });
 

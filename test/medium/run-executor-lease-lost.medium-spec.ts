@@ -18,6 +18,7 @@ import { RunEventWriter } from '../../src/runs/run-event-writer.service';
 import { RunEventsService } from '../../src/runs/run-events.service';
 import { INSTANCE_ID, RunExecutorService } from '../../src/runs/run-executor.service';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
+import { RunTakeoverRepository } from '../../src/runs/repositories/run-takeover.repository';
 import { TraceEventEntity } from '../../src/trace/trace-event.entity';
 import { TraceEventRepository } from '../../src/trace/repositories/trace-event.repository';
 import { TRACE_SINK } from '../../src/trace/trace-sink.port';
@@ -44,6 +45,7 @@ describe('RunExecutorService after a lost lease (medium)', () => {
       [RunEntity, RunEventEntity, ConversationEntity, ChatMessageEntity, TraceEventEntity, ApprovalEntity],
       [
         RunRepository,
+        RunTakeoverRepository,
         RunEventRepository,
         RunEventWriter,
         RunEventBus,
@@ -70,7 +72,7 @@ describe('RunExecutorService after a lost lease (medium)', () => {
     await db?.close();
   });
 
-  /** what another instance's claim of the expired lease does to the run (RunRepository.claimExpired), for this run */
+  /** what another instance's claim of the expired lease does to the run (RunTakeoverRepository.claimExpired), for this run */
   const claim = (requestId: string) =>
     ds.query(`UPDATE runs SET status = 'failed', stop_reason = 'error', control = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = now() WHERE request_id = $1 AND status = 'running'`, [requestId]);
   /** the rest of its takeover: the answer rebuilt, `error instance_lost` and `done` stored */

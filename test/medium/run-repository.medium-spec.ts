@@ -5,21 +5,24 @@ import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
 import { RunEntity } from '../../src/runs/entities/run.entity';
 import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
+import { RunTakeoverRepository } from '../../src/runs/repositories/run-takeover.repository';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
 import { waitFor } from '../support/wait-for';
 
-/** Every raw query of the runs repository against the real database (PGlite here, PostgreSQL on test:db). */
-describe('RunRepository raw SQL (medium)', () => {
+/** Every raw query of the runs repositories against the real database (PGlite here, PostgreSQL on test:db). */
+describe('RunRepository and RunTakeoverRepository raw SQL (medium)', () => {
   let db: DatabaseContext;
   let ds: DataSource;
   let runs: RunRepository;
+  let takeovers: RunTakeoverRepository;
   let events: RunEventRepository;
   let conversationId: string;
 
   beforeAll(async () => {
-    db = await startDatabaseContext([RunEntity, RunEventEntity], [RunRepository, RunEventRepository]);
+    db = await startDatabaseContext([RunEntity, RunEventEntity], [RunRepository, RunTakeoverRepository, RunEventRepository]);
     ds = db.ds;
     runs = db.ctx.get(RunRepository);
+    takeovers = db.ctx.get(RunTakeoverRepository);
     events = db.ctx.get(RunEventRepository);
     [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
   });
@@ -124,14 +127,14 @@ describe('RunRepository raw SQL (medium)', () => {
   it('sweeps expired leases: each expired run is claimed by exactly one sweeper, live ones never', async () => {
     const live = await open({ leaseMs: 60_000 });
     const expired = await Promise.all([open({ leaseMs: -1000 }), open({ leaseMs: -1000 }), open({ leaseMs: -1000 })]);
-    const claims = await Promise.all([runs.claimExpired(), runs.claimExpired(), runs.claimExpired()]);
+    const claims = await Promise.all([takeovers.claimExpired(), takeovers.claimExpired(), takeovers.claimExpired()]);
     const claimed = claims.flat().map((c) => c.requestId);
     for (const id of expired) expect(claimed.filter((c) => c === id)).toHaveLength(1);
     expect(claimed).not.toContain(live);
     expect(claims.flat().find((c) => c.requestId === expired[0])).toEqual({ requestId: expired[0], conversationId, projectId: 'p', reason: 'protocol_cannot_continue' });
     for (const id of expired) expect(await runs.findById(id)).toMatchObject({ status: 'failed', stopReason: 'error', leaseOwner: null });
     expect((await runs.findById(live))!.status).toBe('running');
-    expect(await runs.claimExpired()).toEqual([]);
+    expect(await takeovers.claimExpired()).toEqual([]);
   });
 
   it('a run that waited for a person when its lease expired is taken over by exactly one sweeper, not closed; other protocols are closed', async () => {
@@ -141,10 +144,10 @@ describe('RunRepository raw SQL (medium)', () => {
     await ds.query(`UPDATE runs SET status = 'awaiting_approval' WHERE request_id = ANY($1)`, [[...waiting, unified, held]]);
     await ds.query(`UPDATE runs SET protocol = 'unified' WHERE request_id = $1`, [unified]);
     // closing sweeps skip what a takeover claims; the takeovers race, and each run goes to one of them
-    const closed = (await runs.claimExpired(20, ['two-stage'])).map((r) => r.requestId);
+    const closed = (await takeovers.claimExpired(20, ['two-stage'])).map((r) => r.requestId);
     expect(closed).toContain(unified);
     expect(closed).not.toEqual(expect.arrayContaining([waiting[0]]));
-    const claims = await Promise.all(['b', 'c', 'd'].map((owner) => runs.claimForTakeover(owner, 30_000, ['two-stage'])));
+    const claims = await Promise.all(['b', 'c', 'd'].map((owner) => takeovers.claimForTakeover(owner, 30_000, ['two-stage'])));
     for (const id of waiting) expect(claims.flat().filter((c) => c.run.requestId === id)).toHaveLength(1);
     expect(claims.flat().map((c) => c.run.requestId)).not.toContain(held);
     // the instance whose lease lapsed is named (the trace's run_taken_over fromInstance)
@@ -156,12 +159,12 @@ describe('RunRepository raw SQL (medium)', () => {
       expect(['b', 'c', 'd']).toContain(run.leaseOwner);
       expect(await runs.renewLease(id, 'me', 30_000)).toBe(false);
     }
-    expect(await runs.claimForTakeover('e', 30_000, ['two-stage'])).toEqual([]);
-    expect(await runs.awaitsTakeover(held)).toBe(false);
+    expect(await takeovers.claimForTakeover('e', 30_000, ['two-stage'])).toEqual([]);
+    expect(await takeovers.awaitsTakeover(held)).toBe(false);
     // one it could not continue is closed as failed, by its holder only
     const owner = (await runs.findById(waiting[0]))!.leaseOwner!;
-    expect(await runs.failTakenOver(waiting[0], 'someone-else')).toBe(false);
-    expect(await runs.failTakenOver(waiting[0], owner)).toBe(true);
+    expect(await takeovers.failTakenOver(waiting[0], 'someone-else')).toBe(false);
+    expect(await takeovers.failTakenOver(waiting[0], owner)).toBe(true);
     expect(await runs.findById(waiting[0])).toMatchObject({ status: 'failed', leaseOwner: null });
   });
 
@@ -169,13 +172,13 @@ describe('RunRepository raw SQL (medium)', () => {
     const [withCheckpoint, without, exhausted] = await Promise.all([open({ leaseMs: -1000 }), open({ leaseMs: -1000 }), open({ leaseMs: -1000 })]);
     for (const id of [withCheckpoint, exhausted]) await runs.saveCheckpoint(id, 1, 2, { phaseIndex: 2 });
     await ds.query(`UPDATE runs SET takeovers = 2 WHERE request_id = $1`, [exhausted]);
-    const claims = await Promise.all(['b', 'c'].map((owner) => runs.claimForTakeover(owner, 30_000, ['two-stage'], 20, 2)));
+    const claims = await Promise.all(['b', 'c'].map((owner) => takeovers.claimForTakeover(owner, 30_000, ['two-stage'], 20, 2)));
     expect(claims.flat().map((c) => c.run.requestId)).toEqual([withCheckpoint]);
     const taken = (await runs.findById(withCheckpoint))!;
     expect(taken).toMatchObject({ status: 'running', takeovers: 1 });
     // the instance that was only slow has lost its fence
     expect(await runs.renewLease(withCheckpoint, 'me', 30_000)).toBe(false);
-    const closed = await runs.claimExpired(20, ['two-stage'], 2);
+    const closed = await takeovers.claimExpired(20, ['two-stage'], 2);
     expect(closed.filter((c) => [without, exhausted].some((id) => id === c.requestId)).map((c) => [c.requestId, c.reason]).sort()).toEqual(
       [
         [without, 'no_checkpoint'],
@@ -250,7 +253,7 @@ describe('RunRepository raw SQL (medium)', () => {
       await events.appendFenced(id, 'frozen', [ev(1), ev(2)]);
       await expect(events.appendFenced(id, 'someone-else', [ev(3)])).rejects.toBeInstanceOf(LeaseLostError);
       await waitFor(async () => (await ds.query(`SELECT 1 FROM runs WHERE request_id = $1 AND lease_expires_at < now()`, [id])).length > 0, { what: 'the 1 ms lease to expire' });
-      expect((await runs.claimExpired()).map((r) => r.requestId)).toContain(id);
+      expect((await takeovers.claimExpired()).map((r) => r.requestId)).toContain(id);
       // the frozen instance wakes up: its events, checkpoint, progress and renewal are all refused
       await expect(events.appendFenced(id, 'frozen', [ev(3)])).rejects.toBeInstanceOf(LeaseLostError);
       await expect(events.appendFenced(id, 'frozen', [ev(3, 'done')], { status: 'completed', stopReason: 'stop' })).rejects.toBeInstanceOf(LeaseLostError);

@@ -4,6 +4,7 @@ import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
 import { RunEntity } from '../../src/runs/entities/run.entity';
 import { RunEventRepository } from '../../src/runs/repositories/run-event.repository';
 import { RunRepository } from '../../src/runs/repositories/run.repository';
+import { RunTakeoverRepository } from '../../src/runs/repositories/run-takeover.repository';
 import { WebhookOutboxRepository } from '../../src/webhooks/repositories/webhook-outbox.repository';
 import { WEBHOOK_ANSWER_LIMIT } from '../../src/webhooks/webhook-event';
 import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
@@ -15,14 +16,16 @@ describe('webhook outbox (medium)', () => {
   let outbox: WebhookOutboxRepository;
   let events: RunEventRepository;
   let runs: RunRepository;
+  let takeovers: RunTakeoverRepository;
   let conversationId: string;
 
   beforeAll(async () => {
-    db = await startDatabaseContext([RunEntity, RunEventEntity], [RunRepository, RunEventRepository, WebhookOutboxRepository]);
+    db = await startDatabaseContext([RunEntity, RunEventEntity], [RunRepository, RunTakeoverRepository, RunEventRepository, WebhookOutboxRepository]);
     ds = db.ds;
     outbox = db.ctx.get(WebhookOutboxRepository);
     events = db.ctx.get(RunEventRepository);
     runs = db.ctx.get(RunRepository);
+    takeovers = db.ctx.get(RunTakeoverRepository);
     [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
     await ds.query(`INSERT INTO webhook_settings (project_id, secret) VALUES ('p', 'whsec_dGVzdHRlc3R0ZXN0dGVzdHRlc3R0ZXN0dGVzdHRlc3Q=')`);
   });
@@ -67,7 +70,7 @@ describe('webhook outbox (medium)', () => {
   it("the sweeper's claim writes a held event that release() fills in and makes due", async () => {
     const id = await open('https://hooks.example.com/x', 'dead');
     await ds.query(`UPDATE runs SET lease_expires_at = now() - interval '1 minute' WHERE request_id = $1`, [id]);
-    expect((await runs.claimExpired()).map((r) => r.requestId)).toEqual([id]);
+    expect((await takeovers.claimExpired()).map((r) => r.requestId)).toEqual([id]);
     expect(await rows()).toEqual([expect.objectContaining({ type: 'run.failed', status: 'failed', answer: null, due: false })]);
     await outbox.release(id, 'rebuilt');
     expect(await rows()).toEqual([expect.objectContaining({ answer: 'rebuilt', due: true })]);

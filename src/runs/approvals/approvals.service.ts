@@ -6,6 +6,7 @@ import { TOOL_RUNNER, type ToolRunner } from '../../tools/tool-runner.port';
 import type { ApprovalEntity } from '../entities/approval.entity';
 import { ApprovalRepository } from '../repositories/approval.repository';
 import { RunRepository } from '../repositories/run.repository';
+import { RunTakeoverRepository } from '../repositories/run-takeover.repository';
 import { LeaseLostError } from '../repositories/run-event.repository';
 import { RunControlService } from '../run-control.service';
 import { RunSweeperService } from '../run-sweeper.service';
@@ -34,6 +35,7 @@ export class ApprovalsService implements OnModuleInit {
   constructor(
     private readonly approvals: ApprovalRepository,
     private readonly runs: RunRepository,
+    private readonly takeovers: RunTakeoverRepository,
     private readonly control: RunControlService,
     private readonly notifier: DbNotifierService,
     @Inject(TOOL_RUNNER) private readonly tools: ToolRunner,
@@ -179,7 +181,7 @@ export class ApprovalsService implements OnModuleInit {
     this.waiters.get(approvalId)?.();
     await this.notifier.notify(APPROVALS_CHANNEL, approvalId).catch((err: unknown) => this.logger.warn(`approval NOTIFY failed: ${(err as Error).message}`));
     // nobody holds the run (its instance died): it is taken over now rather than at the next sweep
-    if (await this.runs.awaitsTakeover(requestId).catch(() => false)) this.sweeper.sweepSoon();
+    if (await this.takeovers.awaitsTakeover(requestId).catch(() => false)) this.sweeper.sweepSoon();
     return mapApproval(decided);
   }
 }

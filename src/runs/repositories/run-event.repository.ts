@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
+/**
+ * The run_events statements: a run's events written under its lease (alone, fenced, grouped with
+ * other runs'), read back for replay, deleted with their runs. The row layout they share is
+ * run-event-rows.ts.
+ */
 import { type JsonCell, jsonRows, RawJson } from '../../database/json-rows';
 import { preparedQuery } from '../../database/prepared-query';
 import { queryResult } from '../../database/query-result';
@@ -9,6 +14,10 @@ import { announceCte } from '../../webhooks/repositories/webhook-outbox.reposito
 import { traceInsert, traceRowsParam } from '../../trace/repositories/trace-event.repository';
 import type { TraceRecord } from '../../trace/trace-sink.port';
 import { endEventType } from '../../webhooks/webhook-event';
+import { cellsOf, EVENTS_IN_ROW, PACKED_CELLS, packedRows, packRows, unpack, type StoredRow, type StoredRunEvent } from './run-event-rows';
+
+// the event type of this repository's API, for its callers
+export type { StoredRunEvent } from './run-event-rows';
 
 /** How a run ends together with its terminal event (`done` or `paused`). */
 export interface RunClosing {
@@ -24,14 +33,6 @@ export class LeaseLostError extends Error {
     super(`run ${requestId}: this instance lost its lease; nothing more is stored or sent`);
     this.name = 'LeaseLostError';
   }
-}
-
-export interface StoredRunEvent {
-  seq: number;
-  type: string;
-  data: Record<string, unknown>;
-  /** `data` already serialized (JSON), when the caller has it: stored and sent as is */
-  json?: string;
 }
 
 /** One run's rows for a grouped, fenced append (see appendFencedMany). */
@@ -59,75 +60,6 @@ function indicesOf(phase: StoredRunEvent, params: unknown[]): string {
   params.push(Number(phase.data.phaseIndex), Number(phase.data.cycleIndex));
   return `phase_index = $${params.length - 1}::int, cycle_index = $${params.length}::int,`;
 }
-
-/** A stored row: one event, or (`lastSeq` set) consecutive chunks seq…lastSeq as a JSON array. */
-interface PackedRow {
-  seq: number;
-  lastSeq: number | null;
-  type: string;
-  json: string;
-}
-
-/**
- * The rows that store `events`: each run of two or more chunks with consecutive seqs (a run's
- * writes are in seq order) becomes one row, anything else stays a row of its own. A loaded
- * turn's writes carry several chunks each, and a row per chunk was most of the rows, index
- * entries and WAL a turn cost the database; phase events stay single rows, which the progress
- * update reads.
- */
-export function packRows(events: readonly StoredRunEvent[]): PackedRow[] {
-  const out: PackedRow[] = [];
-  for (let i = 0; i < events.length; ) {
-    let j = i;
-    while (events[i].type === 'chunk' && j + 1 < events.length && events[j + 1].type === 'chunk' && events[j + 1].seq === events[j].seq + 1) j++;
-    if (j === i) out.push({ seq: events[i].seq, lastSeq: null, type: events[i].type, json: jsonOf(events[i]) });
-    else out.push({ seq: events[i].seq, lastSeq: events[j].seq, type: 'chunks', json: `[${events.slice(i, j + 1).map(jsonOf).join(',')}]` });
-    i = j + 1;
-  }
-  return out;
-}
-
-/** A packed row's cells for jsonRows: seq, last_seq, type, data (read back by PACKED_CELLS). */
-function cellsOf(r: PackedRow): JsonCell[] {
-  return [r.seq, r.lastSeq, r.type, new RawJson(r.json)];
-}
-
-/** cellsOf's cells of a jsonRows element `e`, as run_events' seq, last_seq, type, data. */
-const PACKED_CELLS = `(e->>0)::int, (e->>1)::int, e->>2, e->3`;
-
-/** A run's events as one jsonRows parameter of packed rows. */
-function packedRows(events: readonly StoredRunEvent[]): string {
-  return jsonRows(packRows(events).map(cellsOf));
-}
-
-function jsonOf(e: StoredRunEvent): string {
-  return e.json ?? JSON.stringify(e.data);
-}
-
-/** A run_events row as read back. */
-export interface StoredRow {
-  seq: number;
-  last_seq: number | null;
-  type: string;
-  data: Record<string, unknown> | Array<Record<string, unknown>>;
-}
-
-/**
- * The row type of a compacted run (issue 43, src/runs/compaction.ts): all its events in one row,
- * seq…last_seq, `data` an array of `{s: seq, t: type, d: data}` (the seqs have gaps where chunks
- * were folded).
- */
-export const COMPACTED_ROW_TYPE = 'events';
-
-/** The events a stored row holds, in seq order. */
-export function unpack(row: StoredRow): StoredRunEvent[] {
-  if (row.type === COMPACTED_ROW_TYPE) return (row.data as Array<{ s: number; t: string; d: Record<string, unknown> }>).map((e) => ({ seq: Number(e.s), type: e.t, data: e.d }));
-  if (row.last_seq === null) return [{ seq: row.seq, type: row.type, data: row.data as Record<string, unknown> }];
-  return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, type: 'chunk', data }));
-}
-
-/** Events a row holds, in SQL (for counts). */
-export const EVENTS_IN_ROW = `CASE WHEN type = '${COMPACTED_ROW_TYPE}' THEN jsonb_array_length(data) ELSE COALESCE(last_seq, seq) - seq + 1 END`;
 
 /**
  * The trace records a statement of run events carries (the jsonb parameter `param`): inserted
