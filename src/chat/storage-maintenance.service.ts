@@ -4,8 +4,8 @@ import type { DataSource } from 'typeorm';
 import { AppConfigService } from '../config/app-config.service';
 import { durationOrOff } from '../config/duration';
 import { underMaintenanceLock } from '../database/maintenance-lock';
-import { SIZED_TABLES } from '../database/storage-stats';
 import { TIME_PARTITIONS, type TimePartitions } from '../database/time-partitions.port';
+import { vacuumTables } from '../database/vacuum';
 import { compactRun, type CompactedRun } from '../runs/compaction';
 import { keepRunEventSql, RunStorageRepository } from '../runs/repositories/run-storage.repository';
 import { keepTraceSql, TraceEventRepository } from '../trace/repositories/trace-event.repository';
@@ -186,21 +186,19 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
   }
 
   /**
-   * VACUUM (not FULL: no lock a turn's statement waits for; SKIP_LOCKED: a table another VACUUM
-   * holds is left for the next time) of the tables rows were deleted from, at most once per
-   * STORAGE_VACUUM_EVERY: the space the deletes freed is then reused by the next turns' rows
+   * VACUUM (vacuumTables) of the tables rows were deleted from, at most once per STORAGE_VACUUM_EVERY: the space the deletes freed is then reused by the next turns' rows
    * instead of the files growing until autovacuum's turn comes (and PGlite has no autovacuum).
    */
   private async vacuum(deletedFrom: string[]): Promise<void> {
     const every = durationOrOff(this.config.get('STORAGE_VACUUM_EVERY'));
     if (every === null) return;
-    for (const t of deletedFrom) if ((SIZED_TABLES as readonly string[]).includes(t)) this.toVacuum.add(t);
+    for (const t of deletedFrom) this.toVacuum.add(t);
     if (this.toVacuum.size === 0 || Date.now() - this.vacuumedAt < every || this.stopped) return;
     const tables = [...this.toVacuum];
     this.toVacuum.clear();
     this.vacuumedAt = Date.now();
     try {
-      await this.ds.query(`VACUUM (SKIP_LOCKED) ${tables.join(', ')}`);
+      await vacuumTables(this.ds, tables);
     } catch (err) {
       this.logger.warn(`could not VACUUM ${tables.join(', ')}: ${(err as Error).message}`);
     }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, type QueryRunner } from 'typeorm';
 import { StorageMaintenanceService } from '../../src/chat/storage-maintenance.service';
 import { CompactedText1764730000000 } from '../../src/database/migrations/1764730000000-compacted-text';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
@@ -159,18 +159,15 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
       ((await ds.query(`SELECT (SELECT jsonb_typeof(data) FROM run_events WHERE request_id = $1) AS events, (SELECT jsonb_typeof(details->'records') FROM trace_events WHERE request_id = $1::text) AS trace`, [turn.requestId])) as unknown[])[0];
     expect(await forms()).toEqual({ events: 'string', trace: 'string' });
     const migration = new CompactedText1764730000000();
-    const q = ds.createQueryRunner();
-    try {
-      await migration.down(q);
-      expect(await forms()).toEqual({ events: 'array', trace: 'array' });
-      expect(await read(turn.requestId, turn.conversationId)).toEqual(compacted);
-      expect(await listed()).toEqual(listedCompacted);
-      await migration.up(q);
-      expect(await read(turn.requestId, turn.conversationId)).toEqual(compacted);
-      expect(await listed()).toEqual(listedCompacted);
-    } finally {
-      await q.release();
-    }
+    // its statements through the data source, not a query runner of their own: PGlite's one connection stays free for the routes
+    const q = { query: (sql: string, params?: unknown[]) => ds.query(sql, params) } as unknown as QueryRunner;
+    await migration.down(q);
+    expect(await forms()).toEqual({ events: 'array', trace: 'array' });
+    expect(await read(turn.requestId, turn.conversationId)).toEqual(compacted);
+    expect(await listed()).toEqual(listedCompacted);
+    await migration.up(q);
+    expect(await read(turn.requestId, turn.conversationId)).toEqual(compacted);
+    expect(await listed()).toEqual(listedCompacted);
     // a fork from the run in the old form still starts from its text up to the checkpoint
     llm.enqueue(respond.turn([{ text: 'Forked.' }]));
     const fork = await sse(`${t.url}/api/chat/runs/${turn.requestId}/fork`, { body: { fromPhaseIndex: 2 } });
