@@ -101,7 +101,8 @@ async function sizing(db: 'pglite' | 'postgres') {
     const perTable = Object.keys(beforeBytes).filter((t) => perTurn(beforeBytes, t) !== 0 || perTurn(afterBytes, t) !== 0).map((t) => `${t} ${(perTurn(beforeBytes, t) / 1024).toFixed(2)}→${(perTurn(afterBytes, t) / 1024).toFixed(2)}`).join(', ');
     if (process.env.BENCH_STORAGE_KEEP) console.log(`kept: ${s.url}`);
     const traceAfter = perTurn(afterBytes, 'trace_events');
-    return { before, after, afterWithoutTrace: after - traceAfter, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable };
+    const afterByTable = Object.fromEntries(Object.keys(afterBytes).map((t) => [t, perTurn(afterBytes, t)]).filter(([, b]) => b !== 0));
+    return { before, after, afterWithoutTrace: after - traceAfter, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable, afterByTable };
   } finally {
     await app.close();
     if (!process.env.BENCH_STORAGE_KEEP) await s.drop();
@@ -186,6 +187,8 @@ async function main() {
     console.log(`  chunk gap p99: ${on.p99Gap.toFixed(2)} ms with purges vs ${off.p99Gap.toFixed(2)} ms without (${added.toFixed(1)} %); rows of live or paused runs removed: ${on.heldRemoved}; rows purged: ${on.droppedRows} by dropping partitions, ${on.deletedRows} by row deletes; ${on.partitionsLeft} partitions at the end`);
     report.add(`storage.${db}.kb-turn-before`, `${db}: KB per completed turn before compaction`, size.before / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.kb-turn-after`, `${db}: KB per completed turn after compaction`, size.after / 1024, 'KB/turn', { floor: size.floor / 1024 });
+    // where a compacted turn's bytes are, table by table (docs/OPERATIONS.md, Sizing)
+    for (const [t, b] of Object.entries(size.afterByTable)) report.add(`storage.${db}.kb-turn-after.${t}`, `${db}: KB per completed turn after compaction, ${t}`, (b as number) / 1024, 'KB/turn');
     report.add(`storage.${db}.kb-turn-after-no-trace`, `${db}: KB per completed turn after compaction, trace records aside`, size.afterWithoutTrace / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.size-spread`, `${db}: size spread after the first window`, spread, '%');
     report.add(`storage.${db}.settled-from`, `${db}: size spread measured from (s)`, settledAt, 's');
