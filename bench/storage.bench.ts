@@ -12,7 +12,7 @@
  * bench/load/stack-floor.ts) in the same database. Writes docs/images/<report>.svg.
  *
  *   npm run bench:storage                                          # short: 60 s at 5 turns/s, retention 20 s
- *   npm run bench:storage -- --db postgres --seconds 1200 --rate 17 --window 3m --partition 20s --report storage-soak
+ *   npm run bench:storage -- --db postgres --turns 20000 --rate 9 --window 3m --partition 20s --report storage-soak
  *                                                                  # the issue's long soak (20,000 turns)
  */
 import { fork } from 'node:child_process';
@@ -34,13 +34,18 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
-const SECONDS = Number(arg('seconds', '60'));
 const RATE = Number(arg('rate', '5'));
+/** the soak's length: --seconds, or --turns at --rate (the turns started; a machine behind the rate completes them later) */
+const SECONDS = process.argv.includes('--turns') ? Math.ceil(Number(arg('turns', '0')) / RATE) : Number(arg('seconds', '60'));
 const WINDOW = arg('window', '20s');
 const COMPACT = arg('compact', '2s');
 /** PARTITION_INTERVAL of both soaks: a fraction of the window, so retention drops whole partitions */
 const PARTITION = arg('partition', '10s');
+/** turns of the sizing phase: at least 100, so the pages every table and index takes however few its rows weigh little */
+/** STORAGE_VACUUM_EVERY of both soaks: as often as a partition span, scaled down with the retention as an operator would set it (docs/OPERATIONS.md, Storage) */
+const VACUUM = arg('vacuum', PARTITION);
 const SIZING_TURNS = Number(arg('sizing-turns', '100'));
+if (!(SIZING_TURNS >= 100)) throw new Error(`--sizing-turns ${SIZING_TURNS}: at least 100 (a smaller sample counts a table's first pages as bytes per turn)`);
 const DBS = arg('db', 'both');
 /** the result file's name (bench/results/<report>.json): a long soak beside the short one */
 const REPORT = arg('report', 'storage');
@@ -70,7 +75,8 @@ async function sizing(db: 'pglite' | 'postgres') {
   const app = await boot(s.url, { RUN_COMPACT_AFTER: '1ms', STORAGE_MAINTENANCE_MS: '86400000' });
   try {
     await app.ds.query('VACUUM FULL');
-    const empty = sum(await totalBytes(app.ds));
+    const emptyBytes = await totalBytes(app.ds);
+    const empty = sum(emptyBytes);
     const streams: string[] = [];
     for (let i = 0; i < SIZING_TURNS; i++) streams.push((await turn(app.port)).text);
     await app.ds.query('VACUUM FULL');
@@ -90,10 +96,13 @@ async function sizing(db: 'pglite' | 'postgres') {
     }
     await app.ds.query('VACUUM FULL floor_events');
     const [f1] = (await app.ds.query(`SELECT pg_total_relation_size('floor_events')::bigint AS b`)) as Array<{ b: string }>;
-    const perTable = Object.keys(beforeBytes).map((t) => `${t} ${(beforeBytes[t] / 1024 / SIZING_TURNS).toFixed(1)}→${(afterBytes[t] / 1024 / SIZING_TURNS).toFixed(1)}`).join(', ');
+    // each table's growth over the empty database's (its empty pages are not the turns')
+    const perTurn = (b: Record<string, number>, t: string) => ((b[t] ?? 0) - (emptyBytes[t] ?? 0)) / SIZING_TURNS;
+    const perTable = Object.keys(beforeBytes).filter((t) => perTurn(beforeBytes, t) !== 0 || perTurn(afterBytes, t) !== 0).map((t) => `${t} ${(perTurn(beforeBytes, t) / 1024).toFixed(2)}→${(perTurn(afterBytes, t) / 1024).toFixed(2)}`).join(', ');
     if (process.env.BENCH_STORAGE_KEEP) console.log(`kept: ${s.url}`);
-    const traceAfter = (afterBytes.trace_events ?? 0) / SIZING_TURNS;
-    return { before, after, afterWithoutTrace: after - traceAfter, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable };
+    const traceAfter = perTurn(afterBytes, 'trace_events');
+    const afterByTable = Object.fromEntries(Object.keys(afterBytes).map((t) => [t, perTurn(afterBytes, t)]).filter(([, b]) => b !== 0));
+    return { before, after, afterWithoutTrace: after - traceAfter, floor: (Number(f1.b) - Number(f0.b)) / SIZING_TURNS, perTable, afterByTable };
   } finally {
     await app.close();
     if (!process.env.BENCH_STORAGE_KEEP) await s.drop();
@@ -103,7 +112,7 @@ async function sizing(db: 'pglite' | 'postgres') {
 /** The soak with retention and the one without, each in its own process on its own database, started together. */
 async function soaks(db: 'pglite' | 'postgres'): Promise<{ on: Soak; off: Soak }> {
   const children = [true, false].map((retention) => {
-    const settings: SoakSettings = { db, retention, seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION };
+    const settings: SoakSettings = { db, retention, seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION, vacuum: VACUUM };
     const child = fork(join(__dirname, 'support', 'storage-soak.ts'), [JSON.stringify(settings)], { stdio: 'inherit' });
     let readyResolve!: () => void;
     const ready = new Promise<void>((r) => (readyResolve = r));
@@ -148,7 +157,7 @@ async function main() {
   const report = new BenchReport(
     REPORT,
     `Storage lifecycle soak (issue 43): two-stage turns (240 text deltas, scripted model, the service in a process per soak) at a steady rate, with compaction (RUN_COMPACT_AFTER), retention (RETENTION_RUNS, _TRACE, _CONVERSATIONS) and PARTITION_INTERVAL scaled to seconds, against the same soak without retention run at the same time in another process on another database; bytes per completed turn before and after compaction (VACUUM FULL) beside the floor, the same events stored as one row per turn. Size over time: [images/${PICTURE}](images/${PICTURE}). Method: bench/README.md.`,
-    { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION, sizingTurns: SIZING_TURNS },
+    { seconds: SECONDS, rate: RATE, window: WINDOW, compact: COMPACT, partition: PARTITION, vacuum: VACUUM, sizingTurns: SIZING_TURNS },
   );
   const rows: Array<Array<string | number>> = [];
   const series: Array<{ name: string; color: string; samples: Array<{ t: number; bytes: number }> }> = [];
@@ -156,19 +165,33 @@ async function main() {
   for (const db of dbs) {
     const size = await sizing(db);
     const { on, off } = await soaks(db);
-    const settled = on.samples.filter((s) => s.t > settledFrom).map((s) => s.bytes);
+    // from the later of the configured window's end and the first run the worker removed: on a
+    // machine that falls behind the rate, turns end later than they start and the first window's
+    // runs expire later than the configured time says
+    const settledAt = Math.max(settledFrom, on.firstRemovalAt ?? settledFrom);
+    const settled = on.samples.filter((s) => s.t > settledAt).map((s) => s.bytes);
     const mean = settled.reduce((a, b) => a + b, 0) / Math.max(1, settled.length);
     const spread = settled.length > 1 ? Math.max(...settled.map((b) => Math.abs(b - mean) / mean)) * 100 : null;
     const added = off.p99Gap > 0 ? ((on.p99Gap - off.p99Gap) / off.p99Gap) * 100 : 0;
     console.log(`\n${db}: ${on.turns} turns with retention (${on.errors} errors, ${on.achievedRate.toFixed(1)}/s, at most ${on.maxInflight} in flight), ${off.turns} without (${off.errors} errors, ${off.achievedRate.toFixed(1)}/s, at most ${off.maxInflight} in flight), at the same time`);
     console.log(`  bytes per completed turn: ${(size.before / 1024).toFixed(1)} KB before compaction, ${(size.after / 1024).toFixed(1)} KB after; floor (one row per turn) ${(size.floor / 1024).toFixed(1)} KB; after compaction without the trace records ${(size.afterWithoutTrace / 1024).toFixed(1)} KB`);
-    console.log(`  per table, KB per turn before→after compaction (empty tables' pages included): ${size.perTable}`);
-    console.log(`  size after the first window: ${(mean / 1e6).toFixed(2)} MB mean, ±${spread?.toFixed(1) ?? '—'} % ; without retention it ends at ${((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2)} MB`);
+    console.log(`  per table, KB per turn before→after compaction (growth over the empty database): ${size.perTable}`);
+    console.log(`  size after the first window (from ${settledAt.toFixed(0)} s; the first run removed at ${on.firstRemovalAt?.toFixed(0) ?? '—'} s): ${(mean / 1e6).toFixed(2)} MB mean, ±${spread?.toFixed(1) ?? '—'} % ; without retention it ends at ${((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2)} MB`);
+    // which tables the size moved in after the first window: each one's least and greatest bytes then
+    const settledSamples = on.samples.filter((x) => x.t > settledAt);
+    const moved = Object.keys(settledSamples[0]?.tables ?? {})
+      .map((t) => ({ t, lo: Math.min(...settledSamples.map((x) => x.tables[t] ?? 0)), hi: Math.max(...settledSamples.map((x) => x.tables[t] ?? 0)), end: settledSamples.at(-1)!.tables[t] ?? 0 }))
+      .filter((m) => m.hi - m.lo > 256 * 1024)
+      .map((m) => `${m.t} ${(m.lo / 1e6).toFixed(2)}–${(m.hi / 1e6).toFixed(2)} (end ${(m.end / 1e6).toFixed(2)})`);
+    console.log(`  after the first window, MB per table (least–greatest): ${moved.join(', ') || 'none moved more than 256 KB'}`);
     console.log(`  chunk gap p99: ${on.p99Gap.toFixed(2)} ms with purges vs ${off.p99Gap.toFixed(2)} ms without (${added.toFixed(1)} %); rows of live or paused runs removed: ${on.heldRemoved}; rows purged: ${on.droppedRows} by dropping partitions, ${on.deletedRows} by row deletes; ${on.partitionsLeft} partitions at the end`);
     report.add(`storage.${db}.kb-turn-before`, `${db}: KB per completed turn before compaction`, size.before / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.kb-turn-after`, `${db}: KB per completed turn after compaction`, size.after / 1024, 'KB/turn', { floor: size.floor / 1024 });
+    // where a compacted turn's bytes are, table by table (docs/OPERATIONS.md, Sizing)
+    for (const [t, b] of Object.entries(size.afterByTable)) report.add(`storage.${db}.kb-turn-after.${t}`, `${db}: KB per completed turn after compaction, ${t}`, (b as number) / 1024, 'KB/turn');
     report.add(`storage.${db}.kb-turn-after-no-trace`, `${db}: KB per completed turn after compaction, trace records aside`, size.afterWithoutTrace / 1024, 'KB/turn', { floor: size.floor / 1024 });
     report.add(`storage.${db}.size-spread`, `${db}: size spread after the first window`, spread, '%');
+    report.add(`storage.${db}.settled-from`, `${db}: size spread measured from (s)`, settledAt, 's');
     report.add(`storage.${db}.p99-gap-added`, `${db}: p99 chunk gap added by purges`, added, '%');
     report.add(`storage.${db}.held-removed`, `${db}: rows of live or paused runs removed`, on.heldRemoved, 'rows');
     rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.afterWithoutTrace / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.droppedRows, on.deletedRows, on.heldRemoved]);

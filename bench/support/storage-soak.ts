@@ -26,6 +26,8 @@ export interface SoakSettings {
   window: string;
   compact: string;
   partition: string;
+  /** STORAGE_VACUUM_EVERY of both soaks */
+  vacuum: string;
 }
 
 export interface Soak {
@@ -36,12 +38,15 @@ export interface Soak {
   achievedRate: number;
   p50Gap: number;
   p99Gap: number;
-  samples: Array<{ t: number; bytes: number }>;
+  /** once a second: seconds since the start, the database's bytes, and each table's */
+  samples: Array<{ t: number; bytes: number; tables: Record<string, number> }>;
   heldRemoved: number;
   /** rows removed by the worker: by dropping partitions, by row deletes */
   droppedRows: number;
   deletedRows: number;
   partitionsLeft: number;
+  /** seconds from the start to the worker's first pass that removed a run (the first window over; null: none did) */
+  firstRemovalAt: number | null;
 }
 
 /** One turn; resolves with its SSE text and the gaps between its chunks (ms). */
@@ -100,7 +105,7 @@ export async function runSoak(s: SoakSettings, go: () => Promise<void>): Promise
   const db = await scratch(s.db);
   // MAX_CONCURRENT_TURNS raised: a machine that falls behind the rate makes turns slower (which
   // the gaps show), not refused
-  const env: Record<string, string> = { RUN_COMPACT_AFTER: s.compact, STORAGE_MAINTENANCE_MS: '1000', PARTITION_INTERVAL: s.partition, MAX_CONCURRENT_TURNS: '400' };
+  const env: Record<string, string> = { RUN_COMPACT_AFTER: s.compact, STORAGE_MAINTENANCE_MS: '1000', PARTITION_INTERVAL: s.partition, STORAGE_VACUUM_EVERY: s.vacuum, MAX_CONCURRENT_TURNS: '400' };
   if (s.retention) Object.assign(env, { RETENTION_RUNS: s.window, RETENTION_TRACE: s.window, RETENTION_CONVERSATIONS: s.window });
   const { app, port } = await serviceInProcess({ DATABASE_URL: db.url, ...env });
   const ds = app.get(DataSourceToken);
@@ -110,8 +115,15 @@ export async function runSoak(s: SoakSettings, go: () => Promise<void>): Promise
   const partitions = app.get<symbol, import('../../src/database/time-partitions.port').TimePartitions>(TIME_PARTITIONS);
   let removed = 0;
   let droppedRows = 0;
+  let started: number | null = null;
+  let firstRemovalAt: number | null = null;
   const pass = worker.runOnce.bind(worker);
-  worker.runOnce = () => pass().then((p) => ((removed += sum(p.removed)), p));
+  worker.runOnce = () =>
+    pass().then((p) => {
+      removed += sum(p.removed);
+      if ((p.removed.runs ?? 0) > 0 && firstRemovalAt === null && started !== null) firstRemovalAt = (performance.now() - started) / 1000;
+      return p;
+    });
   const drop = partitions.dropExpired.bind(partitions);
   partitions.dropExpired = (...a: Parameters<typeof drop>) => drop(...a).then((n) => ((droppedRows += n), n));
   try {
@@ -122,14 +134,15 @@ export async function runSoak(s: SoakSettings, go: () => Promise<void>): Promise
     let turns = 0;
     let errors = 0;
     let maxInflight = 0;
-    const samples: Array<{ t: number; bytes: number }> = [];
+    const samples: Soak['samples'] = [];
     const stats = new StorageStats(ds, 0);
     const t0 = performance.now();
+    started = t0;
     const inflight = new Set<Promise<void>>();
     // the last sample is awaited before the service closes (one still reading then would fail the child)
     let sampling: Promise<unknown> = Promise.resolve();
     const sampler = setInterval(() => {
-      sampling = stats.sample().then((b) => samples.push({ t: (performance.now() - t0) / 1000, bytes: sum(b.bytes) }), () => undefined);
+      sampling = stats.sample().then((b) => samples.push({ t: (performance.now() - t0) / 1000, bytes: sum(b.bytes), tables: b.bytes }), () => undefined);
     }, 1000);
     const end = t0 + s.seconds * 1000;
     for (let i = 0; performance.now() < end; i++) {
@@ -162,6 +175,7 @@ export async function runSoak(s: SoakSettings, go: () => Promise<void>): Promise
       droppedRows,
       deletedRows: removed - droppedRows,
       partitionsLeft: Number(left.n),
+      firstRemovalAt,
     };
   } finally {
     await app.close();

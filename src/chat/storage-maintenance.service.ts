@@ -5,6 +5,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { durationOrOff } from '../config/duration';
 import { underMaintenanceLock } from '../database/maintenance-lock';
 import { TIME_PARTITIONS, type TimePartitions } from '../database/time-partitions.port';
+import { vacuumTables } from '../database/vacuum';
 import { compactRun, type CompactedRun } from '../runs/compaction';
 import { keepRunEventSql, RunStorageRepository } from '../runs/repositories/run-storage.repository';
 import { keepTraceSql, TraceEventRepository } from '../trace/repositories/trace-event.repository';
@@ -40,6 +41,9 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<StoragePass> | null = null;
   private stopped = false;
+  /** tables rows were deleted from since the last VACUUM, and when that was (STORAGE_VACUUM_EVERY) */
+  private toVacuum = new Set<string>();
+  private vacuumedAt = 0;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
@@ -174,10 +178,30 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
       );
     }
 
+    await this.vacuum(Object.keys(removed));
     const durationMs = Math.round(performance.now() - started);
     if (compacted.runs > 0) this.sink.record({ type: 'storage_compacted', details: { ...compacted, durationMs } });
     if (Object.keys(removed).length > 0) this.sink.record({ type: 'storage_purged', details: { removed, durationMs } });
     return { removed, compacted, complete, durationMs };
+  }
+
+  /**
+   * VACUUM (vacuumTables) of the tables rows were deleted from, at most once per STORAGE_VACUUM_EVERY: the space the deletes freed is then reused by the next turns' rows
+   * instead of the files growing until autovacuum's turn comes (and PGlite has no autovacuum).
+   */
+  private async vacuum(deletedFrom: string[]): Promise<void> {
+    const every = durationOrOff(this.config.get('STORAGE_VACUUM_EVERY'));
+    if (every === null) return;
+    for (const t of deletedFrom) this.toVacuum.add(t);
+    if (this.toVacuum.size === 0 || Date.now() - this.vacuumedAt < every || this.stopped) return;
+    const tables = [...this.toVacuum];
+    this.toVacuum.clear();
+    this.vacuumedAt = Date.now();
+    try {
+      await vacuumTables(this.ds, tables);
+    } catch (err) {
+      this.logger.warn(`could not VACUUM ${tables.join(', ')}: ${(err as Error).message}`);
+    }
   }
 
   /** Whole partitions first, when a TIME_PARTITIONS provider is registered (DatabaseModule, global: TimePartitionsService, on PostgreSQL and PGlite); the batches remove the rest. $1 of keepSql is the deployment's retention in ms, $2 the smallest of any project's. */

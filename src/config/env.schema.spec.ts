@@ -73,7 +73,9 @@ describe('validateEnv', () => {
 
   it('storage (issue 43): compaction on by default after 10m, retention unset, durations validated', () => {
     const env = validateEnv({});
-    expect(env).toMatchObject({ RUN_COMPACT_AFTER: '10m', STORAGE_MAINTENANCE_MS: 60_000, STORAGE_BATCH_SIZE: 200 });
+    expect(env).toMatchObject({ RUN_COMPACT_AFTER: '10m', STORAGE_MAINTENANCE_MS: 60_000, STORAGE_BATCH_SIZE: 200, STORAGE_VACUUM_EVERY: '10m' });
+    expect(validateEnv({ STORAGE_VACUUM_EVERY: 'off' })).toMatchObject({ STORAGE_VACUUM_EVERY: 'off' });
+    expect(() => validateEnv({ STORAGE_VACUUM_EVERY: 'often' })).toThrow(/STORAGE_VACUUM_EVERY="often"/);
     expect(env.RETENTION_RUNS).toBeUndefined();
     expect(validateEnv({ RUN_COMPACT_AFTER: 'off', RETENTION_RUNS: '90s', RETENTION_TRACE: '12h', RETENTION_CONVERSATIONS: '30d' })).toMatchObject({ RUN_COMPACT_AFTER: 'off', RETENTION_RUNS: '90s', RETENTION_TRACE: '12h', RETENTION_CONVERSATIONS: '30d' });
     expect(() => validateEnv({ RETENTION_RUNS: '90', RETENTION_TRACE: '1h30m', RUN_COMPACT_AFTER: 'soon' })).toThrow(

@@ -352,6 +352,15 @@ export class EnvironmentVariables {
   @Transform(toInt) @IsInt() @Min(50) @Max(86_400_000)
   STORAGE_MAINTENANCE_MS = 60_000;
 
+  /**
+   * Extension (issue 43): after a pass that deleted rows, the storage worker VACUUMs the tables it
+   * deleted from, at most once per this time, so their free space is reused at the rate retention
+   * frees it (PGlite has no autovacuum; on PostgreSQL autovacuum's own schedule lags a short
+   * retention). `0` or `off`: never (autovacuum alone). docs/OPERATIONS.md, Storage.
+   */
+  @Transform(emptyToUndefined) @IsDurationOrOff()
+  STORAGE_VACUUM_EVERY = '10m';
+
   /** Extension (issue 43): rows (runs, conversations, trace records) one batch of the storage worker touches; a pass runs batches until none is left. */
   @Transform(toInt) @IsInt() @Min(1) @Max(10_000)
   STORAGE_BATCH_SIZE = 200;

@@ -108,7 +108,7 @@ export function compactRun(rows: readonly RunRow[]): CompactedRun | null {
   const chunkRows: ChunkRow[] = [];
   const events: StoredRunEvent[] = [];
   for (const r of rows) {
-    if (r.type === 'chunk' || r.type === 'chunks') chunkRows.push({ id: r.id, seq: r.seq, lastSeq: r.last_seq, data: r.data });
+    if (r.type === 'chunk' || r.type === 'chunks') chunkRows.push({ id: r.id, seq: r.seq, lastSeq: r.last_seq, data: r.data as ChunkRow['data'] });
     else events.push(...unpack(r));
   }
   // a takeover's start supersedes the phase cut short: its chunks fold apart (foldChunks)

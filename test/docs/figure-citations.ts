@@ -36,6 +36,7 @@ export const UNIT_CHECKED = [
  */
 export const ALLOWED: Array<{ text: string; reason: string }> = [
   { text: 'after 15 s idle', reason: 'KEEP_ALIVE_MS, the SSE keep-alive interval (a code constant)' },
+  { text: '--partition 20s --report storage-soak', reason: "bench:storage's recorded soak command line in bench/README.md (an input, as its parameters record)" },
   { text: '20 ms apart', reason: "GAP_MS in bench/load/fake-model.ts, the load bench model's delta spacing (an input)" },
   { text: '16 MB of shared buffers', reason: "shared_buffers=16MB, the small PGlite profile's setting in src/database/data-source.ts" },
   { text: 'one 100 ms timer', reason: 'RunEventBus.NOTIFY_INTERVAL_MS, the code constant that coalesces run-event notifications' },

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, type QueryRunner } from 'typeorm';
 import { StorageMaintenanceService } from '../../src/chat/storage-maintenance.service';
+import { CompactedText1764730000000 } from '../../src/database/migrations/1764730000000-compacted-text';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
@@ -143,6 +144,33 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     llm.enqueue(respond.turn([{ text: 'Forked.' }]));
     const fork = await sse(`${t.url}/api/chat/runs/${turn.requestId}/fork`, { body: { fromPhaseIndex: 2 } });
     expect(fork.status).toBe(200);
+    expect(fork.events.at(-1)!.data.fullContent).toBe('Looking it up. Forked.');
+  });
+
+  it('reads a run compacted in the form before migration 1764730000000 (jsonb arrays) the same; the migration goes down and up with every route answering alike', async () => {
+    const turn = await finishedTurn();
+    expect((await worker.runOnce()).compacted.runs).toBeGreaterThanOrEqual(1);
+    const compacted = await read(turn.requestId, turn.conversationId);
+    const listed = async () => (await ds.query(`SELECT seq, type, data FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [turn.requestId])) as unknown[];
+    const listedCompacted = await listed();
+    expect(listedCompacted.length).toBe(compacted.events.length);
+    // the run's events and its trace records are each one JSON text now, arrays before
+    const forms = async () =>
+      ((await ds.query(`SELECT (SELECT jsonb_typeof(data) FROM run_events WHERE request_id = $1) AS events, (SELECT jsonb_typeof(details->'records') FROM trace_events WHERE request_id = $1::text) AS trace`, [turn.requestId])) as unknown[])[0];
+    expect(await forms()).toEqual({ events: 'string', trace: 'string' });
+    const migration = new CompactedText1764730000000();
+    // its statements through the data source, not a query runner of their own: PGlite's one connection stays free for the routes
+    const q = { query: (sql: string, params?: unknown[]) => ds.query(sql, params) } as unknown as QueryRunner;
+    await migration.down(q);
+    expect(await forms()).toEqual({ events: 'array', trace: 'array' });
+    expect(await read(turn.requestId, turn.conversationId)).toEqual(compacted);
+    expect(await listed()).toEqual(listedCompacted);
+    await migration.up(q);
+    expect(await read(turn.requestId, turn.conversationId)).toEqual(compacted);
+    expect(await listed()).toEqual(listedCompacted);
+    // a fork from the run in the old form still starts from its text up to the checkpoint
+    llm.enqueue(respond.turn([{ text: 'Forked.' }]));
+    const fork = await sse(`${t.url}/api/chat/runs/${turn.requestId}/fork`, { body: { fromPhaseIndex: 2 } });
     expect(fork.events.at(-1)!.data.fullContent).toBe('Looking it up. Forked.');
   });
 

@@ -6,6 +6,7 @@
  * the readers, compaction and deletion all use. Plain functions and constants, no state.
  */
 import { type JsonCell, jsonRows, RawJson } from '../../database/json-rows';
+import { decodeCompacted } from '../compacted-row';
 
 /** One event of a run as stored and sent. */
 export interface StoredRunEvent {
@@ -65,22 +66,26 @@ export interface StoredRow {
   seq: number;
   last_seq: number | null;
   type: string;
-  data: Record<string, unknown> | Array<Record<string, unknown>>;
+  data: Record<string, unknown> | Array<Record<string, unknown>> | string;
 }
 
 /**
  * The row type of a compacted run (issue 43, src/runs/compaction.ts): all its events in one row,
- * seq…last_seq, `data` an array of `{s: seq, t: type, d: data}` (the seqs have gaps where chunks
- * were folded).
+ * seq…last_seq (the seqs have gaps where chunks were folded); `data` as src/runs/compacted-row.ts
+ * encodes it (a JSON string since migration 1764730000000, an array of `{s, t, d}` before).
  */
 export const COMPACTED_ROW_TYPE = 'events';
 
+/** A compacted row's `data` in SQL (for counting its events): the array of its events, in either form. */
+export const COMPACTED_EVENTS_SQL = (data: string) =>
+  `(CASE WHEN jsonb_typeof(${data}) = 'string' THEN ((${data} #>> '{}')::jsonb)->'v' ELSE ${data} END)`;
+
 /** The events a stored row holds, in seq order. */
 export function unpack(row: StoredRow): StoredRunEvent[] {
-  if (row.type === COMPACTED_ROW_TYPE) return (row.data as Array<{ s: number; t: string; d: Record<string, unknown> }>).map((e) => ({ seq: Number(e.s), type: e.t, data: e.d }));
+  if (row.type === COMPACTED_ROW_TYPE) return decodeCompacted(row.data);
   if (row.last_seq === null) return [{ seq: row.seq, type: row.type, data: row.data as Record<string, unknown> }];
   return (row.data as Array<Record<string, unknown>>).map((data, i) => ({ seq: row.seq + i, type: 'chunk', data }));
 }
 
 /** Events a row holds, in SQL (for counts). */
-export const EVENTS_IN_ROW = `CASE WHEN type = '${COMPACTED_ROW_TYPE}' THEN jsonb_array_length(data) ELSE COALESCE(last_seq, seq) - seq + 1 END`;
+export const EVENTS_IN_ROW = `CASE WHEN type = '${COMPACTED_ROW_TYPE}' THEN jsonb_array_length(${COMPACTED_EVENTS_SQL('data')}) ELSE COALESCE(last_seq, seq) - seq + 1 END`;

@@ -61,6 +61,7 @@ function indicesOf(phase: StoredRunEvent, params: unknown[]): string {
   return `phase_index = $${params.length - 1}::int, cycle_index = $${params.length}::int,`;
 }
 
+
 /**
  * The trace records a statement of run events carries (the jsonb parameter `param`): inserted
  * whether or not the runs' leases let their events in, so a fenced run never takes another

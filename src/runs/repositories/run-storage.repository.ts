@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { jsonRows, RawJson } from '../../database/json-rows';
+import { jsonRows } from '../../database/json-rows';
+import { encodeCompacted } from '../compacted-row';
 import { queryResult } from '../../database/query-result';
 import { ENDED_STATUSES, HELD_ANCESTORS, pastRetention } from '../../database/retention-sql';
 import type { CompactedRun, RunRow } from '../compaction';
@@ -79,7 +80,8 @@ export class RunStorageRepository {
     const ids = [...compacted.keys()];
     if (ids.length > 0) {
       await m.query(`DELETE FROM run_events WHERE request_id = ANY($1::uuid[])`, [ids]);
-      const rows = [...compacted.entries()].map(([id, c]) => [id, c.seq, c.lastSeq, c.type, new RawJson(JSON.stringify(c.events.map((e) => ({ s: e.seq, t: e.type, d: e.data })))), c.createdAt]);
+      // one JSON string per run (src/runs/compacted-row.ts): a jsonb string cell, stored as text
+      const rows = [...compacted.entries()].map(([id, c]) => [id, c.seq, c.lastSeq, c.type, encodeCompacted(c.events), c.createdAt]);
       // the compacted row keeps the time of the run's first row (the oldest-row age goes by it), and
       // run_created_at is the run's start, as the writers store it: the partition key, so the run's
       // rows stay in its partition and (request_id, seq, run_created_at) stays unique per run

@@ -17,9 +17,14 @@ export const FOLDED_TRACE_TYPE = 'trace_folded';
  * The details of a folded row: `records`, each `[id, type, details, created_at in epoch ms]`
  * in id order; `types`, the distinct types of its records (a type filter reads only the rows
  * holding one); `lastId`, the greatest id (a read after an id skips rows wholly before it).
+ * Since migration 1764730000000 `records` is a JSON string holding that array's text: TOAST
+ * compresses the JSON text to about three quarters of what it makes of the jsonb array, and no
+ * query looks inside the records (rows folded before hold the array and read the same).
  */
+type FoldedRecord = [number | string, string, Record<string, unknown>, number | string];
+
 export interface FoldedDetails {
-  records: Array<[number | string, string, Record<string, unknown>, number | string]>;
+  records: FoldedRecord[] | string;
   types: string[];
   lastId: number | string;
 }
@@ -35,7 +40,7 @@ export async function foldTraceRecords(m: EntityManager, requestIds: string[]): 
        INSERT INTO trace_events (id, request_id, project_id, type, details, created_at)
        SELECT min(id), request_id, project_id, '${FOLDED_TRACE_TYPE}',
               jsonb_build_object(
-                'records', jsonb_agg(jsonb_build_array(id, type, details, floor(extract(epoch FROM created_at) * 1000)::bigint) ORDER BY id),
+                'records', to_jsonb(jsonb_agg(jsonb_build_array(id, type, details, floor(extract(epoch FROM created_at) * 1000)::bigint) ORDER BY id)::text),
                 'types', to_jsonb(array_agg(DISTINCT type)),
                 'lastId', max(id)),
               max(created_at)
@@ -81,7 +86,8 @@ export async function withFolded(m: EntityManager, q: FoldedQuery, plain: TraceE
   for (;;) {
     const rows = (await m.query(sql, params)) as Array<{ id: string | number; request_id: string | null; project_id: string | null; details: FoldedDetails }>;
     for (const r of rows) {
-      for (const [id, type, details, at] of r.details.records) {
+      const records = typeof r.details.records === 'string' ? (JSON.parse(r.details.records) as FoldedRecord[]) : r.details.records;
+      for (const [id, type, details, at] of records) {
         if (types && !types.has(type)) continue;
         if (q.afterId && Number(id) <= q.afterId) continue;
         out.push(Object.assign(new TraceEventEntity(), { id: String(id), requestId: r.request_id, projectId: r.project_id, type, details, createdAt: new Date(Number(at)) }));
