@@ -1082,8 +1082,11 @@ export interface components {
         ToolExecutionDto: {
             toolName: string;
             args: Record<string, never>;
-            /** @enum {string} */
-            outcome: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "approval_required";
+            /**
+             * @description interrupted: a keyed execution continued after its instance died; this call was running then and is not read-only, so it was not run again (it may or may not have run)
+             * @enum {string}
+             */
+            outcome: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "approval_required" | "interrupted";
             resultObject: Record<string, never>;
             latencyMs: number;
             /** @description true for every outcome but success */
@@ -1262,7 +1265,7 @@ export interface components {
             params: Record<string, never>;
             isError: boolean;
             /** @enum {string} */
-            outcome?: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "duplicate" | "denied";
+            outcome?: "success" | "validation_error" | "unavailable" | "rate_limited" | "timeout" | "exception" | "cancelled" | "duplicate" | "denied" | "interrupted";
             /** @description the raw tool output, only when the request set debugShowToolResults */
             output?: Record<string, never>;
             /** @description on completed / failed: how long the call ran */
@@ -1351,7 +1354,7 @@ export interface components {
             /** @description the tool step in progress: 0 until the first tool phase */
             cycleIndex: number;
             /** @enum {string} */
-            code: "duplicate_tool_call" | "duplicate_limit_reached" | "cycle_budget_reached" | "invalid_tool_arguments" | "response_truncated" | "no_progress" | "content_loop";
+            code: "duplicate_tool_call" | "duplicate_limit_reached" | "cycle_budget_reached" | "invalid_tool_arguments" | "response_truncated" | "no_progress" | "content_loop" | "tool_interrupted";
             message: string;
         };
         ErrorEventDto: {
