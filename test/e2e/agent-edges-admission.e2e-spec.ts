@@ -7,6 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Drain } from '../../src/common/lifecycle/drain';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
+import { waitFor } from '../support/wait-for';
 
 /**
  * The MCP server's `ask` and the A2A agent's messages start turns as the chat routes do, so they
@@ -112,13 +113,18 @@ describe('MCP and A2A turns: key budgets and draining', () => {
     expect(llm.chatRequests).toHaveLength(1);
     // once the task ended, the slot is back; a listing (no turn) was never held
     await client.listTools();
-    const id = (task as { id?: string }).id ?? ((task as { payload?: { value?: { id?: string } } }).payload?.value?.id as string);
-    for (let i = 0; i < 100; i++) {
-      const run = await api(`/api/chat/runs/${id}`);
-      if (run.body.status !== 'running') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const after = await ask(client, 'Now?');
+    // refused (429, before any model call) until the task's end gives its slot back
+    const after = await waitFor(
+      async () => {
+        try {
+          return await ask(client, 'Now?');
+        } catch (err) {
+          if (/429|MAX_CONCURRENT_TURNS_PER_KEY/.test(String(err))) return null;
+          throw err;
+        }
+      },
+      { timeoutMs: 20_000, what: "the task's slot back" },
+    );
     expect(after.isError).toBeFalsy();
     expect(textOf(after)).toContain('later');
   });

@@ -21,7 +21,7 @@ describe('budget counters (medium)', () => {
   let conversationId: string;
 
   beforeAll(async () => {
-    db = await startDatabaseContext([RunEntity], [RunRepository, BudgetRepository]);
+    db = await startDatabaseContext([RunEntity], [RunRepository, RunTakeoverRepository, BudgetRepository]);
     ds = db.ds;
     budgets = db.ctx.get(BudgetRepository);
     runs = db.ctx.get(RunRepository);
