@@ -123,7 +123,9 @@ describe('draining on SIGTERM (rolling deploys)', () => {
     const turn = sse(`${t.url}/api/chat/${route}`, { body: { content: 'list the files' }, onEvent: (e) => {
         if (e.event === 'start') requestId = String(e.data.requestId);
       } });
-    await waitFor(() => requestId !== '', { what: 'the turn to start' });
+    // the model called: the turn is past its phase 0 checkpoint (a unified turn writes one before
+    // its first call), so the next checkpoint is the one after the model answers
+    await waitFor(() => requestId !== '' && llm.chatRequests.length === 1, { what: 'the turn to call the model' });
     // no grace: the run is asked at once to go at its next checkpoint, which comes once the model answers
     const drained = t.app.get(RunDrainService).run(0);
     open();
