@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer';
-import type { LlmRequest, LlmUsage } from './llm-adapter.port';
+import type { LlmMessage, LlmRequest, LlmToolSpec, LlmUsage } from './llm-adapter.port';
 
 /** per message: the chat format's role and separator tokens (OpenAI's documented overhead) */
 const MESSAGE_OVERHEAD = 4;
@@ -15,12 +15,22 @@ const tokens = (text: string | null | undefined): number => (text ? countTokens(
  * differ by some percent; the mark says so.
  */
 export function estimateUsage(request: LlmRequest, completionText: string, callTexts: string[]): LlmUsage {
-  let prompt = 0;
-  for (const m of request.messages) {
-    prompt += MESSAGE_OVERHEAD + tokens(m.content);
-    for (const c of m.toolCalls ?? []) prompt += tokens(c.name) + tokens(c.arguments);
-  }
-  for (const t of request.tools ?? []) prompt += tokens(t.name) + tokens(t.description) + tokens(JSON.stringify(t.parameters ?? {}));
+  const prompt = estimatePromptTokens(request.messages, request.tools);
   const completion = tokens(completionText) + callTexts.reduce((n, c) => n + tokens(c), 0);
   return { promptTokens: prompt, completionTokens: completion, totalTokens: prompt + completion, estimated: true };
+}
+
+/** A prompt's tokens as {@link estimateUsage} counts them: the turn token budget measures the next call with it. */
+export function estimatePromptTokens(messages: LlmMessage[], tools?: LlmToolSpec[]): number {
+  let prompt = 0;
+  for (const m of messages) prompt += estimateMessageTokens(m);
+  for (const t of tools ?? []) prompt += tokens(t.name) + tokens(t.description) + tokens(JSON.stringify(t.parameters ?? {}));
+  return prompt;
+}
+
+/** One message's tokens, its role and separators included. */
+export function estimateMessageTokens(m: LlmMessage): number {
+  let n = MESSAGE_OVERHEAD + tokens(m.content);
+  for (const c of m.toolCalls ?? []) n += tokens(c.name) + tokens(c.arguments);
+  return n;
 }

@@ -7,8 +7,7 @@ import { parsePrometheusText, seriesKey } from '../support/prometheus-text';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
 
 const BUDGET = 20_000;
-/** each scripted call reports 3000 prompt + 2000 completion tokens */
-const usage = { promptTokens: 3000, completionTokens: 2000 };
+const LARGE_LINES = 1200;
 const PRICES = { 'scripted-model': { input: 2.5, output: 10, cached: 1.25 } };
 
 /** Issue #46: a turn token budget ends the turn with a real answer; the turn's cost comes from LLM_PRICES. */
@@ -25,6 +24,8 @@ describe.each([
     const project = join(t.workspace, 'default');
     mkdirSync(join(project, 'guides'), { recursive: true });
     for (let i = 0; i < 10; i++) writeFileSync(join(project, 'guides', `note-${i}.md`), `Note ${i}.\n`);
+    // about 16,000 tokens: larger than the small budget below on its own
+    writeFileSync(join(project, 'guides', 'large.md'), Array.from({ length: LARGE_LINES }, (_, i) => `Line ${i}: the ${i % 7 === 0 ? 'amber' : 'slate'} lantern ${i * 31 % 997} hangs by door ${i % 13}.`).join('\n'));
   });
   afterAll(async () => {
     await t?.close();
@@ -36,31 +37,66 @@ describe.each([
   const of = (events: SseEvent[], type: string) => events.filter((e) => e.event === type);
   const textOf = (events: SseEvent[]) => of(events, 'chunk').map((e) => e.data.content).join('');
 
-  it('a model that keeps calling tools gets a tool-free final call capped by what is left; stopReason token_budget; the stored usage stays inside budget + that cap', async () => {
-    // a new file each call (never a loop strike); the tool-free call answers
+  it('a model that keeps calling tools gets a tool-free final call capped by what is left; stopReason token_budget; the stored usage stays inside the budget', async () => {
+    // a new file each call (never a loop strike); the tool-free call answers. Each call with
+    // tools reports 3000 prompt + 4000 completion tokens: the budget holds two of them
     let n = 0;
+    const toolUsage = { promptTokens: 3000, completionTokens: 4000 };
     llm.setFallback(respond.byRequest((req) =>
       (req.body?.tools ?? []).length > 0
-        ? respond.turn([{ toolCall: { name: 'read_file', args: { path: `guides/note-${n++}.md` } } }, { finish: 'tool_calls', usage }])
+        ? respond.turn([{ toolCall: { name: 'read_file', args: { path: `guides/note-${n++}.md` } } }, { finish: 'tool_calls', usage: toolUsage }])
         : respond.turn([{ text: 'The notes are numbered 0 to 9.' }, { finish: 'stop', usage: { promptTokens: 3100, completionTokens: 40 } }])));
     const res = await send('Read every note');
     checkEnvelope(res.events);
     const done = of(res.events, 'done')[0].data as { stopReason: string; usage: Record<string, number>; messageId: string };
     expect(done.stopReason).toBe('token_budget');
     expect(textOf(res.events)).toContain('The notes are numbered 0 to 9.');
-    // 0 + 8192 ≤ 20000, 5000 + 3000 + 8192 ≤ 20000, 10000 + 3000 + 8192 > 20000: two tool calls, then the final call
     expect(llm.chatRequests).toHaveLength(3);
+    const capOf = (i: number) => Number(llm.chatRequests[i].body.max_tokens ?? llm.chatRequests[i].body.max_completion_tokens);
+    // every call that could call a tool went out with a worst case (what was used + its prompt + its max_tokens) inside the budget
+    expect((llm.chatRequests[0].body.tools ?? []).length).toBeGreaterThan(0);
+    expect(3000 + capOf(0)).toBeLessThanOrEqual(BUDGET);
+    expect((llm.chatRequests[1].body.tools ?? []).length).toBeGreaterThan(0);
+    expect(7000 + 3000 + capOf(1)).toBeLessThanOrEqual(BUDGET);
+    // the final call has no tools and what the budget leaves after its prompt (as measured before sending)
     const final = llm.chatRequests[2].body;
     expect(final.tools ?? []).toEqual([]);
-    expect(final.max_tokens ?? final.max_completion_tokens).toBe(BUDGET - 10_000 - 3000);
-    expect(done.usage).toMatchObject({ promptTokens: 9100, completionTokens: 4040, totalTokens: 13_140, llmCalls: 3 });
-    expect(done.usage.totalTokens).toBeLessThanOrEqual(BUDGET + (final.max_tokens ?? final.max_completion_tokens));
+    expect(capOf(2)).toBeLessThan(BUDGET - 14_000 - 2000);
+    expect(capOf(2)).toBeGreaterThan(1000);
+    expect(done.usage).toMatchObject({ promptTokens: 9100, completionTokens: 8040, totalTokens: 17_140, llmCalls: 3 });
+    expect(done.usage.totalTokens).toBeLessThanOrEqual(BUDGET);
 
     const run = (await (await fetch(`${t.url}/api/chat/runs/${res.events[0].data.requestId}`)).json()) as { stopReason: string; usage: Record<string, number> };
     expect(run.stopReason).toBe('token_budget');
     expect(run.usage).toEqual(done.usage);
-    // (9100 × 2.5 + 4040 × 10) / 1e6
-    expect(run.usage.cost).toBeCloseTo(0.06315, 10);
+    // (9100 × 2.5 + 8040 × 10) / 1e6
+    expect(run.usage.cost).toBeCloseTo(0.103150, 10);
+  });
+
+  it('a tool output larger than what the budget leaves: the next call is the final one, its prompt cut to fit (the block still closed), and the turn stays inside the budget plus that call\'s max_tokens', async () => {
+    // a provider that reports no usage: every figure is the tokenizer's, as the budget counts it
+    const small = 12_000;
+    llm.setFallback(respond.byRequest((req) =>
+      (req.body?.tools ?? []).length > 0
+        ? respond.turn([{ toolCall: { name: 'read_file', args: { path: 'guides/large.md' } } }, { finish: 'tool_calls', usage: null }])
+        : respond.turn([{ text: 'The large guide lists numbered lines.' }, { finish: 'stop', usage: null }])));
+    const res = await send('Read the large guide', { options: { turnTokenBudget: small } });
+    checkEnvelope(res.events);
+    const done = of(res.events, 'done')[0].data as { stopReason: string; usage: Record<string, number | boolean> };
+    expect(done.stopReason).toBe('token_budget');
+    expect(textOf(res.events)).toContain('The large guide lists numbered lines.');
+    expect(llm.chatRequests).toHaveLength(2);
+    const final = llm.chatRequests[1].body;
+    expect(final.tools ?? []).toEqual([]);
+    const sent = JSON.stringify(final.messages);
+    // the tool output was cut from its end, said so, and its untrusted block still closes
+    expect(sent).toContain("were cut to fit the turn's token budget");
+    expect(sent).toContain('Line 1: ');
+    expect(sent).toContain('<<<END_UNTRUSTED_TOOL_OUTPUT>>>');
+    expect(sent).not.toContain(`Line ${LARGE_LINES - 1}: `);
+    expect(done.usage.estimated).toBe(true);
+    expect(done.usage.totalTokens as number).toBeLessThanOrEqual(small + Number(final.max_tokens ?? final.max_completion_tokens));
+    expect(done.usage.promptTokens as number).toBeLessThan(small);
   });
 
   it('the cost of a recorded turn is the hand-computed figure from LLM_PRICES, cached prompt tokens at their own price', async () => {

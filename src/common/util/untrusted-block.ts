@@ -35,3 +35,20 @@ export function unwrapUntrustedBlock(text: string): string {
   const rest = text.slice(open[0].length, text.length - CLOSE.length - 1);
   return rest.startsWith(`${UNTRUSTED_NOTICE}\n`) ? rest.slice(UNTRUSTED_NOTICE.length + 1) : rest;
 }
+
+/**
+ * `text` with up to `chars` characters cut from the end of its block's content (never below
+ * `keep`), the markers left whole so the block still closes, and `note(removed, total)` added
+ * after everything. `removed` is 0 (and the text unchanged) when it holds no block or nothing can go.
+ */
+export function cutUntrustedContent(text: string, chars: number, keep: number, note: (removed: number, total: number) => string): { text: string; removed: number } {
+  const open = text.indexOf(`<<<${UNTRUSTED_MARKER} tool=`);
+  const close = text.lastIndexOf(`\n${CLOSE}`);
+  const notice = open < 0 ? -1 : text.indexOf(`\n${UNTRUSTED_NOTICE}\n`, open);
+  if (open < 0 || notice < 0 || close < notice) return { text, removed: 0 };
+  const start = notice + UNTRUSTED_NOTICE.length + 2;
+  const total = Math.max(0, close - start);
+  const removed = Math.max(0, Math.min(Math.floor(chars), total - keep));
+  if (removed === 0) return { text, removed: 0 };
+  return { text: `${text.slice(0, close - removed)}${text.slice(close)}\n${note(removed, total)}`, removed };
+}

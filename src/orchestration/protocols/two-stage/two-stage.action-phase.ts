@@ -11,7 +11,8 @@ import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction 
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
 import type { StepOutcome, TurnState } from './two-stage.state';
 import { toolPhase } from './two-stage.tool-phase';
-import { finalCallCap } from '../../loops/token-budget';
+import { budgetFinalCall, budgetToolCall, type BudgetedCall } from '../../loops/budget-prompt';
+import { notePrompt } from '../../loops/token-budget';
 
 /** What the loop carries from one model call to the next. */
 export interface ActionContext {
@@ -31,17 +32,28 @@ export interface ActionContext {
 
 /**
  * Starts a model call: in a new action phase, or (after a refusal) in the same one. Tools are
- * offered unless a budget forces the answer.
+ * offered unless a budget forces the answer; the turn token budget measures the request first
+ * and forces it when a call with tools would not fit (issue 46).
  */
 export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs: LlmToolSpec[], a: ActionContext): Generator<ProtocolEvent, ModelStream, undefined> {
-  const phaseIndex = a.continuing ? s.phaseIndex : ++s.phaseIndex;
+  const phaseIndex = a.continuing ? s.phaseIndex : s.phaseIndex + 1;
+  const turnBudget = ctx.budgets.turnTokenBudget;
+  let offered = !a.forced && specs.length > 0 ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: a.latestText || undefined }) : [];
+  let budgeted: BudgetedCall | undefined;
+  if (turnBudget && !a.forced) {
+    budgeted = budgetToolCall(turnBudget, s.usage, s.promptGauge, modelMessages(ctx, s, a), offered.length ? offered : undefined, MAX_RESPONSE_TOKENS);
+    if (!budgeted) {
+      a.forced = 'token_budget';
+      offered = [];
+    }
+  }
+  if (turnBudget && a.forced) budgeted = budgetFinalCall(turnBudget, s.usage, s.promptGauge, modelMessages(ctx, s, a), MAX_RESPONSE_TOKENS);
+  const offerTools = offered.length > 0;
+  const messages = budgeted?.messages ?? modelMessages(ctx, s, a);
+  const maxTokens = budgeted?.maxTokens ?? MAX_RESPONSE_TOKENS;
+  s.promptGauge = budgeted?.gauge;
+  s.phaseIndex = phaseIndex;
   if (!a.continuing) yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
-
-  const offerTools = !a.forced && specs.length > 0;
-  const offered = offerTools ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: a.latestText || undefined }) : [];
-  const messages = modelMessages(ctx, s, a);
-  // the budget's final call gets what the budget leaves as its max_tokens
-  const maxTokens = a.forced === 'token_budget' ? finalCallCap(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, MAX_RESPONSE_TOKENS, ctx.budgets.turnTokenBudget) : MAX_RESPONSE_TOKENS;
   traceStep(ctx, 'llm_request', {
     phase: 'action_phase',
     phaseIndex,
@@ -50,6 +62,7 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
     toolChoice: offerTools ? 'auto' : 'none',
     forced: a.forced,
     temperature: temperatureFor(ctx.mode),
+    ...(budgeted ? { maxTokens, turnBudget: { promptTokens: budgeted.promptTokens, cutChars: budgeted.cutChars } } : {}),
   });
   return actionStream(ctx, messages, offerTools ? offered : undefined, maxTokens, {
     stopAtFirstCompleteCall: true,
@@ -73,6 +86,7 @@ export async function* endAction(
   const res = stream.close();
   const phaseIndex = s.phaseIndex;
   addUsage(s.usage, res.usage);
+  notePrompt(s.promptGauge, res.usage);
   traceLateDeltas(ctx, phaseIndex, res);
 
   if (ctx.signal.aborted) {

@@ -1,3 +1,4 @@
+import type { PromptGauge } from '../../loops/token-budget';
 import { emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION, type TwoStageCheckpoint } from '../../run-state/run-checkpoint';
@@ -13,7 +14,11 @@ export type StepOutcome =
   | { kind: 'paused'; resumeFromPhaseIndex: number };
 
 /** Mutable state of one turn; exactly what a checkpoint stores (less its version). */
-export type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & { usage: TurnUsage };
+export type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & {
+  usage: TurnUsage;
+  /** the last prompt as the turn token budget measured it (not checkpointed: a continued run measures afresh) */
+  promptGauge?: PromptGauge;
+};
 
 /** A new turn's state, or a resumed one's from its checkpoint. */
 export function initialState(ctx: ProtocolExecutionContext): TurnState {

@@ -4,7 +4,6 @@ import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint } from '../../run-state/run-checkpoint';
 import { forcedFinal } from './two-stage.loop-budgets';
-import { tokenBudgetReached } from '../../loops/token-budget';
 import { MAX_RESPONSE_TOKENS } from '../prompts';
 import { endAction, startAction, type ActionContext } from './two-stage.action-phase';
 import { checkpoint, counters, done, initialState } from './two-stage.state';
@@ -53,7 +52,6 @@ export class TwoStageStrategy implements ProtocolStrategy {
 
     while (true) {
       if (ctx.signal.aborted) return yield done(state, 'cancelled');
-      if (!a.forced && tokenBudgetReached(state.usage.totalTokens, state.usage.largestPromptTokens ?? 0, MAX_RESPONSE_TOKENS, ctx.budgets.turnTokenBudget)) a.forced = 'token_budget';
       // the action phase's text streams from the model to the consumer (the hot path)
       const stream = yield* startAction(ctx, state, specs, a);
       const stepText = (yield* stream.step()).text;

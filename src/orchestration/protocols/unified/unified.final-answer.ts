@@ -6,6 +6,7 @@ import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
 import { ToolCallGuard } from '../../tool-call-guard';
 import type { FinalReason } from './unified.loop-budgets';
 import { startStep } from './unified.step';
+import { notePrompt } from '../../loops/token-budget';
 import { finish, type TurnSetup, type TurnState } from './unified.turn';
 
 /** The instruction of the final, tool-free model call, by why the loop stopped (a content loop has the guard's own). */
@@ -37,8 +38,11 @@ export async function* finalAnswer(ctx: ProtocolExecutionContext, s: TurnState, 
   // what the user already saw of the looping answer, as the model's own message
   const said = afterLoop?.said.trim() ? [{ assistant: { role: 'assistant' as const, content: afterLoop.said }, tools: [] }] : [];
   const stream = yield* startStep(ctx, s, { ...t, systemFor: () => system, specs: [] }, why, said);
+  // a final call is always made: the budget cuts its prompt instead of refusing it
+  if (stream === 'token_budget') throw new Error('a final call was refused by the token budget');
   const res = yield* stream.step();
   addUsage(s.usage, res.usage);
+  notePrompt(s.promptGauge, res.usage);
   traceLateDeltas(ctx, s.phaseIndex, res);
   if (res.text.length > 0) s.wrote = true;
   if (res.loop && !res.error && !ctx.signal.aborted) {

@@ -9,20 +9,35 @@ import type { StepMessages } from './unified.context-budget';
 import { iterationsSpent, type FinalReason } from './unified.loop-budgets';
 import type { StepOutcome, TurnSetup, TurnState } from './unified.turn';
 import { ToolCallGuard } from '../../tool-call-guard';
-import { finalCallCap } from '../../loops/token-budget';
+import { budgetFinalCall, budgetToolCall } from '../../loops/budget-prompt';
+import { notePrompt } from '../../loops/token-budget';
 
-/** Opens a model step: builds the request inside the context budget and starts the stream. */
-export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason, after: StepMessages[] = []): Generator<ProtocolEvent, ModelStream, undefined> {
+/**
+ * Opens a model step: builds the request inside the context budget and starts the stream.
+ * `token_budget` instead, and nothing opened, when the turn token budget cannot hold a call that
+ * may use tools: the turn writes its final answer instead.
+ */
+export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason, after: StepMessages[] = []): Generator<ProtocolEvent, ModelStream | 'token_budget', undefined> {
   const final = why !== undefined;
-  s.phaseIndex += 1;
-  s.modelSteps += 1;
-  yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
+  const step = s.modelSteps + 1;
   const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
-  const offered = final ? [] : offeredTools(ctx, t.specs, { index: s.modelSteps, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
+  const offered = final ? [] : offeredTools(ctx, t.specs, { index: step, calledThisTurn: [...s.executed.values()].map((e) => e.name), latestModelText: latest });
+  const assembled = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: after.length ? [...s.steps, ...after] : s.steps, specs: offered, budget: t.budget });
+  const turnBudget = ctx.budgets.turnTokenBudget;
+  // the turn token budget measures the request before it goes (issue 46): tool outputs can make it far larger than the last
+  const budgeted = !turnBudget
+    ? undefined
+    : final
+      ? budgetFinalCall(turnBudget, s.usage, s.promptGauge, assembled.messages, t.budget.maxResponseTokens)
+      : budgetToolCall(turnBudget, s.usage, s.promptGauge, assembled.messages, offered, t.budget.maxResponseTokens);
+  if (turnBudget && !budgeted) return 'token_budget';
+  const messages = budgeted?.messages ?? assembled.messages;
+  const maxTokens = budgeted?.maxTokens ?? t.budget.maxResponseTokens;
+  s.promptGauge = budgeted?.gauge;
+  s.phaseIndex += 1;
+  s.modelSteps = step;
   if (!final) s.lastOffered = offered;
-  // the budget's final call gets what the budget leaves as its max_tokens
-  const maxTokens = why === 'token_budget' ? finalCallCap(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, t.budget.maxResponseTokens, ctx.budgets.turnTokenBudget) : t.budget.maxResponseTokens;
-  const { messages, report } = assembleMessages({ system: t.systemFor(offered), history: t.history, user: t.user, steps: after.length ? [...s.steps, ...after] : s.steps, specs: offered, budget: t.budget });
+  yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
   traceStep(ctx, 'llm_request', {
     phase: 'action_phase',
     phaseIndex: s.phaseIndex,
@@ -34,7 +49,8 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
     ...(final ? { forced: why } : {}),
     temperature: temperatureFor(ctx.mode),
     maxTokens,
-    ...report,
+    ...assembled.report,
+    ...(budgeted ? { turnBudget: { promptTokens: budgeted.promptTokens, cutChars: budgeted.cutChars } } : {}),
   });
   return actionStream(ctx, messages, final ? undefined : offered, maxTokens, {
     stopAtFirstCompleteCall: false,
@@ -49,6 +65,7 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
 /** Closes a model step's action phase and decides: run its calls, or end the turn. */
 export function* endStep(ctx: ProtocolExecutionContext, s: TurnState, res: ModelStreamResult): Generator<ProtocolEvent, StepOutcome, undefined> {
   addUsage(s.usage, res.usage);
+  notePrompt(s.promptGauge, res.usage);
   traceLateDeltas(ctx, s.phaseIndex, res);
   if (res.text.length > 0) s.wrote = true;
   const end = (reason: string) => phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, reason);

@@ -16,7 +16,6 @@ import { done, errorEvent, finish, type TurnSetup, type TurnState } from './unif
 import { checkpointEvent, cutOffCalls, restoredState } from './unified.checkpoint';
 import { parseUnifiedCheckpoint } from '../../run-state/unified-checkpoint';
 import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
-import { tokenBudgetReached } from '../../loops/token-budget';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { withTimeout as limitTime } from '../../../common/util/abort.util';
 
@@ -146,9 +145,9 @@ export class UnifiedStrategy implements ProtocolStrategy {
     }
     while (true) {
       if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
-      if (tokenBudgetReached(s.usage.totalTokens, s.usage.largestPromptTokens ?? 0, budget.maxResponseTokens, ctx.budgets.turnTokenBudget)) return yield* finalAnswer(ctx, s, setup, 'token_budget');
       // the model's text streams straight from here to the consumer: one generator level (hot path)
       const stream = yield* startStep(ctx, s, setup);
+      if (stream === 'token_budget') return yield* finalAnswer(ctx, s, setup, 'token_budget');
       const res = yield* stream.step();
       const outcome = yield* endStep(ctx, s, res);
       if (outcome.kind === 'content_loop') return yield* finalAnswer(ctx, s, setup, 'content_loop', outcome);

@@ -1,3 +1,4 @@
+import type { PromptGauge } from '../../loops/token-budget';
 import type { LlmErrorInfo, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import type { ProtocolEvent, StopReason, TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
@@ -39,6 +40,8 @@ export interface TurnState {
   wrote: boolean;
   /** the tools the latest model step was offered */
   lastOffered?: LlmToolSpec[];
+  /** the last prompt as the turn token budget measured it (not checkpointed: a continued run measures afresh) */
+  promptGauge?: PromptGauge;
 }
 
 /** Everything about the turn that is fixed once it starts. */

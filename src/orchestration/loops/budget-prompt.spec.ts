@@ -1,0 +1,62 @@
+import fc from 'fast-check';
+import { untrustedBlock } from '../../common/util/untrusted-block';
+import type { LlmMessage } from '../../llm/llm-adapter.port';
+import { estimatePromptTokens } from '../../llm/usage-estimate';
+import { emptyUsage, type TurnUsage } from '../protocol-event';
+import { budgetFinalCall, budgetToolCall } from './budget-prompt';
+import { FINAL_ANSWER_RESERVE, MIN_FINAL_TOKENS } from './token-budget';
+
+const line = (i: number) => `Row ${i}: the ${i % 3 ? 'amber' : 'slate'} value is ${(i * 37) % 1009}.`;
+const output = (lines: number) => Array.from({ length: lines }, (_, i) => line(i)).join('\n');
+const used = (totalTokens: number): TurnUsage => ({ ...emptyUsage(), totalTokens, promptTokens: totalTokens, llmCalls: 1 });
+
+function conversation(outputs: number[]): LlmMessage[] {
+  return [
+    { role: 'system', content: 'You answer from tool results.' },
+    { role: 'user', content: 'Summarise the files.' },
+    ...outputs.map((n, i): LlmMessage => ({ role: 'system', content: `[Tool result #${i + 1}]\n${untrustedBlock('read_file', output(n))}\n[End of tool result #${i + 1}]` })),
+  ];
+}
+
+describe('the turn token budget applied to a request', () => {
+  it('a final call whose tool outputs do not fit is cut to what the budget leaves, each block still closed and saying so', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 1500 }), { minLength: 1, maxLength: 4 }), fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 2000, max: 30_000 }), (outputs, spent, budget) => {
+        const messages = conversation(outputs);
+        const call = budgetFinalCall(budget, used(spent), undefined, messages, 8192);
+        const sent = estimatePromptTokens(call.messages);
+        expect(call.promptTokens).toBe(sent);
+        // what can never be cut: everything but the outputs beyond their first 256 characters
+        const floor = estimatePromptTokens(conversation(outputs.map((n) => Math.min(n, 4))));
+        if (floor + 200 < budget - spent - MIN_FINAL_TOKENS) expect(spent + sent).toBeLessThanOrEqual(budget - MIN_FINAL_TOKENS);
+        if (spent + sent <= budget - MIN_FINAL_TOKENS) expect(spent + sent + call.maxTokens).toBeLessThanOrEqual(budget);
+        expect(call.maxTokens).toBeGreaterThanOrEqual(MIN_FINAL_TOKENS);
+        for (const m of call.messages.slice(2)) expect(m.content).toMatch(/<<<END_UNTRUSTED_TOOL_OUTPUT>>>\n\[End of tool result #\d+\]/);
+        if (call.cutChars > 0) expect(JSON.stringify(call.messages)).toContain("cut to fit the turn's token budget");
+        else expect(call.messages).toBe(messages);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a call with tools goes out only when its worst case and a final answer after it both fit', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 800 }), fc.integer({ min: 0, max: 20_000 }), fc.integer({ min: 1000, max: 40_000 }), (lines, spent, budget) => {
+        const messages = conversation([lines]);
+        const prompt = estimatePromptTokens(messages);
+        const call = budgetToolCall(budget, used(spent), undefined, messages, undefined, 8192);
+        if (call) expect(spent + prompt + call.maxTokens + prompt + FINAL_ANSWER_RESERVE).toBeLessThanOrEqual(budget);
+        else expect(spent + 2 * prompt + FINAL_ANSWER_RESERVE + 256).toBeGreaterThan(budget);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('after a call the provider counted, the next prompt is measured from the provider\'s figure', () => {
+    const messages = conversation([200]);
+    const estimate = estimatePromptTokens(messages);
+    const call = budgetToolCall(100_000, used(5000), { estimated: estimate - 100, reported: 2 * (estimate - 100) }, messages, undefined, 8192);
+    // twice the tokenizer's count, as the provider counted the last prompt
+    expect(call?.promptTokens).toBe(2 * estimate);
+  });
+});
