@@ -2,6 +2,8 @@ import { BadRequestException, Body, Controller, Delete, Get, HttpCode, Param, Pu
 import { ApiBadRequestResponse, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../common/auth/admin-only.decorator';
 import { periodEnd } from '../chat/budgets/budget-period';
+import { roundCost, turnReservation } from '../chat/budgets/budget-gate.service';
+import { AppConfigService } from '../config/app-config.service';
 import { BudgetRepository, type BudgetRow, type BudgetScope, type Spent } from '../chat/repositories/budget.repository';
 import { ChatException, ChatExceptionCode } from '../chat/chat.exception';
 import { OrchestrationService } from '../orchestration/orchestration.service';
@@ -17,6 +19,7 @@ class BudgetRoutes {
     private readonly budgets: BudgetRepository,
     private readonly orchestration: OrchestrationService,
     private readonly scope: BudgetScope,
+    private readonly config: AppConfigService,
   ) {}
 
   async get(id: string): Promise<BudgetDto> {
@@ -57,7 +60,10 @@ class BudgetRoutes {
     const spent = b.spent;
     const shares = [b.tokens !== null ? spent.tokens / b.tokens : 0, b.cost !== null ? spent.cost / b.cost : 0];
     const top = Math.max(...shares);
-    const state = top >= 1 ? 'reached' : b.warnAt !== null && top >= b.warnAt ? 'warning' : 'ok';
+    // reached as soon as a send with the default turn reservation is refused, not only once the last token is spent
+    const r = turnReservation(this.config.get('TURN_TOKEN_BUDGET') || this.config.get('BUDGET_TURN_RESERVE_TOKENS'), this.orchestration.prices());
+    const refused = (b.tokens !== null && spent.tokens + r.tokens > b.tokens) || (b.cost !== null && spent.cost + r.cost > b.cost);
+    const state = top >= 1 || refused ? 'reached' : b.warnAt !== null && top >= b.warnAt ? 'warning' : 'ok';
     return {
       scope: b.scope,
       id: b.scopeId,
@@ -65,7 +71,7 @@ class BudgetRoutes {
       tokens: b.tokens,
       cost: b.cost,
       warnAt: b.warnAt,
-      spent: { tokens: spent.tokens, cost: Math.round(spent.cost * 1e6) / 1e6 },
+      spent: { tokens: spent.tokens, cost: roundCost(spent.cost) },
       state,
       resetsAt: periodEnd(b.period, now).toISOString(),
       updatedAt: b.updatedAt.toISOString(),
@@ -84,8 +90,8 @@ const BAD_PUT = 'invalid id, or a body whose period is not day or month, whose t
 @Controller('api/admin/projects/:projectId/budget')
 export class ProjectBudgetController {
   private readonly routes: BudgetRoutes;
-  constructor(budgets: BudgetRepository, orchestration: OrchestrationService) {
-    this.routes = new BudgetRoutes(budgets, orchestration, 'project');
+  constructor(budgets: BudgetRepository, orchestration: OrchestrationService, config: AppConfigService) {
+    this.routes = new BudgetRoutes(budgets, orchestration, 'project', config);
   }
 
   @Get()
@@ -122,8 +128,8 @@ export class ProjectBudgetController {
 @Controller('api/admin/keys/:keyId/budget')
 export class KeyBudgetController {
   private readonly routes: BudgetRoutes;
-  constructor(budgets: BudgetRepository, orchestration: OrchestrationService) {
-    this.routes = new BudgetRoutes(budgets, orchestration, 'key');
+  constructor(budgets: BudgetRepository, orchestration: OrchestrationService, config: AppConfigService) {
+    this.routes = new BudgetRoutes(budgets, orchestration, 'key', config);
   }
 
   @Get()

@@ -39,7 +39,7 @@ export class BudgetDto {
   @ApiProperty({ type: Number, nullable: true }) cost: number | null;
   @ApiProperty({ type: Number, nullable: true }) warnAt: number | null;
   @ApiProperty({ type: BudgetSpentDto, description: 'what the current period has used' }) spent: BudgetSpentDto;
-  @ApiProperty({ enum: ['ok', 'warning', 'reached'], description: 'reached: a limit is used up (sends get 429 budget_exhausted); warning: past warnAt of a limit' }) state: string;
+  @ApiProperty({ enum: ['ok', 'warning', 'reached'], description: "reached: what is left no longer holds a turn's default reservation (TURN_TOKEN_BUDGET, else BUDGET_TURN_RESERVE_TOKENS), so sends get 429 budget_exhausted; warning: past warnAt of a limit" }) state: string;
   @ApiProperty({ format: 'date-time', description: 'when the current period ends (UTC)' }) resetsAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }

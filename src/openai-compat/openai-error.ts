@@ -59,9 +59,10 @@ export function toOpenAiError(exception: unknown): OpenAiError | null {
     return invalidRequest(`We could not parse the JSON body of your request: ${(exception as Error).message}`, null, 'invalid_json');
   }
   if (exception instanceof OrionException) {
-    // a refusal with a wait (a used-up budget) is not retried by the SDKs before it is over, and says what it is
-    const wait = typeof exception.details?.retryAfter === 'number';
-    return new OpenAiError(exception.httpStatus(), exception.message, null, exception.code, wait ? { retry: false, orion: exception.details } : {});
+    // a refusal with a wait (a used-up budget) is not retried by the SDKs before it is over, and
+    // says what it is; nor is a budget no turn fits (it has no wait: retrying cannot help)
+    const noRetry = typeof exception.details?.retryAfter === 'number' || exception.code === 'budget_exhausted';
+    return new OpenAiError(exception.httpStatus(), exception.message, null, exception.code, noRetry ? { retry: false, orion: exception.details } : {});
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();

@@ -236,6 +236,10 @@ describe('UI message stream mapper', () => {
     expect(mapAll(run(['done', { stopReason: 'max_tokens' }]))[0]).toMatchObject({ finishReason: 'length' });
   });
 
+  it('ends a turn the token budget stopped with finish "stop": it ended with a written answer, as the loop budgets do', () => {
+    expect(mapAll(run(['done', { stopReason: 'token_budget' }]))[0]).toMatchObject({ finishReason: 'stop', messageMetadata: { stopReason: 'token_budget' } });
+  });
+
   it('leaves out event types it does not know, and does not change the state it was given', () => {
     const before = INITIAL_UI_STREAM_STATE;
     const r = toUiParts(before, { seq: 1, type: 'chunk', data: { content: 'x' } });

@@ -48,6 +48,8 @@ const FINISH_REASON: Record<string, string> = {
   no_progress: 'stop',
   content_loop: 'stop',
   max_iterations: 'stop',
+  // the turn's token budget ended it with a written answer, as the loop budgets do
+  token_budget: 'stop',
   max_tokens: 'length',
   cancelled: 'other',
   error: 'error',

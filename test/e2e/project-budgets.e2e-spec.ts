@@ -113,7 +113,7 @@ describe('project and key budgets (issue 46)', () => {
   describe('on one instance', () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await startApp({ ...env, LLM_BASE_URL: llm.openAiBaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true' });
+      t = await startApp({ ...env, LLM_BASE_URL: llm.openAiBaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', TWO_STAGE_ENABLED: 'true' });
     });
     afterAll(async () => {
       await t?.close();
@@ -141,6 +141,14 @@ describe('project and key budgets (issue 46)', () => {
         const reached = hooks.received.find((r) => r.payload.type === 'budget.reached')!.payload;
         expect(reached).toMatchObject({ type: 'budget.reached', projectId: 'epsilon', budget: { scope: 'project', id: 'epsilon', period: 'day', tokens: 1200, spent: { tokens: 400 } } });
         expect(typeof (reached.budget as { resetsAt: string }).resetsAt).toBe('string');
+        // costs to the millionth, as the budget route shows them (no float noise)
+        for (const r of hooks.received.filter((h) => String(h.payload.type).startsWith('budget.'))) {
+          const cost = (r.payload.budget as { spent: { cost: number } }).spent.cost;
+          expect(cost).toBe(Math.round(cost * 1e6) / 1e6);
+        }
+        // 800 left, less than one reservation of 1000: the budget says reached, as every send is refused
+        const state = await api<{ state: string; spent: { tokens: number } }>(t.url, '/api/admin/projects/epsilon/budget');
+        expect(state.body).toMatchObject({ state: 'reached', spent: { tokens: 400 } });
       } finally {
         await hooks.close();
       }
@@ -170,14 +178,43 @@ describe('project and key budgets (issue 46)', () => {
       expect((await api(t.url, '/api/admin/projects/delta/budget', { method: 'DELETE' })).status).toBe(204);
     });
 
-    it('a key budget refuses the key on every project; on /v1/chat/completions the refusal is in OpenAI\'s shape with Retry-After', async () => {
+    it('a fork is a turn that spends: refused with 429 budget_exhausted before any model call or stored run when the budget cannot hold it', async () => {
+      // a two-stage turn with one tool call: its checkpoint after the tool phase (phase 2) can be forked
+      llm.enqueue(respond.turn([{ toolCall: { name: 'list_files', args: {} } }, { finish: 'tool_calls', usage }]));
+      llm.enqueue(respond.turn([{ text: 'There are files.' }, { finish: 'stop', usage }]));
+      const parent = await fetch(`${t.url}/api/chat/messages_two_stage`, { method: 'POST', headers: auth, body: JSON.stringify({ content: 'list the files', projectId: 'zeta' }) });
+      const parentId = requestIdOf(await parent.text());
+      const fork = () => fetch(`${t.url}/api/chat/runs/${parentId}/fork`, { method: 'POST', headers: { ...auth, 'x-orion-project': 'zeta' }, body: JSON.stringify({ fromPhaseIndex: 2 }) });
+      // the project's usage report counts its stored runs
+      const runsOf = async () => (await api<{ totals: unknown }>(t.url, '/api/admin/projects/zeta/usage')).body.totals;
+      const before = JSON.stringify(await runsOf());
+      expect((await api(t.url, '/api/admin/projects/zeta/budget', { method: 'PUT', body: { period: 'day', tokens: 1200 } })).status).toBe(200);
+      const asked = llm.chatRequests.length;
+      // 800 used, 400 left: less than the fork's reservation of 1000
+      const refused = await fork();
+      const body = (await refused.json()) as { error: string; budget: Record<string, unknown> };
+      expect({ status: refused.status, body }).toMatchObject({ status: 429, body: { error: 'budget_exhausted', budget: { scope: 'project', id: 'zeta' } } });
+      expect(llm.chatRequests).toHaveLength(asked);
+      expect(JSON.stringify(await runsOf())).toBe(before);
+      // with room for it, the same fork runs and its usage counts against the budget
+      expect((await api(t.url, '/api/admin/projects/zeta/budget', { method: 'PUT', body: { period: 'day', tokens: 5000 } })).status).toBe(200);
+      llm.enqueue(respond.turn([{ text: 'Forked answer.' }, { finish: 'stop', usage }]));
+      const ran = await fork();
+      expect(ran.status).toBe(200);
+      expect(await ran.text()).toContain('Forked answer.');
+      const budget = await api<{ spent: { tokens: number } }>(t.url, '/api/admin/projects/zeta/budget');
+      expect(budget.body.spent.tokens).toBeGreaterThan(800);
+    });
+
+    it('a key budget refuses the key on every project; on /v1/chat/completions the refusal is in OpenAI\'s shape and not retried', async () => {
       // an API_KEYS key's id: env: and the first 4 bytes of its SHA-256
       const id = `env:${createHash('sha256').update(KEY).digest().subarray(0, 4).toString('hex')}`;
       expect((await api(t.url, `/api/admin/keys/${encodeURIComponent(id)}/budget`, { method: 'PUT', body: { period: 'month', tokens: RESERVE - 1 } })).status).toBe(200);
       try {
         const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { ...auth, 'x-orion-project': 'gamma' }, body: JSON.stringify({ model: 'orion-unified', messages: [{ role: 'user', content: 'hi' }] }) });
         expect(res.status).toBe(429);
-        expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+        // no turn fits until the limit or the turn's budget changes: waiting would not help, so no Retry-After
+        expect(res.headers.get('retry-after')).toBeNull();
         expect(res.headers.get('x-should-retry')).toBe('false');
         const body = (await res.json()) as { error: { type: string; code: string; message: string } };
         expect(body.error).toMatchObject({ type: 'rate_limit_error', code: 'budget_exhausted' });

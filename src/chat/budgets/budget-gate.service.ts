@@ -62,8 +62,7 @@ export class BudgetGate implements OnApplicationBootstrap, OnApplicationShutdown
    */
   async admit(requestId: string, projectId: string, keyId: string | null, turnTokenBudget: number | undefined, prices: PriceTable): Promise<Admission | null> {
     if (!(await this.budgets.mayApply(projectId, keyId))) return null;
-    const tokens = turnTokenBudget || this.config.get('BUDGET_TURN_RESERVE_TOKENS');
-    const cost = (tokens * dearestRate(prices)) / 1e6;
+    const { tokens, cost } = turnReservation(turnTokenBudget || this.config.get('BUDGET_TURN_RESERVE_TOKENS'), prices);
     const now = new Date();
     const found = await this.budgets.admit(projectId, keyId, { requestId, tokens, cost }, now);
     if (found.budgets.length === 0) return null;
@@ -89,7 +88,7 @@ export class BudgetGate implements OnApplicationBootstrap, OnApplicationShutdown
   private announce(type: 'budget.reached' | 'budget.warning', b: BudgetRow, spent: Spent, now: Date): void {
     if (b.scope !== 'project') return;
     const start = periodStart(b.period, now).toISOString();
-    const details = { scope: b.scope, id: b.scopeId, period: b.period, tokens: b.tokens, cost: b.cost, warnAt: b.warnAt, spent, periodStart: start, resetsAt: periodEnd(b.period, now).toISOString() };
+    const details = { scope: b.scope, id: b.scopeId, period: b.period, tokens: b.tokens, cost: b.cost, warnAt: b.warnAt, spent: { tokens: spent.tokens, cost: roundCost(spent.cost) }, periodStart: start, resetsAt: periodEnd(b.period, now).toISOString() };
     this.outbox.announceProject(b.scopeId, type, details, `${type}:${b.scope}:${b.scopeId}:${start}`).catch((e: unknown) => this.logger.warn(`could not announce ${type} of ${named(b)}: ${(e as Error).message}`));
   }
 
@@ -97,6 +96,16 @@ export class BudgetGate implements OnApplicationBootstrap, OnApplicationShutdown
   release(requestId: string): Promise<void> {
     return this.budgets.release(requestId);
   }
+}
+
+/** What a send under a budget reserves: its turn token budget, and that at the dearest price in the table. */
+export function turnReservation(tokens: number, prices: PriceTable): Spent {
+  return { tokens, cost: (tokens * dearestRate(prices)) / 1e6 };
+}
+
+/** Cost figures as they are shown: to the millionth, without float noise such as 0.30000000000000004. */
+export function roundCost(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
 }
 
 /** The dearest price per million tokens in the table (0 without one: a cost budget then only counts what is priced). */
@@ -125,9 +134,10 @@ function exceeded(b: BudgetRow, spent: Spent, tokens: number, cost: number): 'to
  * fit until the turn's budget or the limit changes (waiting for the reset would not help).
  */
 function exhausted(b: BudgetRow, over: 'tokens' | 'cost', spent: Spent, reserved: Spent, resetsAt: Date, now: Date): ChatException {
-  const retryAfter = Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000));
   const limit = (over === 'tokens' ? b.tokens : b.cost) as number;
-  const round = (n: number) => Math.round(n * 1e6) / 1e6;
+  const round = roundCost;
+  // no turn fits until the turn's budget or the limit changes: waiting for the reset would not help, so no Retry-After
+  const retryAfter = reserved[over] > limit ? undefined : Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000));
   const budget = `${b.period === 'day' ? 'daily' : 'monthly'} ${over} budget of ${named(b)} (${limit})`;
   const reservation = `this turn's reservation of ${round(reserved[over])} ${over} (options.turnTokenBudget, else TURN_TOKEN_BUDGET, else BUDGET_TURN_RESERVE_TOKENS)`;
   const message =
@@ -138,6 +148,6 @@ function exhausted(b: BudgetRow, over: 'tokens' | 'cost', spent: Spent, reserved
     budget: { scope: b.scope, id: b.scopeId, period: b.period, limit: over, [over]: limit },
     reserved: round(reserved[over]),
     resetsAt: resetsAt.toISOString(),
-    retryAfter,
+    ...(retryAfter !== undefined ? { retryAfter } : {}),
   });
 }

@@ -15,6 +15,9 @@ describe('ResponseProjection', () => {
   it('numbers events from 0 without gaps and ids the response by its run; usage with its cached and reasoning tokens', () => {
     const { out, snapshot } = run([start, { type: 'chunk', data: { content: 'Hi' } }, done({ stopReason: 'final_answer', fullContent: 'Hi', usage: { promptTokens: 9, completionTokens: 4, totalTokens: 13, cachedTokens: 6, reasoningTokens: 1 } })]);
     expect((snapshot as unknown as { usage: unknown }).usage).toEqual({ input_tokens: 9, output_tokens: 4, total_tokens: 13, input_tokens_details: { cached_tokens: 6 }, output_tokens_details: { reasoning_tokens: 1 } });
+    // the turn's cost and the estimate mark, as /v1/chat/completions carries them
+    const priced = run([start, done({ stopReason: 'final_answer', fullContent: '', usage: { promptTokens: 9, completionTokens: 4, totalTokens: 13, cost: 0.000123, estimated: true } })]).snapshot;
+    expect((priced as unknown as { usage: unknown }).usage).toMatchObject({ input_tokens: 9, orion_cost: 0.000123, orion_estimated: true });
     expect(out.map((e) => e.sequence_number)).toEqual(out.map((_, i) => i));
     expect(requestIdOf(responseId(RUN))).toBe(RUN);
     expect(requestIdOf('resp_not-a-run')).toBeNull();

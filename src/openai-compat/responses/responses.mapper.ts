@@ -45,7 +45,7 @@ export class ResponseProjection {
   private message = -1;
   private text = '';
   private status: ResponseStatus = 'in_progress';
-  private usage: { input_tokens: number; output_tokens: number; total_tokens: number; cached: number; reasoning: number } | null = null;
+  private usage: { input_tokens: number; output_tokens: number; total_tokens: number; cached: number; reasoning: number; cost?: number; estimated?: true } | null = null;
   private error: { code: string; message: string } | null = null;
   private incomplete: { reason: string } | null = null;
   private conversationId: string | null = null;
@@ -103,6 +103,9 @@ export class ResponseProjection {
         total_tokens: this.usage.total_tokens,
         input_tokens_details: { cached_tokens: this.usage.cached },
         output_tokens_details: { reasoning_tokens: this.usage.reasoning },
+        // as on /v1/chat/completions: the turn's cost from LLM_PRICES, and whether the figures are a tokenizer's estimate
+        ...(this.usage.cost !== undefined ? { orion_cost: this.usage.cost } : {}),
+        ...(this.usage.estimated ? { orion_estimated: true } : {}),
       },
       error: this.error && this.status === 'failed' ? this.error : null,
       incomplete_details: this.incomplete,
@@ -168,9 +171,18 @@ export class ResponseProjection {
 
   private done(d: Record<string, unknown>): ResponseEvent[] {
     this.ended = true;
-    const u = (d.usage ?? {}) as { promptTokens?: unknown; completionTokens?: unknown; totalTokens?: unknown; cachedTokens?: unknown; reasoningTokens?: unknown };
-    const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-    this.usage = { input_tokens: n(u.promptTokens), output_tokens: n(u.completionTokens), total_tokens: n(u.totalTokens), cached: n(u.cachedTokens), reasoning: n(u.reasoningTokens) };
+    const u = (d.usage ?? {}) as { promptTokens?: unknown; completionTokens?: unknown; totalTokens?: unknown; cachedTokens?: unknown; reasoningTokens?: unknown; cost?: unknown; estimated?: unknown };
+    const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+    const n = (v: unknown) => (isNum(v) ? v : 0);
+    this.usage = {
+      input_tokens: n(u.promptTokens),
+      output_tokens: n(u.completionTokens),
+      total_tokens: n(u.totalTokens),
+      cached: n(u.cachedTokens),
+      reasoning: n(u.reasoningTokens),
+      ...(isNum(u.cost) ? { cost: u.cost } : {}),
+      ...(u.estimated === true ? { estimated: true as const } : {}),
+    };
     const stop = String(d.stopReason);
     // the stored answer is the whole answer, also when the stream held some of it back
     const full = typeof d.fullContent === 'string' ? d.fullContent : this.text;
