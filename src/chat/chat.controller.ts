@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, type MessageEvent, Param, Patch, Query, RequestMethod, Res, Sse, UseGuards } from '@nestjs/common';
 import { SenderKey } from '../common/auth/sender-key.decorator';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import { IdempotencyKey, type IdempotentSend } from '../common/idempotency/idempotency-key';
 import { ApiIdempotentSend, IDEMPOTENCY_CONFLICT } from '../common/idempotency/api-idempotent-send.decorator';
 import { ApiSseResponse } from '../common/sse/api-sse-response.decorator';
@@ -116,13 +116,15 @@ export class ChatController {
   @ApiBadRequestResponse({ description: 'requestId not a UUID, or fromPhaseIndex not an integer >= 1 (nothing changes)' })
   @ApiNotFoundResponse({ description: 'run_not_found, or checkpoint_not_found (the body lists its checkpoints)' })
   @ApiConflictResponse({ description: 'run_in_progress: the run is running (pause or cancel it first); run_not_resumable: it is not two-stage, or its checkpoint cannot be read' })
+  @ApiTooManyRequestsResponse({ description: "budget_exhausted: the project's or the key's budget cannot hold the fork's turn (as a send; nothing is stored)" })
   async fork(
     @Param('requestId', new UuidParamPipe()) requestId: string,
     @Body() dto: ForkRunDto,
     @Res({ passthrough: true }) res: Response,
     @ClientSignal() signal: AbortSignal,
+    @SenderKey() keyId: string,
   ): Promise<Observable<MessageEvent>> {
-    return sse(await this.continuations.fork(requestId, dto.fromPhaseIndex, responseFlow(res), signal));
+    return sse(await this.continuations.fork(requestId, dto.fromPhaseIndex, responseFlow(res), signal, keyId));
   }
 
   @Get('conversations')

@@ -6,13 +6,16 @@
  * starts new turns (conversation, user message, idempotency, budgets, the turn gate) and shares
  * nothing with these but the orchestration and the run engine.
  */
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import type { ClientFlow } from '../common/sse/client-flow';
 import { OrchestrationService } from '../orchestration/orchestration.service';
+import type { TurnBudgets } from '../orchestration/protocol-strategy';
 import type { SentEvent } from '../runs/run-event-bus.service';
 import { RunsService, type ResumePlan, type ResumePoint, type StartRunParams } from '../runs/runs.service';
 import { TRACE_SINK, type TraceSink } from '../trace/trace-sink.port';
+import { BudgetGate } from './budgets/budget-gate.service';
 import { ChatException, ChatExceptionCode } from './chat.exception';
 import type { ResumeRunDto } from './dto/send-message.dto';
 import type { ConversationEntity } from './entities/conversation.entity';
@@ -24,6 +27,7 @@ export class RunContinuationService implements OnModuleInit {
     private readonly conversations: ConversationRepository,
     private readonly runs: RunsService,
     private readonly orchestration: OrchestrationService,
+    private readonly budgetGate: BudgetGate,
     @Inject(TRACE_SINK) private readonly trace: TraceSink,
   ) {}
 
@@ -49,17 +53,27 @@ export class RunContinuationService implements OnModuleInit {
    * linked to its parent) continues from it on this instance, and the parent, its events and
    * its answer stay as they are.
    */
-  async fork(requestId: string, fromPhaseIndex: number, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
-    return this.continueRun(await this.runs.planFork(requestId, fromPhaseIndex), flow, clientGone);
+  async fork(requestId: string, fromPhaseIndex: number, flow: ClientFlow, clientGone: AbortSignal, keyId?: string): Promise<Observable<SentEvent>> {
+    const plan = await this.runs.planFork(requestId, fromPhaseIndex);
+    // a fork is a new turn that spends: admitted against the project's and the sender's budgets as a send is (429 before anything is stored)
+    const forkId = randomUUID();
+    const budgets = plan.run.options.budgets ?? this.orchestration.budgets();
+    const admission = await this.budgetGate.admit(forkId, plan.run.projectId, keyId ?? null, budgets.turnTokenBudget, this.orchestration.prices());
+    try {
+      return await this.continueRun(plan, flow, clientGone, forkId, admission ? { ...budgets, turnTokenBudget: admission.turnTokenBudget } : undefined);
+    } catch (err) {
+      if (admission) await this.budgetGate.release(forkId).catch(() => undefined);
+      throw err;
+    }
   }
 
-  /** Runs a planned resume or fork from its checkpoint. */
-  private async continueRun(plan: ResumePlan, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent>> {
+  /** Runs a planned resume or fork (as `forkId`, within `budgets` when a budget admitted it) from its checkpoint. */
+  private async continueRun(plan: ResumePlan, flow: ClientFlow, clientGone: AbortSignal, forkId?: string, budgets?: TurnBudgets): Promise<Observable<SentEvent>> {
     const { run } = plan;
     const conversation = await this.conversationOf(run.conversationId);
-    const { requestId, point } = plan.fork ? await this.runs.openFork(plan) : { requestId: run.requestId, point: await this.runs.claimResume(plan) };
+    const { requestId, point } = plan.fork ? await this.runs.openFork(plan, forkId) : { requestId: run.requestId, point: await this.runs.claimResume(plan) };
     const fork = plan.fork ? { parentRequestId: run.requestId, fromPhaseIndex: plan.phaseIndex } : undefined;
-    return this.runs.start(this.continuation(plan, conversation, requestId, point, fork), flow, clientGone);
+    return this.runs.start(this.continuation(plan, conversation, requestId, point, fork, false, budgets), flow, clientGone);
   }
 
   /**
@@ -86,6 +100,7 @@ export class RunContinuationService implements OnModuleInit {
     point: ResumePoint,
     fork: { parentRequestId: string; fromPhaseIndex: number } | undefined,
     takeover = false,
+    budgets?: TurnBudgets,
   ): StartRunParams {
     const { run } = plan;
     // a fork resumed in place is still a fork: its answer names its parent
@@ -104,7 +119,7 @@ export class RunContinuationService implements OnModuleInit {
       conversationId: run.conversationId,
       messages: plan.baseMessages,
       mode: opts.mode ?? 'act',
-      budgets: opts.budgets ?? this.orchestration.budgets(),
+      budgets: budgets ?? opts.budgets ?? this.orchestration.budgets(),
       debugShowToolResults: !!opts.debugShowToolResults,
       systemContext: conversation.settings?.customInstructions,
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,

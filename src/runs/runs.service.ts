@@ -325,9 +325,8 @@ export class RunsService {
    * the parent is only read. The fork starts where the parent stood at the checkpoint: its
    * answer begins with the text the parent streamed up to that phase.
    */
-  async openFork(plan: ResumePlan): Promise<{ requestId: string; point: ResumePoint }> {
+  async openFork(plan: ResumePlan, requestId: string = randomUUID()): Promise<{ requestId: string; point: ResumePoint }> {
     const parent = plan.run;
-    const requestId = randomUUID();
     await this.runs.create({
       requestId,
       conversationId: parent.conversationId,
