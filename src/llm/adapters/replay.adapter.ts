@@ -1,6 +1,7 @@
 import { sleep } from '../../common/util/abort.util';
 import type { LlmAdapter, LlmCapabilities, LlmCompletion, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm-adapter.port';
 import { collectCompletion } from '../collect-completion';
+import { estimateUsage } from '../usage-estimate';
 import { DEFAULT_REPLAY_TRANSCRIPTS, readReplayContext, type ReplayReply, type ReplayTranscript } from './replay';
 
 export interface ReplayAdapterOptions {
@@ -95,16 +96,11 @@ export class ReplayAdapter implements LlmAdapter {
       yield { type: 'error', error: ABORTED };
       return;
     }
-    yield { type: 'finish', reason: calls.length > 0 ? 'tool_calls' : 'stop', rawReason: calls.length > 0 ? 'tool_calls' : 'stop', usage: estimateUsage(request, reply) };
+    yield { type: 'finish', reason: calls.length > 0 ? 'tool_calls' : 'stop', rawReason: calls.length > 0 ? 'tool_calls' : 'stop', usage: replayUsage(request, reply) };
   }
 }
 
-function estimateUsage(request: LlmRequest, reply: ReplayReply): LlmUsage {
-  const promptChars =
-    (request.messages ?? []).reduce((n, m) => n + (m.content?.length ?? 0) + (m.toolCalls ?? []).reduce((k, c) => k + c.name.length + c.arguments.length, 0), 0) +
-    (request.tools?.length ? JSON.stringify(request.tools).length : 0);
-  const completionChars = (reply.text?.length ?? 0) + (reply.toolCalls ?? []).reduce((n, c) => n + c.name.length + JSON.stringify(c.arguments).length, 0);
-  const promptTokens = Math.ceil(promptChars / CHARS_PER_TOKEN);
-  const completionTokens = Math.ceil(completionChars / CHARS_PER_TOKEN);
-  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+/** A replay has no provider to count tokens: the tokenizer's count, marked estimated as for any provider that reports none. */
+function replayUsage(request: LlmRequest, reply: ReplayReply): LlmUsage {
+  return estimateUsage(request, reply.text ?? '', (reply.toolCalls ?? []).map((c) => c.name + JSON.stringify(c.arguments)));
 }

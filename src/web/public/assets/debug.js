@@ -166,7 +166,7 @@ async function loadTrace() {
     ui.traceTable.hidden = events.length === 0;
     ui.traceMeta.textContent = events.length ? `${events.length} events` : 'No trace events for this request (yet).';
     history.replaceState(null, '', `${location.pathname}?requestId=${encodeURIComponent(requestId)}`);
-    showRunUsage(events);
+    await showRunUsage(requestId, events);
   } catch (err) {
     ui.traceTable.hidden = true;
     ui.traceMeta.className = 'result-meta error';
@@ -175,13 +175,21 @@ async function loadTrace() {
 }
 
 /**
- * The turn's usage and cost, as its ending trace record (run_completed, run_cancelled,
- * run_failed) stored them with `done`. A tool-only request has none: the line stays hidden.
+ * The turn's usage and cost as the run stores them (GET /api/chat/runs/:requestId), which stay
+ * when trace retention has removed the trace; the ending trace record's (run_completed,
+ * run_cancelled, run_failed) when there is no run row. A tool-only request has neither: the
+ * line stays hidden.
+ * @param {string} requestId
  * @param {{ type: string, details: any }[]} events
  */
-function showRunUsage(events) {
-  const end = events.find((e) => e.type === 'run_completed' || e.type === 'run_cancelled' || e.type === 'run_failed');
-  const u = end?.details?.usage;
+async function showRunUsage(requestId, events) {
+  /** @type {any} */
+  let u;
+  try {
+    u = (await apiJson(`/api/chat/runs/${encodeURIComponent(requestId)}`)).usage;
+  } catch {
+    u = events.find((e) => e.type === 'run_completed' || e.type === 'run_cancelled' || e.type === 'run_failed')?.details?.usage;
+  }
   ui.runUsage.hidden = !u || typeof u.totalTokens !== 'number';
   if (ui.runUsage.hidden) return;
   const parts = [`Usage: ${u.totalTokens} tokens (prompt ${u.promptTokens}, completion ${u.completionTokens}) in ${u.llmCalls} model calls`];
