@@ -183,12 +183,16 @@ async function loadTrace() {
  * @param {{ type: string, details: any }[]} events
  */
 async function showRunUsage(requestId, events) {
+  const ending = events.find((e) => e.type === 'run_completed' || e.type === 'run_cancelled' || e.type === 'run_failed');
   /** @type {any} */
-  let u;
-  try {
-    u = (await apiJson(`/api/chat/runs/${encodeURIComponent(requestId)}`)).usage;
-  } catch {
-    u = events.find((e) => e.type === 'run_completed' || e.type === 'run_cancelled' || e.type === 'run_failed')?.details?.usage;
+  let u = ending?.details?.usage;
+  // a chat run (a run_* record, or a trace already removed by retention) has a run row; a tool-only request has none
+  if (events.length === 0 || events.some((e) => e.type.startsWith('run_'))) {
+    try {
+      u = (await apiJson(`/api/chat/runs/${encodeURIComponent(requestId)}`)).usage ?? u;
+    } catch {
+      // no run row (removed by retention, or never a chat run): the trace's figures, if any
+    }
   }
   ui.runUsage.hidden = !u || typeof u.totalTokens !== 'number';
   if (ui.runUsage.hidden) return;
