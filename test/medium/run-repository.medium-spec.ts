@@ -195,6 +195,10 @@ describe('RunRepository and RunTakeoverRepository raw SQL (medium)', () => {
     expect(await events.listAfter(id, 1, 1)).toEqual([{ seq: 2, type: 'chunk', data: { seq: 2, content: 'c2' } }]);
     // a row's first seq is unique: writing the same events again fails loudly
     await expect(events.insertMany(id, [{ seq: 1, type: 'chunk', data: {} }])).rejects.toThrow();
+    // events of a run that is not stored are refused, none written
+    const missing = '00000000-0000-4000-8000-000000000001';
+    await expect(events.insertMany(missing, [{ seq: 1, type: 'chunk', data: {} }])).rejects.toThrow(/not stored/);
+    expect(await events.listAfter(missing, 0)).toEqual([]);
   });
 
   describe('chunks stored several to a row', () => {

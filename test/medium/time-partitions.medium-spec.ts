@@ -6,7 +6,8 @@ import { DatabaseModule } from '../../src/database/database.module';
 import { dayOf, PARTITION_DAYS_AHEAD } from '../../src/database/partitions';
 import { TIME_PARTITIONS, type TimePartitions } from '../../src/database/time-partitions.port';
 import { TimePartitionsService } from '../../src/database/time-partitions.service';
-import { createTestDatabase } from '../support/db';
+import { Client } from 'pg';
+import { createTestDatabase, itOnPostgres } from '../support/db';
 
 const DAY = 86_400_000;
 
@@ -39,9 +40,11 @@ describe('daily partitions of run_events and trace_events (medium)', () => {
     return id;
   };
 
+  let url = '';
   beforeAll(async () => {
     const db = await createTestDatabase();
     drop = db.drop;
+    url = db.url;
     const moduleRef = await Test.createTestingModule({
       imports: [AppConfigModule.forRoot({ DATABASE_URL: db.url, LLM_PROVIDER: 'replay', LOG_LEVEL: 'error' }), DatabaseModule],
     }).compile();
@@ -106,5 +109,37 @@ describe('daily partitions of run_events and trace_events (medium)', () => {
     expect(await partitions.dropExpired('trace_events', traceKeep, ['other'])).toBe(3 + 5);
     expect(await partitionsOf('trace_events')).toContain(name('trace_events', new Date()));
     expect(await partitionsOf('trace_events')).toContain(`trace_events_default`);
+  });
+
+  itOnPostgres('needs a second connection holding a write', 'a partition ahead is created while a turn holds a write to runs, and makes that write wait for nothing', async () => {
+    const turn = new Client({ connectionString: url });
+    await turn.connect();
+    try {
+      const id = await oldRun(new Date(), 1, 'running');
+      // a turn's open statement on its run row, as every chunk batch of every running turn has
+      await turn.query('BEGIN');
+      await turn.query(`UPDATE runs SET updated_at = now() WHERE request_id = $1`, [id]);
+      const day = new Date(Date.now() + 40 * DAY);
+      const started = Date.now();
+      const created = await ctx.get(TimePartitionsService).ensureAhead(day);
+      expect(created).toEqual(expect.arrayContaining([name('run_events', day), name('trace_events', day)]));
+      // and the turn's next write to runs goes on at once (nothing of the partition change holds runs)
+      await turn.query(`UPDATE runs SET updated_at = now() WHERE request_id = $1`, [id]);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await turn.query('COMMIT');
+    } finally {
+      await turn.query('ROLLBACK').catch(() => undefined);
+      await turn.end();
+    }
+  });
+
+  it("a deleted run's events go with it, as a conversation's runs' events do, in every partition", async () => {
+    const past = await oldRun(new Date(Date.now() - 40 * DAY), 4);
+    const now = await oldRun(new Date(), 3);
+    const other = await oldRun(new Date(), 2);
+    await ds.query(`DELETE FROM runs WHERE request_id = $1`, [past]);
+    const [{ conversation_id: conv }] = await ds.query(`SELECT conversation_id FROM runs WHERE request_id = $1`, [now]);
+    await ds.query(`DELETE FROM conversations WHERE id = $1`, [conv]);
+    expect(await ds.query(`SELECT request_id::text AS id, count(*)::int AS n FROM run_events WHERE request_id = ANY($1::uuid[]) GROUP BY 1`, [[past, now, other]])).toEqual([{ id: other, n: 2 }]);
   });
 });

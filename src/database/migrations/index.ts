@@ -19,6 +19,7 @@ import { BudgetAdmit1764680000000 } from './1764680000000-budget-admit';
 import { BudgetCounters1764720000000 } from './1764720000000-budget-counters';
 import { CompactedText1764730000000 } from './1764730000000-compacted-text';
 import { KeyedExecutionProgress1764740000000 } from './1764740000000-keyed-execution-progress';
+import { RunEventsCascade1764750000000 } from './1764750000000-run-events-cascade';
 
 /** Every migration, oldest first. Add new ones at the end. */
-export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000, RunForks1764213000000, SharedLimits1764250000000, PackedChunks1764300000000, ToolApprovalOverrides1764420000000, Approvals1764440000000, ConversationTurns1764460000000, Webhooks1764500000000, IdempotencyKeys1764520000000, TimePartitions1764540000000, StorageLifecycle1764560000000, RunUsage1764580000000, RunTakeovers1764620000000, Budgets1764660000000, BudgetAdmit1764680000000, BudgetCounters1764720000000, CompactedText1764730000000, KeyedExecutionProgress1764740000000];
+export const MIGRATIONS = [InitialSchema1763800000000, KnowledgeChunks1763900000000, ApiKeys1764100000000, McpToolPins1764200000000, RunForks1764213000000, SharedLimits1764250000000, PackedChunks1764300000000, ToolApprovalOverrides1764420000000, Approvals1764440000000, ConversationTurns1764460000000, Webhooks1764500000000, IdempotencyKeys1764520000000, TimePartitions1764540000000, StorageLifecycle1764560000000, RunUsage1764580000000, RunTakeovers1764620000000, Budgets1764660000000, BudgetAdmit1764680000000, BudgetCounters1764720000000, CompactedText1764730000000, KeyedExecutionProgress1764740000000, RunEventsCascade1764750000000];

@@ -110,11 +110,15 @@ export class RunEventRepository {
    */
   async insertMany(requestId: string, rows: StoredRunEvent[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.events.query(
+    const packed = packRows(rows);
+    // only for a stored run, as the foreign key once refused others (a deleted run's events go with it: migration RunEventsCascade)
+    const res = await this.events.query(
       `INSERT INTO run_events (request_id, seq, last_seq, type, data, run_created_at)
-       SELECT $1::uuid, ${PACKED_CELLS}, COALESCE((SELECT created_at FROM runs WHERE request_id = $1::uuid), now()) FROM jsonb_array_elements($2::jsonb) AS e`,
-      [requestId, packedRows(rows)],
+       SELECT r.request_id, ${PACKED_CELLS}, r.created_at FROM runs r, jsonb_array_elements($2::jsonb) AS e WHERE r.request_id = $1::uuid
+       RETURNING seq`,
+      [requestId, jsonRows(packed.map(cellsOf))],
     );
+    if (queryResult(res).count !== packed.length) throw new Error(`run ${requestId} is not stored: its events were not written`);
   }
 
   /**
