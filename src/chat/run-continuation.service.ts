@@ -125,7 +125,7 @@ export class RunContinuationService implements OnModuleInit {
       orchestratorEnabled: conversation.settings?.orchestratorEnabled,
       // the model the run started with, when it is still allowed
       model: opts.model !== undefined && this.orchestration.allowsModel(opts.model) ? opts.model : undefined,
-      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state, ...(takeover && { takeover: true }), ...(takeover && point.startedCalls && { startedCalls: point.startedCalls }) },
+      resumeFrom: { phaseIndex: plan.phaseIndex, state: plan.state, ...(fork && { fork: true }), ...(takeover && { takeover: true }), ...(takeover && point.startedCalls && { startedCalls: point.startedCalls }) },
     });
     return {
       requestId,

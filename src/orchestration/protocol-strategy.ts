@@ -54,6 +54,8 @@ export interface ProtocolExecutionContext {
     phaseIndex: number;
     state: Record<string, unknown>;
     takeover?: boolean;
+    /** a new run forked from the checkpoint: what the parent spent before it is the parent's, so this run's usage starts at nothing */
+    fork?: boolean;
     /**
      * a takeover (issue 44): the calls (by call id) that the dead instance had started after the
      * checkpoint; each may or may not have run (a protocol that says so in `readCheckpoint` goes

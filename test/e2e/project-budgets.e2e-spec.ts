@@ -201,7 +201,11 @@ describe('project and key budgets (issue 46)', () => {
       llm.enqueue(respond.turn([{ text: 'Forked answer.' }, { finish: 'stop', usage }]));
       const ran = await fork();
       expect(ran.status).toBe(200);
-      expect(await ran.text()).toContain('Forked answer.');
+      const forked = await ran.text();
+      expect(forked).toContain('Forked answer.');
+      // the fork's usage is its own call's: the parent's calls before the checkpoint stay the parent's
+      const forkRun = await api<{ usage: { llmCalls: number; totalTokens: number } }>(t.url, `/api/chat/runs/${requestIdOf(forked)}`);
+      expect(forkRun.body.usage).toMatchObject({ llmCalls: 1, totalTokens: 400 });
       const budget = await api<{ spent: { tokens: number } }>(t.url, '/api/admin/projects/zeta/budget');
       expect(budget.body.spent.tokens).toBeGreaterThan(800);
     });

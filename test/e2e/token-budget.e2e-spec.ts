@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
+import type { ScriptStep } from '../support/llm-wire';
 import { parsePrometheusText, seriesKey } from '../support/prometheus-text';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
 
@@ -24,6 +25,7 @@ describe.each([
     const project = join(t.workspace, 'default');
     mkdirSync(join(project, 'guides'), { recursive: true });
     for (let i = 0; i < 10; i++) writeFileSync(join(project, 'guides', `note-${i}.md`), `Note ${i}.\n`);
+    for (let i = 0; i < 12; i++) writeFileSync(join(project, 'guides', `mid-${i}.md`), Array.from({ length: 60 }, (_, k) => `Mid ${i} line ${k}: the value is ${(k * 17 + i) % 101}.`).join('\n'));
     // about 16,000 tokens: larger than the small budget below on its own
     writeFileSync(join(project, 'guides', 'large.md'), Array.from({ length: LARGE_LINES }, (_, i) => `Line ${i}: the ${i % 7 === 0 ? 'amber' : 'slate'} lantern ${i * 31 % 997} hangs by door ${i % 13}.`).join('\n'));
   });
@@ -97,6 +99,45 @@ describe.each([
     expect(done.usage.estimated).toBe(true);
     expect(done.usage.totalTokens as number).toBeLessThanOrEqual(small + Number(final.max_tokens ?? final.max_completion_tokens));
     expect(done.usage.promptTokens as number).toBeLessThan(small);
+  });
+
+  it('a step of many calls, or a long text before its call: the final call still fits, usage inside the budget plus its max_tokens', async () => {
+    // twelve calls in one response (a unified step runs them all); then a model that writes as
+    // much text as its max_tokens allows before one call (its text joins the final call's prompt)
+    const many = Array.from({ length: 12 }, (_, i) => ({ toolCall: { name: 'read_file', args: { path: `guides/mid-${i}.md` } } }));
+    const talk = (maxTokens: number) => Array.from({ length: Math.max(1, Math.floor((maxTokens - 60) / 7)) }, (_, i) => `point ${i} of the plan,`).join(' ');
+    const cases: Array<[string, (maxTokens: number) => ScriptStep[], number]> = [
+      ['many calls', () => [...many, { finish: 'tool_calls', usage: null }], 3000],
+      ['long text', (maxTokens) => [{ text: talk(maxTokens) }, { toolCall: { name: 'read_file', args: { path: 'guides/mid-0.md' } } }, { finish: 'tool_calls', usage: null }], 8000],
+    ];
+    for (const [name, step, budget] of cases) {
+      llm.reset();
+      llm.setFallback(respond.byRequest((req) =>
+        (req.body?.tools ?? []).length > 0 ? respond.turn(step(Number(req.body.max_tokens ?? req.body.max_completion_tokens))) : respond.turn([{ text: 'Here is what the files say.' }, { finish: 'stop', usage: null }])));
+      const res = await send(`Read the files (${name})`, { options: { turnTokenBudget: budget } });
+      checkEnvelope(res.events);
+      const done = of(res.events, 'done')[0].data as { stopReason: string; usage: { totalTokens: number } };
+      const last = llm.chatRequests.at(-1)!.body;
+      const cap = Number(last.max_tokens ?? last.max_completion_tokens);
+      // and the answer is the model's, written from the tool results (the budget left room for it)
+      expect({ name, stopReason: done.stopReason, withinBudget: done.usage.totalTokens <= budget + cap, answered: textOf(res.events).includes('Here is what the files say.') }).toEqual({
+        name,
+        stopReason: 'token_budget',
+        withinBudget: true,
+        answered: true,
+      });
+    }
+  });
+
+  it('a turn budget smaller than the turn\'s own prompt: no model call at all, a notice saying so, stopReason token_budget, nothing spent', async () => {
+    const res = await send('Read every note', { options: { turnTokenBudget: 100 } });
+    checkEnvelope(res.events);
+    const done = of(res.events, 'done')[0].data as { stopReason: string; usage: { totalTokens: number } };
+    expect(done.stopReason).toBe('token_budget');
+    expect(llm.chatRequests).toHaveLength(0);
+    expect(textOf(res.events)).toContain('No answer was written');
+    expect(textOf(res.events)).toContain('turnTokenBudget');
+    expect(done.usage.totalTokens).toBe(0);
   });
 
   it('the cost of a recorded turn is the hand-computed figure from LLM_PRICES, cached prompt tokens at their own price', async () => {

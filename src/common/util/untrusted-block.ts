@@ -52,3 +52,15 @@ export function cutUntrustedContent(text: string, chars: number, keep: number, n
   if (removed === 0) return { text, removed: 0 };
   return { text: `${text.slice(0, close - removed)}${text.slice(close)}\n${note(removed, total)}`, removed };
 }
+
+/** `text` with its whole block, markers and all, replaced by `note(total)`; unchanged (removed 0) when it holds no block. */
+export function omitUntrustedContent(text: string, note: (total: number) => string): { text: string; removed: number } {
+  const open = text.indexOf(`<<<${UNTRUSTED_MARKER} tool=`);
+  const close = text.lastIndexOf(`\n${CLOSE}`);
+  if (open < 0 || close < open) return { text, removed: 0 };
+  const end = close + 1 + CLOSE.length;
+  const total = end - open;
+  const replacement = note(total);
+  if (replacement.length >= total) return { text, removed: 0 };
+  return { text: `${text.slice(0, open)}${replacement}${text.slice(end)}`, removed: total - replacement.length };
+}

@@ -21,32 +21,38 @@ function conversation(outputs: number[]): LlmMessage[] {
 describe('the turn token budget applied to a request', () => {
   it('a final call whose tool outputs do not fit is cut to what the budget leaves, each block still closed and saying so', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 1500 }), { minLength: 1, maxLength: 4 }), fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 2000, max: 30_000 }), (outputs, spent, budget) => {
+      fc.property(fc.array(fc.integer({ min: 0, max: 1500 }), { minLength: 1, maxLength: 30 }), fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 2000, max: 30_000 }), (outputs, spent, budget) => {
         const messages = conversation(outputs);
         const call = budgetFinalCall(budget, used(spent), undefined, messages, 8192);
         const sent = estimatePromptTokens(call.messages);
         expect(call.promptTokens).toBe(sent);
-        // what can never be cut: everything but the outputs beyond their first 256 characters
-        const floor = estimatePromptTokens(conversation(outputs.map((n) => Math.min(n, 4))));
-        if (floor + 200 < budget - spent - MIN_FINAL_TOKENS) expect(spent + sent).toBeLessThanOrEqual(budget - MIN_FINAL_TOKENS);
-        if (spent + sent <= budget - MIN_FINAL_TOKENS) expect(spent + sent + call.maxTokens).toBeLessThanOrEqual(budget);
+        // what can never be cut: the system prompt and the user's message, and a line per output left out
+        const floor = estimatePromptTokens(conversation([])) + outputs.length * 40;
+        if (floor < budget - spent - MIN_FINAL_TOKENS) expect(call.fits).toBe(true);
+        if (call.fits) {
+          expect(spent + sent).toBeLessThanOrEqual(budget - MIN_FINAL_TOKENS);
+          expect(spent + sent + call.maxTokens).toBeLessThanOrEqual(budget);
+        } else expect(spent + sent).toBeGreaterThan(budget - MIN_FINAL_TOKENS);
         expect(call.maxTokens).toBeGreaterThanOrEqual(MIN_FINAL_TOKENS);
-        for (const m of call.messages.slice(2)) expect(m.content).toMatch(/<<<END_UNTRUSTED_TOOL_OUTPUT>>>\n\[End of tool result #\d+\]/);
-        if (call.cutChars > 0) expect(JSON.stringify(call.messages)).toContain("cut to fit the turn's token budget");
+        // every output is whole, cut with its block still closed, or left out whole; the user's message is never touched
+        for (const m of call.messages.slice(2)) expect(m.content).toMatch(/<<<END_UNTRUSTED_TOOL_OUTPUT>>>\n\[End of tool result #\d+\]|was left out to fit the turn's token budget/);
+        expect(call.messages[1]).toBe(messages[1]);
+        if (call.cutChars > 0) expect(JSON.stringify(call.messages)).toMatch(/(cut|left out) to fit the turn's token budget/);
         else expect(call.messages).toBe(messages);
       }),
       { numRuns: 60 },
     );
   });
 
-  it('a call with tools goes out only when its worst case and a final answer after it both fit', () => {
+  it('a call with tools goes out only when its worst case and a final answer after it (that reads what it wrote) both fit', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 800 }), fc.integer({ min: 0, max: 20_000 }), fc.integer({ min: 1000, max: 40_000 }), (lines, spent, budget) => {
         const messages = conversation([lines]);
         const prompt = estimatePromptTokens(messages);
         const call = budgetToolCall(budget, used(spent), undefined, messages, undefined, 8192);
-        if (call) expect(spent + prompt + call.maxTokens + prompt + FINAL_ANSWER_RESERVE).toBeLessThanOrEqual(budget);
-        else expect(spent + 2 * prompt + FINAL_ANSWER_RESERVE + 256).toBeGreaterThan(budget);
+        // the call's own text counts twice: as its completion and again in the final call's prompt
+        if (call) expect(spent + prompt + 2 * call.maxTokens + prompt + FINAL_ANSWER_RESERVE).toBeLessThanOrEqual(budget);
+        else expect(spent + 2 * prompt + FINAL_ANSWER_RESERVE + 2 * 256).toBeGreaterThan(budget);
       }),
       { numRuns: 100 },
     );

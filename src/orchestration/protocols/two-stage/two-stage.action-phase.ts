@@ -5,7 +5,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { actionStream } from '../action-stream';
-import { AFTER_LOOP, MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { AFTER_LOOP, budgetSpentText, MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import type { ForcedReason } from './two-stage.loop-budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction } from './two-stage.messages';
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
@@ -35,7 +35,7 @@ export interface ActionContext {
  * offered unless a budget forces the answer; the turn token budget measures the request first
  * and forces it when a call with tools would not fit (issue 46).
  */
-export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs: LlmToolSpec[], a: ActionContext): Generator<ProtocolEvent, ModelStream, undefined> {
+export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs: LlmToolSpec[], a: ActionContext): Generator<ProtocolEvent, ModelStream | NoRoom, undefined> {
   const phaseIndex = a.continuing ? s.phaseIndex : s.phaseIndex + 1;
   const turnBudget = ctx.budgets.turnTokenBudget;
   let offered = !a.forced && specs.length > 0 ? offeredTools(ctx, specs, { index: phaseIndex, calledThisTurn: s.executed.map((e) => e.name), latestModelText: a.latestText || undefined }) : [];
@@ -48,6 +48,8 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
     }
   }
   if (turnBudget && a.forced) budgeted = budgetFinalCall(turnBudget, s.usage, s.promptGauge, modelMessages(ctx, s, a), MAX_RESPONSE_TOKENS);
+  // not even the final answer's prompt fits what is left: no call is made (the budget is not crossed)
+  if (budgeted && !budgeted.fits) return { noRoom: budgeted.promptTokens, left: (turnBudget ?? 0) - s.usage.totalTokens };
   const offerTools = offered.length > 0;
   const messages = budgeted?.messages ?? modelMessages(ctx, s, a);
   const maxTokens = budgeted?.maxTokens ?? MAX_RESPONSE_TOKENS;
@@ -72,6 +74,21 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
     // the call after a loop: should it loop too, the turn ends with what it said before (one copy)
     ...(a.forced === 'content_loop' ? AFTER_LOOP : {}),
   });
+}
+
+/** The final call's prompt, cut as far as it can be, is more than the turn token budget leaves. */
+export interface NoRoom {
+  noRoom: number;
+  left: number;
+}
+
+/** The turn token budget cannot hold the final call's prompt: the phase says so instead of calling the model. */
+export function* budgetSpent(ctx: ProtocolExecutionContext, s: TurnState, a: ActionContext, r: NoRoom): Generator<ProtocolEvent, void, undefined> {
+  const phaseIndex = a.continuing ? s.phaseIndex : ++s.phaseIndex;
+  if (!a.continuing) yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
+  traceStep(ctx, 'llm_skipped', { phaseIndex, reason: 'token_budget', promptTokens: r.noRoom, leftTokens: r.left });
+  yield { type: 'chunk', content: (a.wrote ? PARAGRAPH_BREAK : '') + budgetSpentText(r.noRoom, r.left) };
+  yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'token_budget');
 }
 
 /** Closes the action phase; a new call gets its tool phase, a repeated one is refused. */

@@ -26,7 +26,8 @@ export function initialState(ctx: ProtocolExecutionContext): TurnState {
     const c = parseTwoStageCheckpoint(ctx.resumeFrom.state);
     // a resumed leg remembers what the tool output of the earlier legs brought in
     for (const m of c.injected) ctx.untrusted?.learn(m.content ?? '');
-    return { ...c, usage: { ...c.usage } };
+    // a fork's usage is its own: the parent's calls before the checkpoint stay the parent's
+    return { ...c, usage: ctx.resumeFrom.fork ? emptyUsage() : { ...c.usage } };
   }
   return {
     phaseIndex: 0,

@@ -5,7 +5,7 @@ import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-
 import { parseTwoStageCheckpoint } from '../../run-state/run-checkpoint';
 import { forcedFinal } from './two-stage.loop-budgets';
 import { MAX_RESPONSE_TOKENS } from '../prompts';
-import { endAction, startAction, type ActionContext } from './two-stage.action-phase';
+import { budgetSpent, endAction, startAction, type ActionContext } from './two-stage.action-phase';
 import { checkpoint, counters, done, initialState } from './two-stage.state';
 import { continueCutCall } from './two-stage.cut-call';
 import { continuePendingCall } from './two-stage.tool-phase';
@@ -54,6 +54,10 @@ export class TwoStageStrategy implements ProtocolStrategy {
       if (ctx.signal.aborted) return yield done(state, 'cancelled');
       // the action phase's text streams from the model to the consumer (the hot path)
       const stream = yield* startAction(ctx, state, specs, a);
+      if ('noRoom' in stream) {
+        yield* budgetSpent(ctx, state, a, stream);
+        return yield done(state, 'token_budget');
+      }
       const stepText = (yield* stream.step()).text;
       if (stepText.length > 0) a.wrote = true;
       if (stepText.trim()) a.latestText = stepText;

@@ -1,3 +1,4 @@
+import { emptyUsage } from '../../protocol-event';
 import type { LlmMessage, LlmToolCall } from '../../../llm/llm-adapter.port';
 import type { ToolRunResult } from '../../../tools/tool-definition';
 import type { ProtocolEvent } from '../../protocol-event';
@@ -98,7 +99,7 @@ export function restoredState(ctx: ProtocolExecutionContext, raw: unknown): { st
     phaseIndex: c.phaseIndex,
     cycleIndex: c.cycleIndex,
     modelSteps: c.modelSteps,
-    usage: { ...c.usage },
+    usage: ctx.resumeFrom?.fork ? emptyUsage() : { ...c.usage },
     baseMessages: c.baseMessages,
     steps: c.steps,
     executed,

@@ -5,7 +5,8 @@ import { PARAGRAPH_BREAK } from '../prompts';
 import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
 import { ToolCallGuard } from '../../tool-call-guard';
 import type { FinalReason } from './unified.loop-budgets';
-import { startStep } from './unified.step';
+import { startStep, type NoRoom } from './unified.step';
+import { budgetSpentText } from '../prompts';
 import { notePrompt } from '../../loops/token-budget';
 import { finish, type TurnSetup, type TurnState } from './unified.turn';
 
@@ -16,6 +17,17 @@ const FINAL_ANSWER_INSTRUCTION: Record<Exclude<FinalReason, 'content_loop'>, str
   token_budget: 'The token budget of this turn is nearly used up. Do not call any tools. Write a short final answer to the user now, using the tool results above.',
   no_progress: 'Tool calls kept returning results that were already known. Do not call any tools. Write your final answer to the user now, using the tool results above.',
 };
+
+/** The turn token budget cannot hold the final call's prompt: the turn ends with a notice instead of a call. */
+function* budgetSpent(ctx: ProtocolExecutionContext, s: TurnState, r: NoRoom): Generator<ProtocolEvent, void, undefined> {
+  s.phaseIndex += 1;
+  yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
+  traceStep(ctx, 'llm_skipped', { phaseIndex: s.phaseIndex, reason: 'token_budget', promptTokens: r.noRoom, leftTokens: r.left });
+  yield { type: 'chunk', content: (s.wrote ? PARAGRAPH_BREAK : '') + budgetSpentText(r.noRoom, r.left) };
+  s.wrote = true;
+  yield* phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, 'token_budget');
+  yield* finish(ctx, s, 'token_budget');
+}
 
 /** After a content loop: what the model said up to the loop's first copy, and the guard's instruction. */
 export interface AfterLoop {
@@ -38,8 +50,8 @@ export async function* finalAnswer(ctx: ProtocolExecutionContext, s: TurnState, 
   // what the user already saw of the looping answer, as the model's own message
   const said = afterLoop?.said.trim() ? [{ assistant: { role: 'assistant' as const, content: afterLoop.said }, tools: [] }] : [];
   const stream = yield* startStep(ctx, s, { ...t, systemFor: () => system, specs: [] }, why, said);
-  // a final call is always made: the budget cuts its prompt instead of refusing it
-  if (stream === 'token_budget') throw new Error('a final call was refused by the token budget');
+  if (stream === 'token_budget') throw new Error('a final call is budgeted as final, never refused as a call with tools');
+  if ('noRoom' in stream) return yield* budgetSpent(ctx, s, stream);
   const res = yield* stream.step();
   addUsage(s.usage, res.usage);
   notePrompt(s.promptGauge, res.usage);

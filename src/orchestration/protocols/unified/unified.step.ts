@@ -12,12 +12,18 @@ import { ToolCallGuard } from '../../tool-call-guard';
 import { budgetFinalCall, budgetToolCall } from '../../loops/budget-prompt';
 import { notePrompt } from '../../loops/token-budget';
 
+/** The final call's prompt, cut as far as it can be, is more than the turn token budget leaves. */
+export interface NoRoom {
+  noRoom: number;
+  left: number;
+}
+
 /**
  * Opens a model step: builds the request inside the context budget and starts the stream.
  * `token_budget` instead, and nothing opened, when the turn token budget cannot hold a call that
  * may use tools: the turn writes its final answer instead.
  */
-export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason, after: StepMessages[] = []): Generator<ProtocolEvent, ModelStream | 'token_budget', undefined> {
+export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnSetup, why?: FinalReason, after: StepMessages[] = []): Generator<ProtocolEvent, ModelStream | 'token_budget' | NoRoom, undefined> {
   const final = why !== undefined;
   const step = s.modelSteps + 1;
   const latest = [...s.steps].reverse().find((x) => x.assistant.content?.trim())?.assistant.content ?? undefined;
@@ -31,6 +37,8 @@ export function* startStep(ctx: ProtocolExecutionContext, s: TurnState, t: TurnS
       ? budgetFinalCall(turnBudget, s.usage, s.promptGauge, assembled.messages, t.budget.maxResponseTokens)
       : budgetToolCall(turnBudget, s.usage, s.promptGauge, assembled.messages, offered, t.budget.maxResponseTokens);
   if (turnBudget && !budgeted) return 'token_budget';
+  // not even the final answer's prompt fits what is left: no call is made (the budget is not crossed)
+  if (budgeted && !budgeted.fits) return { noRoom: budgeted.promptTokens, left: (turnBudget ?? 0) - s.usage.totalTokens };
   const messages = budgeted?.messages ?? assembled.messages;
   const maxTokens = budgeted?.maxTokens ?? t.budget.maxResponseTokens;
   s.promptGauge = budgeted?.gauge;

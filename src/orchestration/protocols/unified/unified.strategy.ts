@@ -147,7 +147,7 @@ export class UnifiedStrategy implements ProtocolStrategy {
       if (ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
       // the model's text streams straight from here to the consumer: one generator level (hot path)
       const stream = yield* startStep(ctx, s, setup);
-      if (stream === 'token_budget') return yield* finalAnswer(ctx, s, setup, 'token_budget');
+      if (stream === 'token_budget' || 'noRoom' in stream) return yield* finalAnswer(ctx, s, setup, 'token_budget');
       const res = yield* stream.step();
       const outcome = yield* endStep(ctx, s, res);
       if (outcome.kind === 'content_loop') return yield* finalAnswer(ctx, s, setup, 'content_loop', outcome);
