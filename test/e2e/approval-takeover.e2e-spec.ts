@@ -3,6 +3,7 @@ import type { Client } from 'pg';
 import { readSse, startModel, type Instance, type Received } from '../faults/harness';
 import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
+import { modelEnv } from '../support/openai-frames';
 import { buildService, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
 
@@ -39,12 +40,9 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
     );
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(model.port),
       TWO_STAGE_ENABLED: 'true',
       TOOLS_REQUIRE_APPROVAL: 'fetch_page',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${model.port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: '',
     };

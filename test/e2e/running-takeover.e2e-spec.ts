@@ -1,10 +1,9 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Client } from 'pg';
 import { readSse, type Instance, type Received } from '../faults/harness';
 import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
-import { answerFrames, onBody, openAiFrame, toolCallFrames } from '../support/openai-frames';
+import { answerFrames, modelEnv, onBody, openAiFrame, serveModel, toolCallFrames } from '../support/openai-frames';
 import { sse } from '../support/sse-client';
 import { buildService, killA, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
@@ -66,16 +65,11 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
   beforeAll(async () => {
     buildService();
     db = await createTestDatabase();
-    model = createServer(handle);
-    await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
-    port = (model.address() as AddressInfo).port;
+    ({ server: model, port } = await serveModel(handle));
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(port),
       TWO_STAGE_ENABLED: 'true',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: '',
     };

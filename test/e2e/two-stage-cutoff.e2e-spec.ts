@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from 'pg';
@@ -9,7 +8,7 @@ import { assembledAnswer, NOTE_SERVER, NOTE_TOOL, startNoteTool, type NoteTool }
 import { readSse, type Instance, type Received } from '../faults/harness';
 import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
-import { answerFrames, onBody, openAiFrame, toolCallFrames } from '../support/openai-frames';
+import { answerFrames, modelEnv, onBody, openAiFrame, serveModel, toolCallFrames } from '../support/openai-frames';
 import { sse } from '../support/sse-client';
 import { buildService, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
@@ -73,19 +72,14 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a two-stage t
   beforeAll(async () => {
     buildService();
     db = await createTestDatabase();
-    model = createServer(handle);
-    await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
-    port = (model.address() as AddressInfo).port;
+    ({ server: model, port } = await serveModel(handle));
     note = await startNoteTool();
     const mcpConfig = join(mkdtempSync(join(tmpdir(), 'orion-cutoff-mcp-')), 'mcp.json');
     writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [NOTE_SERVER]: { url: note.url } } }));
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(port),
       TWO_STAGE_ENABLED: 'true',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: mcpConfig,
       // the note tool runs as the model asks (no person in the loop)

@@ -1,8 +1,10 @@
-import type { IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 /**
  * A hand-written OpenAI-compatible model's stream, frame by frame, for the tests that must cut
- * it at an exact point (a frame sent, the next never) where a scripted replay answers whole.
+ * it at an exact point (a frame sent, the next never) where a scripted replay answers whole, and
+ * the model served and named to Orion.
  */
 
 /** One `chat.completion.chunk` frame carrying `delta`. */
@@ -25,3 +27,18 @@ export function onBody(req: IncomingMessage, then: (body: string) => void): void
   req.on('data', (c) => (body += c));
   req.on('end', () => then(body));
 }
+
+/** Serves `handle` (the model, and any page its tool calls fetch) on a free port of 127.0.0.1. */
+export async function serveModel(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; port: number }> {
+  const server = createServer(handle);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+/** Orion's environment for the model on `port`: its chat completions, and fetch_page allowed to read its pages. */
+export const modelEnv = (port: number) => ({
+  LLM_PROVIDER: 'openai',
+  LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+  LLM_MODEL: 'fault',
+  FETCH_ALLOW_HOSTS: `127.0.0.1:${port}`,
+});
