@@ -1,12 +1,13 @@
-import { Controller, Get, Headers, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { AGENT_CARD_PATH } from '@a2a-js/sdk';
 import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import type { Request, RequestHandler, Response } from 'express';
-import { edgeProject, PROJECT_HEADER } from '../common/auth/edge-project';
+import { edgeProjectOf } from '../common/auth/edge-project';
 import { principalOf } from '../common/auth/principal';
 import { AnyProject } from '../common/auth/project-scope.decorator';
 import { Public } from '../common/auth/public.decorator';
+import { jsonRpcMessages } from '../common/body/json-rpc-messages';
 import { keepTurnUntil } from '../common/limits/turn-hold';
 import { StartsTurn } from '../common/limits/turn-limit.guard';
 import { A2A_PATH, agentCard } from './a2a-card';
@@ -49,10 +50,9 @@ export class A2aController {
   // ends, past the response (and refused while draining), as the chat routes' detached turns are
   @Post(A2A_PATH)
   @AnyProject()
-  @StartsTurn({ when: sendsMessage, project: (req) => edgeProject(principalOf(req), req.headers[PROJECT_HEADER]) })
-  rpcCall(@Req() req: Request, @Res() res: Response, @Headers(PROJECT_HEADER) project: string | undefined): Promise<void> {
-    const principal = principalOf(req);
-    (req as WithUser)[USER] = new OrionA2aUser(principal.keyId, edgeProject(principal, project), (ended) => keepTurnUntil(res, ended));
+  @StartsTurn({ when: sendsMessage, project: edgeProjectOf })
+  rpcCall(@Req() req: Request, @Res() res: Response): Promise<void> {
+    (req as WithUser)[USER] = new OrionA2aUser(principalOf(req).keyId, edgeProjectOf(req), (ended) => keepTurnUntil(res, ended));
     // the SDK's router matches its own root: Nest has routed the request already
     req.url = '/';
     return new Promise<void>((resolve, reject) => {
@@ -65,10 +65,5 @@ export class A2aController {
 
 /** Whether a POSTed JSON-RPC message (or batch) sends a message, i.e. starts a task. */
 function sendsMessage(req: Request): boolean {
-  const body: unknown = req.body;
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.some((m) => {
-    const method = (m as { method?: unknown } | null)?.method;
-    return method === 'SendMessage' || method === 'SendStreamingMessage';
-  });
+  return jsonRpcMessages(req).some((m) => m.method === 'SendMessage' || m.method === 'SendStreamingMessage');
 }

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { type Message, Role, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { a2aClient, sendParams, userMessage } from '../support/a2a-client';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { waitFor } from '../support/wait-for';
@@ -17,17 +17,6 @@ const ROOT = 'a2a-root-key';
 const ANSWER = 'The guides folder holds install.md and usage.md.';
 const toolThenAnswer = () => [respond.turn([{ toolCall: { name: 'list_files', args: { path: 'guides' }, id: 'l1' } }]), respond.turn([{ text: 'The guides folder holds ' }, { text: 'install.md and usage.md.' }])];
 
-const question = (text: string, contextId = ''): Message => ({
-  messageId: randomUUID(),
-  contextId,
-  taskId: '',
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
-const send = (message: Message) => ({ tenant: '', message, configuration: undefined, metadata: undefined });
 const textOf = (task: Task, artifactId: string) =>
   task.artifacts
     .filter((a) => a.artifactId === artifactId)
@@ -43,11 +32,7 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
   let hooks: WebhookReceiver;
 
   const api = async (path: string, init: RequestInit = {}) => fetch(`${t.url}${path}`, { ...init, headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json', ...init.headers } });
-  /** A client the way an A2A user makes one: from the agent card's URL, with the key on every request. */
-  const connect = (key: string): Promise<Client> => {
-    const authed: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key}` } });
-    return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authed })] })).createFromUrl(t.url);
-  };
+  const connect = (key: string) => a2aClient(t.url, key);
   const collect = async (stream: AsyncIterable<StreamResponse>) => {
     const out: StreamResponse[] = [];
     for await (const r of stream) out.push(r);
@@ -103,7 +88,7 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
   it('streams a task to its answer: the task first, the answer artifact in pieces, tool steps, then completed; tasks/get and the run agree', async () => {
     const client = await connect(keyAlpha);
     llm.enqueue(...toolThenAnswer());
-    const rs = await collect(client.sendMessageStream(send(question('What is in the guides folder?'))));
+    const rs = await collect(client.sendMessageStream(sendParams(userMessage('What is in the guides folder?'))));
     const taskId = taskIdOf(rs);
     expect(finalState(rs)).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(streamedAnswer(rs)).toBe(ANSWER);
@@ -119,7 +104,7 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
 
     // the same contextId continues the conversation
     llm.enqueue(respond.turn([{ text: 'Two files.' }]));
-    const next = await client.sendMessage(send(question('How many?', task.contextId)));
+    const next = await client.sendMessage(sendParams(userMessage('How many?', task.contextId)));
     if (!('status' in next)) throw new Error('message/send answered with a message, not a task');
     expect(next.contextId).toBe(task.contextId);
     expect(textOf(next, 'answer')).toBe('Two files.');
@@ -130,7 +115,7 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
   it('tasks/cancel cancels the Orion run of a streaming task and aborts its model request', async () => {
     const client = await connect(keyAlpha);
     llm.enqueue(respond.turn([{ text: 'Starting ' }, { text: 'a long ' }, { text: 'answer' }], { faults: { stallAfter: 2 } }));
-    const stream = client.sendMessageStream(send(question('Write a long answer')));
+    const stream = client.sendMessageStream(sendParams(userMessage('Write a long answer')));
     const seen: StreamResponse[] = [];
     let cancelled: Task | undefined;
     for await (const r of stream) {
@@ -149,7 +134,7 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
   it('a call that needs approval puts the task in input-required; once decided on Orion’s route, resubscribe streams it to its answer', async () => {
     const client = await connect(keyAlpha);
     llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'guides/install.md' }, id: 'r1' } }]), respond.turn([{ text: 'It says: Install.' }]));
-    const asked = await client.sendMessage(send(question('Read the install guide')));
+    const asked = await client.sendMessage(sendParams(userMessage('Read the install guide')));
     if (!('status' in asked)) throw new Error('message/send answered with a message, not a task');
     expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     const waiting = asked.status?.message?.parts.find((p) => p.content?.$case === 'data')?.content;
@@ -168,20 +153,20 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
     const client = await connect(keyAlpha);
     llm.enqueue(respond.turn([{ text: 'Pushed.' }]));
     const config = { tenant: '', id: '', taskId: '', url: hooks.url('/a2a-push'), token: '', authentication: undefined };
-    const task = await client.sendMessage({ ...send(question('Tell me when done')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: config, historyLength: undefined, returnImmediately: false } as never });
+    const task = await client.sendMessage({ ...sendParams(userMessage('Tell me when done')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: config, historyLength: undefined, returnImmediately: false } as never });
     if (!('status' in task)) throw new Error('message/send answered with a message, not a task');
     const pushed = await waitFor(() => hooks.about(task.id)[0]);
     expect(pushed.verified).toBe(true);
     expect(pushed.payload).toMatchObject({ type: 'run.completed', requestId: task.id, conversationId: task.contextId, answer: 'Pushed.' });
     await expect(
-      client.sendMessage({ ...send(question('again')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { ...config, token: 'secret-token' }, historyLength: undefined, returnImmediately: false } as never }),
+      client.sendMessage({ ...sendParams(userMessage('again')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { ...config, token: 'secret-token' }, historyLength: undefined, returnImmediately: false } as never }),
     ).rejects.toThrow(/taskPushNotificationConfig\.token/);
   });
 
   it("another project's key gets nothing of this one's tasks", async () => {
     const alpha = await connect(keyAlpha);
     llm.enqueue(respond.turn([{ text: 'Hello.' }]));
-    const own = await alpha.sendMessage(send(question('hi')));
+    const own = await alpha.sendMessage(sendParams(userMessage('hi')));
     if (!('status' in own)) throw new Error('message/send answered with a message, not a task');
     const beta = await connect(keyBeta);
     await expect(beta.getTask({ tenant: '', id: own.id, historyLength: undefined })).rejects.toThrow(/not found/i);
@@ -192,11 +177,11 @@ describe('A2A agent (/.well-known/agent-card.json, /a2a)', () => {
 
   it('refuses a message without text, and a contextId that is no conversation, by name, before any model call', async () => {
     const client = await connect(keyAlpha);
-    const empty = { ...question(''), parts: [] };
-    await expect(client.sendMessage(send(empty))).rejects.toThrow(/message\.parts/);
-    await expect(client.sendMessage(send(question('hi', 'not-a-uuid')))).rejects.toThrow(/contextId/);
+    const empty = { ...userMessage(''), parts: [] };
+    await expect(client.sendMessage(sendParams(empty))).rejects.toThrow(/message\.parts/);
+    await expect(client.sendMessage(sendParams(userMessage('hi', 'not-a-uuid')))).rejects.toThrow(/contextId/);
     // a UUID that names no conversation starts none: the same answer as another project's
-    await expect(client.sendMessage(send(question('hi', randomUUID())))).rejects.toThrow(/contextId: no conversation/);
+    await expect(client.sendMessage(sendParams(userMessage('hi', randomUUID())))).rejects.toThrow(/contextId: no conversation/);
     expect(llm.chatRequests).toHaveLength(0);
   });
 });

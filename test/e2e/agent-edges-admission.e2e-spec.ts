@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { type Message, Role } from '@a2a-js/sdk';
-import { type Client as A2aClient, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Drain } from '../../src/common/lifecycle/drain';
+import { a2aClient, sendParams, userMessage } from '../support/a2a-client';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { waitFor } from '../support/wait-for';
@@ -20,17 +18,6 @@ const ROOT = 'edges-root-key';
 const RESERVE = 1000;
 const usage = { promptTokens: 30, completionTokens: 10 };
 
-const question = (text: string): Message => ({
-  messageId: randomUUID(),
-  contextId: '',
-  taskId: '',
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
-const send = (message: Message) => ({ tenant: '', message, configuration: undefined, metadata: undefined });
 const textOf = (r: CallToolResult) => (r.content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('');
 
 describe('MCP and A2A turns: key budgets and draining', () => {
@@ -50,10 +37,7 @@ describe('MCP and A2A turns: key budgets and draining', () => {
     mcpClients.push(client);
     return client;
   };
-  const a2a = (): Promise<A2aClient> => {
-    const authed: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key.key}` } });
-    return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authed })] })).createFromUrl(t.url);
-  };
+  const a2a = () => a2aClient(t.url, key.key);
   const ask = async (client: McpClient, q: string) => (await client.callTool({ name: 'ask', arguments: { question: q } })) as CallToolResult;
   const conversationCount = async () => ((await api('/api/chat/conversations?projectId=alpha')).body as unknown as unknown[]).length;
 
@@ -79,7 +63,7 @@ describe('MCP and A2A turns: key budgets and draining', () => {
       expect(refused.isError).toBe(true);
       expect(textOf(refused)).toContain('budget_exhausted');
       expect(textOf(refused)).toContain(`key ${key.id}`);
-      await expect((await a2a()).sendMessage(send(question('What is in the guides folder?')))).rejects.toThrow(/budget_exhausted/);
+      await expect((await a2a()).sendMessage(sendParams(userMessage('What is in the guides folder?')))).rejects.toThrow(/budget_exhausted/);
       expect(llm.chatRequests).toHaveLength(0);
       expect(await conversationCount()).toBe(before);
     } finally {
@@ -91,7 +75,7 @@ describe('MCP and A2A turns: key budgets and draining', () => {
     llm.enqueue(respond.turn([{ text: 'Hello from MCP.' }, { finish: 'stop', usage }]), respond.turn([{ text: 'Hello from A2A.' }, { finish: 'stop', usage }]));
     const answered = await ask(await mcp(), 'Say hello');
     expect(answered.isError).toBeFalsy();
-    const task = await (await a2a()).sendMessage(send(question('Say hello')));
+    const task = await (await a2a()).sendMessage(sendParams(userMessage('Say hello')));
     expect(task).toBeDefined();
     const report = await api('/api/admin/projects/alpha/usage?groupBy=key');
     const groups = report.body.groups as Array<{ group: string; turns: number; tokens: { total: number } | number }>;
@@ -105,11 +89,11 @@ describe('MCP and A2A turns: key budgets and draining', () => {
     const slow = () => respond.turn([{ text: 'slow ' }, { text: 'answer' }, { finish: 'stop', usage }], { faults: { delayMs: 700 } });
     // an A2A task that answers at once (returnImmediately) and runs on
     llm.enqueue(slow(), respond.turn([{ text: 'later' }, { finish: 'stop', usage }]));
-    const task = await agent.sendMessage({ ...send(question('Take your time')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: undefined, returnImmediately: true } as never });
+    const task = await agent.sendMessage({ ...sendParams(userMessage('Take your time')), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: undefined, returnImmediately: true } as never });
     expect(task).toBeDefined();
     // its turn holds the key's one slot: an ask and another message are refused before any model call
     await expect(ask(client, 'Meanwhile?')).rejects.toThrow(/429|MAX_CONCURRENT_TURNS_PER_KEY/);
-    await expect(agent.sendMessage(send(question('Meanwhile?')))).rejects.toThrow(/429|MAX_CONCURRENT_TURNS_PER_KEY|Too many/);
+    await expect(agent.sendMessage(sendParams(userMessage('Meanwhile?')))).rejects.toThrow(/429|MAX_CONCURRENT_TURNS_PER_KEY|Too many/);
     expect(llm.chatRequests).toHaveLength(1);
     // once the task ended, the slot is back; a listing (no turn) was never held
     await client.listTools();
@@ -136,7 +120,7 @@ describe('MCP and A2A turns: key budgets and draining', () => {
     t.app.get(Drain).start();
     // as every route that starts a turn: 503 shutting_down before the call reaches the tool
     await expect(ask(client, 'Anything')).rejects.toThrow(/503|shutting_down/);
-    await expect(agent.sendMessage(send(question('Anything')))).rejects.toThrow(/503|shutting_down|shutting down/);
+    await expect(agent.sendMessage(sendParams(userMessage('Anything')))).rejects.toThrow(/503|shutting_down|shutting down/);
     // what starts no turn is still served
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     expect(llm.chatRequests).toHaveLength(0);

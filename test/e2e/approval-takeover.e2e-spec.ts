@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { freePort, readSse, startModel, startOrion, type Instance, type Received } from '../faults/harness';
-import { startApp, type TestApp } from '../support/app';
+import type { Client } from 'pg';
+import { readSse, startModel, type Instance, type Received } from '../faults/harness';
+import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
+import { modelEnv } from '../support/openai-frames';
+import { buildService, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -15,8 +15,6 @@ import { waitFor } from '../support/wait-for';
  * sweeper takes the run over and the call runs exactly once, whether the decision came before or
  * after the takeover, and the answer is stored once.
  */
-const ROOT = join(__dirname, '..', '..');
-const DIST = join(ROOT, 'dist', 'main.js');
 /** short, so a dead A's run is taken over within seconds; long enough that a live A on a loaded machine keeps its lease */
 const LEASE_MS = 3000;
 
@@ -32,8 +30,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
   let asked = false;
 
   beforeAll(async () => {
-    // A runs the built service: build it when the sources changed since the last build
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], { cwd: ROOT, stdio: 'ignore', timeout: 600_000 });
+    buildService();
     db = await createTestDatabase();
     model = await startModel(
       () => ({ words: ['The', 'page', 'is', 'slow.'], calls: asked ? [] : [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${model.port}/page` })]], delayMs: 0 }),
@@ -43,25 +40,17 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
     );
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(model.port),
       TWO_STAGE_ENABLED: 'true',
       TOOLS_REQUIRE_APPROVAL: 'fetch_page',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${model.port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: '',
     };
-    a = await startOrion(DIST, await freePort(), env);
-    b = await startApp(env, { databaseUrl: db.url });
-    pg = new Client({ connectionString: db.url });
-    await pg.connect();
+    ({ a, b, pg } = await startTwoInstances(env, db.url));
   }, 700_000);
 
   afterAll(async () => {
-    a?.child.kill('SIGKILL');
-    await b?.close();
-    await pg?.end();
+    await stopTwoInstances({ a, b, pg });
     model?.close();
     await db?.drop();
   });
@@ -70,7 +59,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'approvals acr
     pages = 0;
     asked = false;
     // the previous case killed A: a new A on the same port
-    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+    a = await reviveA(a, env);
   }, 120_000);
 
   /** A turn on A: resolves with its requestId and approvalId once approval_required arrived; `stream` is A's response. */

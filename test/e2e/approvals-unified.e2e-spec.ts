@@ -1,5 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { approvalEnv as env, describeProjectBoundApprovals, seedWorkspace } from '../support/approval-cases';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
@@ -13,22 +12,6 @@ import { waitFor } from '../support/wait-for';
  * and the run reads awaiting_approval while any approval is pending. Runs on PGlite, and on
  * PostgreSQL with DATABASE_URL.
  */
-const ROOT = 'root-admin-key';
-
-const env = (llm: ReplayServer, extra: Record<string, string> = {}) => ({
-  LLM_PROVIDER: 'openai',
-  LLM_BASE_URL: llm.openAiBaseUrl,
-  LLM_MODEL: 'scripted-model',
-  TOOLS_REQUIRE_APPROVAL: 'read_file',
-  ...extra,
-});
-
-function seedWorkspace(t: TestApp, project = 'default'): void {
-  mkdirSync(join(t.workspace, project, 'docs'), { recursive: true });
-  writeFileSync(join(t.workspace, project, 'docs', 'roadmap.md'), '# Roadmap\nShip it.\n');
-  writeFileSync(join(t.workspace, project, 'docs', 'other.md'), '# Other\nThe other file says hello.\n');
-}
-
 type Headers = Record<string, string>;
 type TraceRow = { type: string; details: Record<string, unknown> };
 
@@ -223,49 +206,7 @@ describe('approvals on the unified route', () => {
   });
 });
 
-describe('approvals on the unified route with keys bound to projects', () => {
-  let llm: ReplayServer;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    llm = await ReplayServer.start();
-    t = await startApp(env(llm, { API_KEYS: ROOT }));
-    seedWorkspace(t, 'alpha');
-  }, 120_000);
-  afterAll(async () => {
-    await t.close();
-    await llm.close();
-  });
-
-  it("another project's key gets 404 and changes nothing; the project's key decides and is named", async () => {
-    const keyFor = async (project: string) => {
-      const res = await fetch(`${t.url}/api/admin/keys`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `${project} app`, projects: [project], role: 'user' }),
-      });
-      return (await res.json()) as { key: string; id: string };
-    };
-    const a = await keyFor('alpha');
-    const b = await keyFor('beta');
-    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }]), respond.turn([{ text: 'Done.' }]));
-    const turn = startTurn(t, { projectId: 'alpha' }, { authorization: `Bearer ${a.key}` });
-    const [asked] = await turn.asked();
-    const path = `${t.url}/api/chat/runs/${asked.data.requestId}/approvals`;
-    const as = (key: string, body?: unknown) =>
-      fetch(body ? `${path}/${asked.data.approvalId}` : path, {
-        method: body ? 'POST' : 'GET',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-    expect((await as(b.key, { decision: 'approve' })).status).toBe(404);
-    expect((await as(b.key)).status).toBe(404);
-    expect((await (await as(a.key)).json())[0]).toMatchObject({ status: 'pending' });
-    expect(llm.chatRequests).toHaveLength(1);
-    const ok = await as(a.key, { decision: 'approve' });
-    expect(await ok.json()).toMatchObject({ status: 'approved', by: a.id });
-    const res = await turn.stream;
-    expect(res.events.find((e) => e.event === 'approval_decided')!.data).toMatchObject({ by: a.id });
-    expect(res.events.at(-1)!.data).toMatchObject({ stopReason: 'final_answer' });
-  });
+describeProjectBoundApprovals('approvals on the unified route with keys bound to projects', {}, (t, body, headers) => {
+  const turn = startTurn(t, body, headers);
+  return { stream: turn.stream, asked: turn.asked().then(([first]) => first) };
 });

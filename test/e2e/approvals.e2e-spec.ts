@@ -1,7 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
+import { approvalEnv, describeProjectBoundApprovals, seedWorkspace } from '../support/approval-cases';
 import { startApp, type TestApp } from '../support/app';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent, type SseResponse } from '../support/sse-client';
@@ -13,22 +12,8 @@ import { waitFor } from '../support/wait-for';
  * declined result, a timeout denies, cancel and pause while waiting, a client that leaves while
  * waiting, another project's key. Runs on PGlite, and on PostgreSQL with DATABASE_URL.
  */
-const ROOT = 'root-admin-key';
-
-const env = (llm: ReplayServer, extra: Record<string, string> = {}) => ({
-  LLM_PROVIDER: 'openai',
-  LLM_BASE_URL: llm.openAiBaseUrl,
-  LLM_MODEL: 'scripted-model',
-  TWO_STAGE_ENABLED: 'true',
-  TOOLS_REQUIRE_APPROVAL: 'read_file',
-  ...extra,
-});
-
-function seedWorkspace(t: TestApp, project = 'default'): void {
-  mkdirSync(join(t.workspace, project, 'docs'), { recursive: true });
-  writeFileSync(join(t.workspace, project, 'docs', 'roadmap.md'), '# Roadmap\nShip it.\n');
-  writeFileSync(join(t.workspace, project, 'docs', 'other.md'), '# Other\nThe other file says hello.\n');
-}
+/** the two-stage route's environment */
+const env = (llm: ReplayServer, extra: Record<string, string> = {}) => approvalEnv(llm, { TWO_STAGE_ENABLED: 'true', ...extra });
 
 type Headers = Record<string, string>;
 
@@ -278,46 +263,4 @@ describe('approvals on the two-stage route', () => {
   });
 });
 
-describe('approvals with keys bound to projects', () => {
-  let llm: ReplayServer;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    llm = await ReplayServer.start();
-    t = await startApp(env(llm, { API_KEYS: ROOT }));
-    seedWorkspace(t, 'alpha');
-  }, 120_000);
-  afterAll(async () => {
-    await t.close();
-    await llm.close();
-  });
-
-  it("another project's key gets 404 and changes nothing; the project's key decides and is named", async () => {
-    const keyFor = async (project: string) => {
-      const res = await fetch(`${t.url}/api/admin/keys`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `${project} app`, projects: [project], role: 'user' }),
-      });
-      return (await res.json()) as { key: string; id: string };
-    };
-    const a = await keyFor('alpha');
-    const b = await keyFor('beta');
-    llm.enqueue(respond.turn([{ toolCall: { name: 'read_file', args: { path: 'docs/roadmap.md' } } }]), respond.turn([{ text: 'Done.' }]));
-    const turn = startTurn(t, { projectId: 'alpha' }, { authorization: `Bearer ${a.key}` });
-    const asked = await turn.asked;
-    const path = `${t.url}/api/chat/runs/${asked.data.requestId}/approvals`;
-    const as = (key: string, body?: unknown) =>
-      fetch(body ? `${path}/${asked.data.approvalId}` : path, {
-        method: body ? 'POST' : 'GET',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-    expect((await as(b.key, { decision: 'approve' })).status).toBe(404);
-    expect((await as(b.key)).status).toBe(404);
-    expect((await (await as(a.key)).json())[0]).toMatchObject({ status: 'pending' });
-    const ok = await as(a.key, { decision: 'approve' });
-    expect(await ok.json()).toMatchObject({ status: 'approved', by: a.id });
-    expect((await turn.stream).events.find((e) => e.event === 'approval_decided')!.data).toMatchObject({ by: a.id });
-  });
-});
+describeProjectBoundApprovals('approvals with keys bound to projects', { TWO_STAGE_ENABLED: 'true' }, (t, body, headers) => startTurn(t, body, headers));

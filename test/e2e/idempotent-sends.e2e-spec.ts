@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
-import type { ToolDefinition } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
-import { startApp, type TestApp } from '../support/app';
+import { startApp, startPeer, type TestApp } from '../support/app';
 import { describeOnPostgres } from '../support/db';
 import { readmeExample } from '../support/readme-example';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse, type SseResponse } from '../support/sse-client';
+import { gatedTool } from '../support/test-tools';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -22,32 +22,6 @@ import { waitFor } from '../support/wait-for';
  */
 
 /** A tool that holds its call until the test opens it, so a turn is live while other sends arrive. */
-function gatedTool() {
-  let open: () => void = () => undefined;
-  let reached: () => void = () => undefined;
-  const gate = {
-    reached: Promise.resolve(),
-    arm() {
-      gate.reached = new Promise<void>((r) => (reached = r));
-    },
-    open: () => open(),
-  };
-  const tool: ToolDefinition = {
-    name: 'probe_gate',
-    description: 'Waits for something',
-    parameters: { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] },
-    origin: 'builtin',
-    isAvailable: () => true,
-    execute: async () => {
-      const opened = new Promise<void>((r) => (open = r));
-      reached();
-      await opened;
-      return { output: { found: 'gate result' } };
-    },
-  };
-  return { gate, tool };
-}
-
 const gatedTurn = (answer: string) => [respond.turn([{ toolCall: { name: 'probe_gate', args: { step: 'one' }, id: 'g1' } }]), respond.turn([{ text: answer }])];
 
 async function count(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {
@@ -388,7 +362,7 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
     llm = await ReplayServer.start();
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' };
     a = await startApp(env);
-    b = await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl });
+    b = await startPeer(a, env);
     for (const x of [a, b]) x.app.get(ToolRegistryService).register(tool);
   }, 120_000);
   afterAll(async () => {

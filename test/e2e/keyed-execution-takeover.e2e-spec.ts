@@ -1,14 +1,13 @@
-import { execFileSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { freePort, startOrion, type Instance } from '../faults/harness';
+import type { Instance } from '../faults/harness';
 import { startApp, type TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
 import { startHttpMcpServer, type HttpMcpTestServer } from '../support/mcp-http-server';
 import { ReplayServer, respond } from '../support/replay-server';
+import { buildService, killA, reviveA, startA } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -19,8 +18,6 @@ import { waitFor } from '../support/wait-for';
  * execution: `record_note` has a side effect (no readOnlyHint), `peek_note` is annotated
  * `readOnlyHint: true`. The retry on B gets the complete result, the model having been asked once.
  */
-const ROOT = join(__dirname, '..', '..');
-const DIST = join(ROOT, 'dist', 'main.js');
 const LEASE_MS = 3000;
 const RECORD = 'note__record_note';
 const PEEK = 'note__peek_note';
@@ -49,7 +46,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a keyed tool-
   };
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], { cwd: ROOT, stdio: 'ignore', timeout: 600_000 });
+    buildService();
     db = await createTestDatabase();
     model = await ReplayServer.start();
     mcp = await startHttpMcpServer((s) => {
@@ -59,14 +56,15 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a keyed tool-
     const config = join(mkdtempSync(join(tmpdir(), 'orion-keyed-mcp-')), 'mcp.json');
     writeFileSync(config, JSON.stringify({ mcpServers: { note: { url: mcp.url } } }));
     env = { DATABASE_URL: db.url, LLM_PROVIDER: 'openai', LLM_BASE_URL: model.openAiBaseUrl, LLM_MODEL: 'm', RUN_LEASE_MS: String(LEASE_MS), MCP_CONFIG: config, TOOLS_APPROVAL_DEFAULT: 'none' };
-    a = await startOrion(DIST, await freePort(), env);
+    a = await startA(env);
     b = await startApp(env, { databaseUrl: db.url });
     for (const url of [a.url, b.url]) await waitFor(async () => (await (await fetch(`${url}/api/tools`)).text()).includes(PEEK), { what: 'the MCP tools', timeoutMs: 30_000 });
   }, 700_000);
 
   beforeEach(async () => {
-    if (a.child.exitCode !== null || a.child.signalCode !== null) {
-      a = await startOrion(DIST, a.port, env);
+    const alive = a;
+    a = await reviveA(a, env);
+    if (a !== alive) {
       await waitFor(async () => (await (await fetch(`${a.url}/api/tools`)).text()).includes(PEEK), { what: 'the MCP tools', timeoutMs: 30_000 });
     }
   }, 120_000);
@@ -90,8 +88,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a keyed tool-
     const first = send(a.url).catch(() => null);
     // A answering means the cut-off call never started: say what it answered
     await Promise.race([started, first.then(async (r) => Promise.reject(new Error(`A answered before the call on ${cutOff} started: ${r ? await r.text() : 'nothing'}`)))]);
-    a.child.kill('SIGKILL');
-    await once(a.child, 'exit').catch(() => undefined);
+    await killA(a);
     expect(await first).toBeNull(); // the client's connection died with A
     const retry = await send(b.url);
     expect(retry.status).toBe(200);

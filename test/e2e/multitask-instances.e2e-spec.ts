@@ -1,9 +1,9 @@
 import { DataSource } from 'typeorm';
-import type { ToolDefinition } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
-import { startApp, type TestApp } from '../support/app';
+import { startApp, startPeer, type TestApp } from '../support/app';
 import { describeOnPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
+import { gatedTool } from '../support/test-tools';
 import { sse, type SseEvent, type SseResponse } from '../support/sse-client';
 import { waitFor } from '../support/wait-for';
 
@@ -17,30 +17,14 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
   let llm: ReplayServer;
   let a: TestApp;
   let b: TestApp;
-  let openGate: () => void = () => undefined;
-  let gateReached: Promise<void>;
-  let reachGate: () => void = () => undefined;
-
-  const gatedTool: ToolDefinition = {
-    name: 'probe_gate',
-    description: 'Waits for something',
-    parameters: { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] },
-    origin: 'builtin',
-    isAvailable: () => true,
-    execute: async () => {
-      const opened = new Promise<void>((resolve) => (openGate = resolve));
-      reachGate();
-      await opened;
-      return { output: { found: 'gate result' } };
-    },
-  };
+  const { gate, tool: gateTool } = gatedTool();
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model' };
     a = await startApp(env);
-    b = await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl });
-    for (const t of [a, b]) t.app.get(ToolRegistryService).register(gatedTool);
+    b = await startPeer(a, env);
+    for (const t of [a, b]) t.app.get(ToolRegistryService).register(gateTool);
   }, 120_000);
   afterAll(async () => {
     await b.app.close();
@@ -49,7 +33,7 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
   });
   beforeEach(() => {
     llm.reset();
-    gateReached = new Promise<void>((resolve) => (reachGate = resolve));
+    gate.arm();
   });
 
   const send = (t: TestApp, body: Record<string, unknown>, onEvent?: (e: SseEvent) => void) => sse(`${t.url}/api/chat/messages`, { body, timeoutMs: 60_000, onEvent });
@@ -70,9 +54,9 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
     llm.enqueue(respond.turn([{ toolCall: { name: 'probe_gate', args: { step: 'one' }, id: 'g1' } }]), respond.turn([{ text: 'Winner answer.' }]));
     const settled: SseResponse[] = [];
     const all = Array.from({ length: 20 }, (_, i) => send(i % 2 ? b : a, { content: `Message ${i}`, conversationId }).then((r) => (settled.push(r), r)));
-    await gateReached;
+    await gate.reached;
     await waitFor(() => settled.length === 19, { what: '19 refusals while the winner runs' });
-    openGate();
+    gate.open();
     const results = await Promise.all(all);
     const won = results.filter((r) => r.status === 200);
     expect(won).toHaveLength(1);
@@ -90,7 +74,7 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
     const aStart = new Promise<SseEvent>((resolve) => (aStarted = resolve));
     const onA = send(a, { content: 'On A', conversationId }, (e) => e.event === 'start' && aStarted(e)).then((r) => (order.push('A done'), r));
     const activeRequestId = (await aStart).data.requestId;
-    await gateReached;
+    await gate.reached;
     let queued!: (e: SseEvent) => void;
     const bQueued = new Promise<SseEvent>((resolve) => (queued = resolve));
     const onB = send(b, { content: 'On B', conversationId, options: { multitask: 'enqueue' } }, (e) => {
@@ -98,7 +82,7 @@ describeOnPostgres('two instances share one database (PGlite in memory cannot)',
       if (e.event === 'start') order.push('B start');
     });
     expect((await bQueued).data).toMatchObject({ position: 1, activeRequestId });
-    openGate();
+    gate.open();
     const [resA, resB] = await Promise.all([onA, onB]);
     expect(order).toEqual(['A done', 'B start']);
     expect(resA.events.at(-1)).toMatchObject({ event: 'done', data: { fullContent: 'A answer.' } });

@@ -1,9 +1,9 @@
 import { DataSource } from 'typeorm';
-import type { ToolDefinition } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
+import { gatedTool } from '../support/test-tools';
 import { sse, type SseEvent, type SseResponse } from '../support/sse-client';
 import { waitFor } from '../support/wait-for';
 
@@ -31,31 +31,14 @@ describe.each([
   let llm: ReplayServer;
   let app: TestApp;
   let url: string;
-  /** opens the gate tool's current wait (the held turn goes on) */
-  let openGate: () => void = () => undefined;
-  let gateReached: Promise<void>;
-  let reachGate: () => void = () => undefined;
-  const armGate = () => (gateReached = new Promise<void>((resolve) => (reachGate = resolve)));
-
-  const gatedTool: ToolDefinition = {
-    name: 'probe_gate',
-    description: 'Waits for something',
-    parameters: { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] },
-    origin: 'builtin',
-    isAvailable: () => true,
-    execute: async () => {
-      const opened = new Promise<void>((resolve) => (openGate = resolve));
-      reachGate();
-      await opened;
-      return { output: { found: 'gate result' } };
-    },
-  };
+  /** the tool a first turn is held in until the test opens its gate */
+  const { gate, tool: gateTool } = gatedTool();
 
   beforeAll(async () => {
     llm = await ReplayServer.start();
     app = await startApp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' });
     url = app.url;
-    app.app.get(ToolRegistryService).register(gatedTool);
+    app.app.get(ToolRegistryService).register(gateTool);
   }, 120_000);
   afterAll(async () => {
     await app.close();
@@ -63,7 +46,7 @@ describe.each([
   });
   beforeEach(() => {
     llm.reset();
-    armGate();
+    gate.arm();
   });
 
   const send = (body: Record<string, unknown>, onEvent?: (e: SseEvent) => void | 'close'): Sent => {
@@ -104,7 +87,7 @@ describe.each([
     llm.enqueue(respond.turn([{ toolCall: { name: 'probe_gate', args: { step: 'one' }, id: 'g1' } }]), respond.turn([{ text: 'First answer.' }]));
     const first = send({ content, ...(conversationId && { conversationId }) });
     const start = await first.first('start');
-    await gateReached;
+    await gate.reached;
     return { first, requestId: start.data.requestId as string, conversationId: start.data.conversationId as string };
   };
 
@@ -116,7 +99,7 @@ describe.each([
     expect(await res.json()).toMatchObject({ statusCode: 409, error: 'conversation_busy', requestId });
     expect(await messages(conversationId)).toEqual(before);
     expect(await runCount(conversationId)).toBe(1);
-    openGate();
+    gate.open();
     expect((await first.done).events.at(-1)).toMatchObject({ event: 'done', data: { stopReason: 'final_answer' } });
     const list = await messages(conversationId);
     expect(list.map((m) => m.content)).toEqual(['First question', 'First answer.']);
@@ -136,7 +119,7 @@ describe.each([
     expect(queued.id).toBe('0');
     // queued, not stored as a message yet: the history shows only the turn that runs
     expect((await messages(conversationId)).map((m) => m.content)).toEqual(['First question']);
-    openGate();
+    gate.open();
     const res = await second.done;
     expect(order).toEqual(['first done', 'second start']);
     expect(res.events.map((e) => e.event)[0]).toBe('queued');
@@ -159,7 +142,7 @@ describe.each([
     const res = await second.done;
     expect(res.events.map((e) => e.event)).toEqual(['queued', 'done']);
     expect(res.events.at(-1)!.data).toMatchObject({ stopReason: 'cancelled', messageId: null });
-    openGate();
+    gate.open();
     await first.done;
     expect((await messages(conversationId)).map((m) => m.content)).toEqual(['First question', 'First answer.']);
     expect(await runCount(conversationId)).toBe(1);
@@ -176,7 +159,7 @@ describe.each([
     llm.enqueue(respond.turn([{ text: 'Detached answer.' }]));
     const detached = send({ content: 'Run anyway', conversationId, options: { multitask: 'enqueue', detach: true } }, (e) => (e.event === 'queued' ? 'close' : undefined));
     await detached.done;
-    openGate();
+    gate.open();
     await first.done;
     const list = await waitFor(async () => {
       const l = await messages(conversationId);
@@ -276,9 +259,9 @@ describe.each([
     llm.enqueue(respond.turn([{ toolCall: { name: 'probe_gate', args: { step: 'one' }, id: 'g1' } }]), respond.turn([{ text: 'Winner answer.' }]));
     const settled: SseResponse[] = [];
     const rejecting = Array.from({ length: 20 }, (_, i) => send({ content: `Reject ${i}`, conversationId }).done.then((r) => (settled.push(r), r)));
-    await gateReached;
+    await gate.reached;
     await waitFor(() => settled.length === 19, { what: '19 refusals while the winner runs' });
-    openGate();
+    gate.open();
     const rejects = await Promise.all(rejecting);
     const won = rejects.filter((r) => r.status === 200);
     expect(won).toHaveLength(1);

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { Response as OpenAiResponse, ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { startApp, type TestApp } from '../support/app';
+import { startApp, startPeer, type TestApp } from '../support/app';
 import { itOnPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { readmeExample } from '../support/readme-example';
@@ -181,7 +181,7 @@ describe('OpenAI Responses API across two instances', () => {
     llm = await ReplayServer.start();
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'model-a' };
     a = await startApp(env);
-    b = await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl });
+    b = await startPeer(a, env);
   }, 120_000);
   afterAll(async () => {
     await b?.close();

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import type { ToolDefinition } from '../../src/tools/tool-definition';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
-import { startApp, type TestApp } from '../support/app';
+import { startApp, startPeer, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { sse } from '../support/sse-client';
@@ -36,7 +36,7 @@ describe(`a cancelled run is never resumed (${onPostgres() ? 'two instances' : '
     // stores one that the executing instance must not hear of before it pauses)
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true', RUN_LEASE_MS: '120000' };
     a = await startApp(env);
-    b = onPostgres() ? await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl }) : a;
+    b = onPostgres() ? await startPeer(a, env) : a;
     for (const t of new Set([a, b])) {
       const registry = t.app.get(ToolRegistryService);
       registry.register(probeTool('probe_first', calls));

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
-import { startApp, type TestApp } from '../support/app';
+import { startApp, startPeer, type TestApp } from '../support/app';
 import { describeOnPostgres, onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
@@ -292,7 +292,7 @@ describeOnPostgres('two instances share one database only on a PostgreSQL server
     llm = await ReplayServer.start();
     a = await startApp(env(llm));
     seedWorkspace(a);
-    b = await startApp({ ...env(llm), WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl });
+    b = await startPeer(a, env(llm));
   });
   afterAll(async () => {
     await b.app.close();

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { ToolRegistryService } from '../../src/tools/tool-registry.service';
-import { startApp, type TestApp } from '../support/app';
+import { startApp, startPeer, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
 import { checkEnvelope, sse, type SseEvent } from '../support/sse-client';
@@ -28,7 +28,7 @@ describe(`forking a run from an earlier checkpoint (${onPostgres() ? 'two instan
     llm = await ReplayServer.start();
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.openAiBaseUrl, LLM_MODEL: 'scripted-model', TWO_STAGE_ENABLED: 'true' };
     a = await startApp(env);
-    b = onPostgres() ? await startApp({ ...env, WORKSPACE_ROOT: a.workspace }, { databaseUrl: a.databaseUrl }) : a;
+    b = onPostgres() ? await startPeer(a, env) : a;
     for (const t of new Set([a, b])) {
       const registry = t.app.get(ToolRegistryService);
       registry.register(probeTool('probe_first', calls));

@@ -1,13 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { freePort, readSse, startOrion, type Instance, type Received } from '../faults/harness';
-import { startApp, type TestApp } from '../support/app';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Client } from 'pg';
+import { readSse, type Instance, type Received } from '../faults/harness';
+import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
+import { answerFrames, modelEnv, onBody, openAiFrame, serveModel, toolCallFrames } from '../support/openai-frames';
 import { sse } from '../support/sse-client';
+import { buildService, killA, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -22,8 +20,6 @@ import { waitFor } from '../support/wait-for';
  * on from the checkpoint taken before the step's calls: fetch_page only reads, so it runs again
  * (a tool with a side effect is answered as cut off: the fault suite's continuation cases).
  */
-const ROOT = join(__dirname, '..', '..');
-const DIST = join(ROOT, 'dist', 'main.js');
 const LEASE_MS = 3000;
 const ANSWER = ['The', 'page', 'is', 'slow.'];
 
@@ -40,14 +36,9 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
   /** where A is cut: the answer after the tool (default), the first model call, or the page the tool fetches */
   let cut: 'answer' | 'first-call' | 'tool' = 'answer';
 
-  const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
-    `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-
   /** The first model call asks for fetch_page; the first answer call sends two words and hangs (A is killed then); later ones answer. */
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
+    onBody(req, () => {
       if (req.url?.startsWith('/page')) {
         // never answers: the instance is killed while its tool waits for the page
         if (++pages === 1 && cut === 'tool') return;
@@ -56,41 +47,33 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (++calls === 1 && cut === 'first-call') {
-        res.write(frame({ content: 'Let me ' }));
+        res.write(openAiFrame({ content: 'Let me ' }));
         return; // never ends: the instance is killed before the first step completed
       }
       if (pages === 0) {
-        res.end(frame({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'fetch_page', arguments: JSON.stringify({ url: `http://127.0.0.1:${port}/page` }) } }] }, 'tool_calls') + 'data: [DONE]\n\n');
+        res.end(toolCallFrames('call_1', 'fetch_page', { url: `http://127.0.0.1:${port}/page` }));
         return;
       }
       if (++answers === 1 && cut === 'answer') {
-        for (const w of ANSWER.slice(0, 2)) res.write(frame({ content: `${w} ` }));
+        for (const w of ANSWER.slice(0, 2)) res.write(openAiFrame({ content: `${w} ` }));
         return; // never ends: the instance is killed while it streams
       }
-      res.end(ANSWER.map((w, i) => frame({ content: i === ANSWER.length - 1 ? w : `${w} ` })).join('') + frame({}, 'stop') + 'data: [DONE]\n\n');
+      res.end(answerFrames(ANSWER));
     });
   }
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], { cwd: ROOT, stdio: 'ignore', timeout: 600_000 });
+    buildService();
     db = await createTestDatabase();
-    model = createServer(handle);
-    await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
-    port = (model.address() as AddressInfo).port;
+    ({ server: model, port } = await serveModel(handle));
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(port),
       TWO_STAGE_ENABLED: 'true',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: '',
     };
-    a = await startOrion(DIST, await freePort(), env);
-    b = await startApp(env, { databaseUrl: db.url });
-    pg = new Client({ connectionString: db.url });
-    await pg.connect();
+    ({ a, b, pg } = await startTwoInstances(env, db.url));
   }, 700_000);
 
   let env: Record<string, string>;
@@ -99,13 +82,11 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     answers = 0;
     calls = 0;
     cut = 'answer';
-    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+    a = await reviveA(a, env);
   }, 120_000);
 
   afterAll(async () => {
-    a?.child.kill('SIGKILL');
-    await b?.close();
-    await pg?.end();
+    await stopTwoInstances({ a, b, pg });
     model?.closeAllConnections();
     model?.close();
     await db?.drop();
@@ -118,8 +99,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a running tur
     await waitFor(() => killWhen(got), { what: 'the point where A is killed', timeoutMs: 30_000 });
     const requestId = String(got[0].data.requestId);
     const lastId = got.at(-1)!.id;
-    a.child.kill('SIGKILL');
-    await once(a.child, 'exit').catch(() => undefined);
+    await killA(a);
     await stream;
     // the client reconnects to B after the last event it read
     const again = await sse(`${b.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': String(lastId) }, timeoutMs: LEASE_MS * 20 });

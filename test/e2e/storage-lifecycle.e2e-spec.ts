@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { DataSource, type QueryRunner } from 'typeorm';
 import { StorageMaintenanceService } from '../../src/chat/storage-maintenance.service';
 import { CompactedText1764730000000 } from '../../src/database/migrations/1764730000000-compacted-text';
@@ -6,26 +5,13 @@ import { ToolRegistryService } from '../../src/tools/tool-registry.service';
 import { startApp, type TestApp } from '../support/app';
 import { onPostgres } from '../support/db';
 import { ReplayServer, respond } from '../support/replay-server';
+import { chunks, parseStream, textByPhase } from '../support/run-event-text';
 import { sse, type SseEvent } from '../support/sse-client';
+import { ageRun, heldRun, rowsOf } from '../support/storage-rows';
 import { probeTool } from '../support/test-tools';
 
 const json = (method: string, url: string, body?: unknown) =>
   fetch(url, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-const chunks = (events: SseEvent[]) => events.filter((e) => e.event === 'chunk');
-/** The answer text per phase, as a stream's chunk events carry it. */
-const textByPhase = (events: SseEvent[]) => {
-  const out: Record<string, string> = {};
-  for (const e of chunks(events)) out[String(e.data.phaseIndex)] = (out[String(e.data.phaseIndex)] ?? '') + String(e.data.content);
-  return out;
-};
-const parseStream = (text: string): SseEvent[] =>
-  text
-    .split('\n\n')
-    .filter((b) => b.includes('data: '))
-    .map((b) => {
-      const line = (k: string) => b.split('\n').find((l) => l.startsWith(`${k}: `))?.slice(k.length + 2);
-      return { id: line('id'), event: line('event') ?? 'message', data: JSON.parse(line('data') ?? '{}') as Record<string, unknown> };
-    });
 
 /**
  * Issue 43, items 1 and 2 on both databases: an ended run's chunk events are folded into one per
@@ -174,35 +160,6 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     expect(fork.events.at(-1)!.data.fullContent).toBe('Looking it up. Forked.');
   });
 
-  /** Rows of a run in `status` made by hand, `age` old, with events and a trace record. */
-  const heldRun = async (status: 'running' | 'awaiting_approval' | 'paused', projectId: string) => {
-    const conversationId = randomUUID();
-    const requestId = randomUUID();
-    await ds.query(`INSERT INTO conversations (id, project_id, updated_at) VALUES ($1, $2, now() - interval '2 hours')`, [conversationId, projectId]);
-    await ds.query(
-      `INSERT INTO runs (request_id, conversation_id, project_id, protocol, status, lease_owner, lease_expires_at, updated_at, created_at)
-       VALUES ($1, $2, $3, 'two-stage', $4, 'elsewhere', now() + interval '1 hour', now() - interval '2 hours', now() - interval '2 hours')`,
-      [requestId, conversationId, projectId, status],
-    );
-    await ds.query(`INSERT INTO run_events (request_id, seq, type, data, created_at, run_created_at) SELECT $1::uuid, v.seq, v.type, v.data::jsonb, now() - interval '2 hours', r.created_at FROM runs r, (VALUES (1, 'start', '{}'), (2, 'chunk', '{"content":"a"}'), (3, 'chunk', '{"content":"b"}')) AS v(seq, type, data) WHERE r.request_id = $1`, [requestId]);
-    await ds.query(`INSERT INTO trace_events (request_id, project_id, type, created_at) VALUES ($1, $2, 'run_started', now() - interval '2 hours')`, [requestId, projectId]);
-    return { requestId, conversationId };
-  };
-  const age = (requestId: string, conversationId: string) =>
-    Promise.all([
-      ds.query(`UPDATE runs SET updated_at = now() - interval '2 hours' WHERE request_id = $1`, [requestId]),
-      ds.query(`UPDATE trace_events SET created_at = now() - interval '2 hours' WHERE request_id = $1`, [requestId]),
-      ds.query(`UPDATE conversations SET updated_at = now() - interval '2 hours' WHERE id = $1`, [conversationId]),
-    ]);
-  const rowsOf = async (requestId: string, conversationId: string) => {
-    const [r] = (await ds.query(
-      `SELECT (SELECT count(*) FROM runs WHERE request_id = $1)::int AS runs, (SELECT count(*) FROM run_events WHERE request_id = $1)::int AS events,
-              (SELECT count(*) FROM trace_events WHERE request_id = $1::text)::int AS trace, (SELECT count(*) FROM conversations WHERE id = $2)::int AS conversations`,
-      [requestId, conversationId],
-    )) as Array<{ runs: number; events: number; trace: number; conversations: number }>;
-    return r;
-  };
-
   it('retention by project: expired runs, trace and conversations go, other projects and live or paused runs keep every row', async () => {
     // the project's own values over the deployment's (unset here: kept for ever)
     const put = await json('PUT', `${t.url}/api/admin/projects/expiring/retention`, { runs: '1h', trace: '1h', conversations: '1h' });
@@ -212,10 +169,10 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     const expired = await finishedTurn('expiring');
     const otherProject = await finishedTurn('default');
     const recent = await finishedTurn('expiring');
-    await age(expired.requestId, expired.conversationId);
-    await age(otherProject.requestId, otherProject.conversationId);
-    const held = await Promise.all((['running', 'awaiting_approval', 'paused'] as const).map((s) => heldRun(s, 'expiring')));
-    const heldBefore = await Promise.all(held.map((h) => rowsOf(h.requestId, h.conversationId)));
+    await ageRun(ds, expired.requestId, expired.conversationId);
+    await ageRun(ds, otherProject.requestId, otherProject.conversationId);
+    const held = await Promise.all((['running', 'awaiting_approval', 'paused'] as const).map((s) => heldRun(ds, s, 'expiring')));
+    const heldBefore = await Promise.all(held.map((h) => rowsOf(ds, h.requestId, h.conversationId)));
     expect(heldBefore.every((r) => r.runs === 1 && r.events === 3 && r.trace === 1)).toBe(true);
 
     const pass = await worker.runOnce();
@@ -227,14 +184,14 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     expect((await fetch(`${t.url}/api/chat/runs/${expired.requestId}`)).status).toBe(404);
     expect((await fetch(`${t.url}/api/chat/conversations/${expired.conversationId}/messages`)).status).toBe(404);
     expect(await (await fetch(`${t.url}/api/trace?requestId=${expired.requestId}`)).json()).toEqual([]);
-    expect(await rowsOf(expired.requestId, expired.conversationId)).toEqual({ runs: 0, events: 0, trace: 0, conversations: 0 });
+    expect(await rowsOf(ds, expired.requestId, expired.conversationId)).toEqual({ runs: 0, events: 0, trace: 0, conversations: 0 });
     // the same age in a project without retention, and a recent turn of the project: kept
     for (const kept of [otherProject, recent]) {
       expect((await fetch(`${t.url}/api/chat/runs/${kept.requestId}`)).status).toBe(200);
-      expect((await rowsOf(kept.requestId, kept.conversationId)).conversations).toBe(1);
+      expect((await rowsOf(ds, kept.requestId, kept.conversationId)).conversations).toBe(1);
     }
     // live and paused runs, older than the retention: not a row removed
-    expect(await Promise.all(held.map((h) => rowsOf(h.requestId, h.conversationId)))).toEqual(held.map(() => ({ runs: 1, events: 3, trace: 1, conversations: 1 })));
+    expect(await Promise.all(held.map((h) => rowsOf(ds, h.requestId, h.conversationId)))).toEqual(held.map(() => ({ runs: 1, events: 3, trace: 1, conversations: 1 })));
     // counted and traced
     const metrics = await (await fetch(`${t.url}/metrics`)).text();
     expect(metrics).toMatch(/orion_rows_purged_total\{table="runs"\} [1-9]/);
@@ -249,14 +206,14 @@ describe(`storage lifecycle (${onPostgres() ? 'PostgreSQL' : 'PGlite'})`, () => 
     await json('PUT', `${t.url}/api/admin/projects/keeper/retention`, { runs: 'forever' });
     const gone = await finishedTurn('runs-only');
     const kept = await finishedTurn('keeper');
-    await age(gone.requestId, gone.conversationId);
-    await age(kept.requestId, kept.conversationId);
+    await ageRun(ds, gone.requestId, gone.conversationId);
+    await ageRun(ds, kept.requestId, kept.conversationId);
     await worker.runOnce();
-    expect(await rowsOf(gone.requestId, gone.conversationId)).toMatchObject({ runs: 0, events: 0, conversations: 1 });
+    expect(await rowsOf(ds, gone.requestId, gone.conversationId)).toMatchObject({ runs: 0, events: 0, conversations: 1 });
     const messages = (await (await fetch(`${t.url}/api/chat/conversations/${gone.conversationId}/messages`)).json()) as Array<{ role: string; content: string }>;
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
     expect((await fetch(`${t.url}/api/chat/runs/${gone.requestId}`)).status).toBe(404);
-    expect(await rowsOf(kept.requestId, kept.conversationId)).toMatchObject({ runs: 1, conversations: 1 });
+    expect(await rowsOf(ds, kept.requestId, kept.conversationId)).toMatchObject({ runs: 1, conversations: 1 });
   });
 
   it('the admin route refuses what is not a duration with a 400 and changes nothing', async () => {

@@ -1,16 +1,16 @@
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { assembledAnswer, NOTE_SERVER, NOTE_TOOL, startNoteTool, type NoteTool } from '../faults/continuation';
-import { freePort, readSse, startOrion, type Instance, type Received } from '../faults/harness';
-import { startApp, type TestApp } from '../support/app';
+import { readSse, type Instance, type Received } from '../faults/harness';
+import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
+import { answerFrames, modelEnv, onBody, openAiFrame, serveModel, toolCallFrames } from '../support/openai-frames';
 import { sse } from '../support/sse-client';
+import { buildService, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -23,8 +23,6 @@ import { waitFor } from '../support/wait-for';
  * stored one. Tools are counted where they run: the MCP note tool (no readOnlyHint) by its
  * note, fetch_page at the page it fetches.
  */
-const ROOT = join(__dirname, '..', '..');
-const DIST = join(ROOT, 'dist', 'main.js');
 const LEASE_MS = 3000;
 const ANSWER = ['All', 'is', 'well.'];
 
@@ -45,14 +43,10 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a two-stage t
   /** the model requests' bodies, in order */
   let bodies: string[] = [];
 
-  const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
-    `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const kill = () => a.child.kill('SIGKILL');
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
+    onBody(req, (body) => {
       if (req.url?.startsWith('/page')) {
         // the first fetch is cut off: A dies while it waits for the page
         if (++pages === 1) return kill();
@@ -61,46 +55,37 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a two-stage t
       }
       bodies.push(body);
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const call = (name: string, args: unknown) =>
-        res.end(frame({ tool_calls: [{ index: 0, id: `call_${bodies.length}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] }, 'tool_calls') + 'data: [DONE]\n\n');
+      const call = (name: string, args: unknown) => res.end(toolCallFrames(`call_${bodies.length}`, name, args));
       const offered = (JSON.parse(body) as { tools?: unknown[] }).tools?.length ?? 0;
       // (the system prompt itself names "[Tool result #N …]")
       const result = body.includes('[Tool result #1');
       if (!result && offered > 0 && mode === 'note') return call(NOTE_TOOL, { note: marker });
       if (!result && offered > 0 && mode === 'page') return call('fetch_page', { url: `http://127.0.0.1:${port}/page` });
       if (mode === 'hang-first-answer' && ++answers === 1) {
-        for (const w of ANSWER.slice(0, 2)) res.write(frame({ content: `${w} ` }));
+        for (const w of ANSWER.slice(0, 2)) res.write(openAiFrame({ content: `${w} ` }));
         return; // never ends: A is killed while it streams
       }
-      res.end(ANSWER.map((w, i) => frame({ content: i === ANSWER.length - 1 ? w : `${w} ` })).join('') + frame({}, 'stop') + 'data: [DONE]\n\n');
+      res.end(answerFrames(ANSWER));
     });
   }
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], { cwd: ROOT, stdio: 'ignore', timeout: 600_000 });
+    buildService();
     db = await createTestDatabase();
-    model = createServer(handle);
-    await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
-    port = (model.address() as AddressInfo).port;
+    ({ server: model, port } = await serveModel(handle));
     note = await startNoteTool();
     const mcpConfig = join(mkdtempSync(join(tmpdir(), 'orion-cutoff-mcp-')), 'mcp.json');
     writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [NOTE_SERVER]: { url: note.url } } }));
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(port),
       TWO_STAGE_ENABLED: 'true',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: mcpConfig,
       // the note tool runs as the model asks (no person in the loop)
       TOOLS_APPROVAL_DEFAULT: 'none',
     };
-    a = await startOrion(DIST, await freePort(), env);
-    b = await startApp(env, { databaseUrl: db.url });
-    pg = new Client({ connectionString: db.url });
-    await pg.connect();
+    ({ a, b, pg } = await startTwoInstances(env, db.url));
     // both instances list the note tool before a turn offers it
     await waitFor(async () => ((await (await fetch(`${b.url}/api/tools`)).json()) as Array<{ name: string }>).some((t) => t.name === NOTE_TOOL), { what: 'the note tool on B', timeoutMs: 30_000 });
   }, 700_000);
@@ -111,14 +96,12 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a two-stage t
     bodies = [];
     marker = Math.random().toString(36).slice(2, 10);
     note.set({ slow: false });
-    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+    a = await reviveA(a, env);
     await waitFor(async () => ((await (await fetch(`${a.url}/api/tools`)).json()) as Array<{ name: string }>).some((t) => t.name === NOTE_TOOL), { what: 'the note tool on A', timeoutMs: 30_000 });
   }, 120_000);
 
   afterAll(async () => {
-    a?.child.kill('SIGKILL');
-    await b?.close();
-    await pg?.end();
+    await stopTwoInstances({ a, b, pg });
     await note?.close();
     model?.closeAllConnections();
     model?.close();

@@ -81,6 +81,21 @@ const seqs = (events: RunEvent[]) => events.map((e) => e.seq);
 const oneToN = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 const text = (events: RunEvent[]) => events.filter((e): e is RunEventOf<'chunk'> => e.type === 'chunk').map((e) => e.content).join('');
 
+/** Reads a two-stage turn to its end, pausing it at its first chunk and then letting its held model call go on: every event, the last one `paused`. */
+async function pausedAtFirstChunk(turn: AsyncIterable<RunEvent> & { pause(): Promise<unknown> }, held: { open(): void }) {
+  const first: RunEvent[] = [];
+  for await (const event of turn) {
+    first.push(event);
+    if (event.type === 'chunk' && first.filter((e) => e.type === 'chunk').length === 1) {
+      await turn.pause();
+      held.open();
+    }
+  }
+  const paused = first.at(-1)!;
+  if (paused.type !== 'paused') throw new Error(`the last event is ${paused.type}`);
+  return { first, paused };
+}
+
 /**
  * Issue 34, item 3: the typed TypeScript client (clients/typescript) against a running Orion
  * with a scripted model, through a proxy the test can cut: a turn with typed events, a dropped
@@ -289,16 +304,7 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
       respond.turn([{ text: 'Fork answer.' }]),
     );
     const turn = orion.chat.send({ content: 'Find it' }, { route: 'two-stage' });
-    const first: RunEvent[] = [];
-    for await (const event of turn) {
-      first.push(event);
-      if (event.type === 'chunk' && first.filter((e) => e.type === 'chunk').length === 1) {
-        await turn.pause();
-        held.open();
-      }
-    }
-    const paused = first.at(-1)!;
-    if (paused.type !== 'paused') throw new Error(`the last event is ${paused.type}`);
+    const { first, paused } = await pausedAtFirstChunk(turn, held);
     expect(paused.resumeFromPhaseIndex).toBe(2);
     expect(calls).toEqual(['probe_first:one']);
     const requestId = turn.requestId!;
@@ -329,16 +335,7 @@ describe(`the typed client against a running service (${onPostgres() ? 'PostgreS
       heldTurn([{ text: 'Resumed ' }, { text: 'answer.' }], 'Resumed', resumedHeld.opened),
     );
     const turn = orion.chat.send({ content: 'Find it, then follow it' }, { route: 'two-stage' });
-    const first: RunEvent[] = [];
-    for await (const event of turn) {
-      first.push(event);
-      if (event.type === 'chunk' && first.filter((e) => e.type === 'chunk').length === 1) {
-        await turn.pause();
-        held.open();
-      }
-    }
-    const paused = first.at(-1)!;
-    if (paused.type !== 'paused') throw new Error(`the last event is ${paused.type}`);
+    const { first, paused } = await pausedAtFirstChunk(turn, held);
     const requestId = turn.requestId!;
 
     // paused and not resumed: the events route's stream ends at the paused

@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openAiFrame as chunk } from '../support/openai-frames';
 import { scriptedDelay } from '../support/scripted-delay';
 import { readSseFrames } from '../support/sse-reader';
 import { waitFor } from '../support/wait-for';
@@ -32,8 +33,6 @@ export interface ModelScript {
 /** Scripted model: first call (no tool result yet) answers with tool calls, the next with words. */
 export async function startModel(script: () => ModelScript, hook: (h: ModelHook, n: number) => void) {
   let requests = 0;
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-    `data: ${JSON.stringify({ id: 'f', object: 'chat.completion.chunk', created: 0, model: 'fault', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = '';
     req.on('data', (c) => (body += c));

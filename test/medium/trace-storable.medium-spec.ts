@@ -1,14 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
-import { RunEntity } from '../../src/runs/entities/run.entity';
-import { RunEventRepository } from '../../src/runs/repositories/run-event.repository';
-import { RunRepository } from '../../src/runs/repositories/run.repository';
-import { RunEventWriter } from '../../src/runs/run-event-writer.service';
-import { TraceEventEntity } from '../../src/trace/trace-event.entity';
-import { TraceEventRepository } from '../../src/trace/repositories/trace-event.repository';
-import { TraceWriterService } from '../../src/trace/trace-writer.service';
-import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
+import type { RunEventWriter } from '../../src/runs/run-event-writer.service';
+import type { TraceWriterService } from '../../src/trace/trace-writer.service';
+import type { DatabaseContext } from '../support/db-context';
+import { startRunTraceContext, type RunTraceContext } from '../support/run-trace-context';
 
 /**
  * Issue 44, item 5: a trace record whose details hold what PostgreSQL refuses in jsonb (NUL, a lone
@@ -20,32 +14,18 @@ import { startDatabaseContext, type DatabaseContext } from '../support/db-contex
 describe('trace records that PostgreSQL would refuse as they are (medium)', () => {
   let db: DatabaseContext;
   let ds: DataSource;
-  let runs: RunRepository;
   let writer: RunEventWriter;
   let trace: TraceWriterService;
-  let conversationId: string;
+  let open: RunTraceContext['open'];
 
   beforeAll(async () => {
-    db = await startDatabaseContext(
-      [RunEntity, RunEventEntity, TraceEventEntity],
-      [RunRepository, RunEventRepository, RunEventWriter, TraceEventRepository, TraceWriterService],
-    );
-    ds = db.ds;
-    runs = db.ctx.get(RunRepository);
-    writer = db.ctx.get(RunEventWriter);
-    trace = db.ctx.get(TraceWriterService);
-    [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
+    ({ db, ds, writer, trace, open } = await startRunTraceContext());
   });
   afterAll(async () => {
     await db?.close();
   });
   beforeEach(() => trace.flush());
 
-  const open = async () => {
-    const requestId = randomUUID();
-    await runs.create({ requestId, conversationId, projectId: 'p', userMessageId: null, protocol: 'unified', options: { mode: 'act', detach: true }, leaseOwner: 'me', leaseMs: 30_000 });
-    return requestId;
-  };
   const commits = async (table: 'trace_events' | 'run_events', requestId: string) =>
     ((await ds.query(`SELECT DISTINCT xmin::text AS x FROM ${table} WHERE request_id = $1`, [requestId])) as Array<{ x: string }>).map((r) => r.x);
 

@@ -1,14 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { RunEventEntity } from '../../src/runs/entities/run-event.entity';
-import { RunEntity } from '../../src/runs/entities/run.entity';
 import { LeaseLostError, RunEventRepository } from '../../src/runs/repositories/run-event.repository';
-import { RunRepository } from '../../src/runs/repositories/run.repository';
-import { RunEventWriter } from '../../src/runs/run-event-writer.service';
-import { TraceEventEntity } from '../../src/trace/trace-event.entity';
-import { TraceEventRepository } from '../../src/trace/repositories/trace-event.repository';
-import { TraceWriterService } from '../../src/trace/trace-writer.service';
-import { startDatabaseContext, type DatabaseContext } from '../support/db-context';
+import type { RunEventWriter } from '../../src/runs/run-event-writer.service';
+import type { TraceWriterService } from '../../src/trace/trace-writer.service';
+import type { DatabaseContext } from '../support/db-context';
+import { startRunTraceContext, type RunTraceContext } from '../support/run-trace-context';
 
 /**
  * A run's trace records ride the statement that stores its events (PGlite here, PostgreSQL on
@@ -18,21 +13,12 @@ import { startDatabaseContext, type DatabaseContext } from '../support/db-contex
 describe('trace records stored with their run events (medium)', () => {
   let db: DatabaseContext;
   let ds: DataSource;
-  let runs: RunRepository;
   let writer: RunEventWriter;
   let trace: TraceWriterService;
-  let conversationId: string;
+  let open: RunTraceContext['open'];
 
   beforeAll(async () => {
-    db = await startDatabaseContext(
-      [RunEntity, RunEventEntity, TraceEventEntity],
-      [RunRepository, RunEventRepository, RunEventWriter, TraceEventRepository, TraceWriterService],
-    );
-    ds = db.ds;
-    runs = db.ctx.get(RunRepository);
-    writer = db.ctx.get(RunEventWriter);
-    trace = db.ctx.get(TraceWriterService);
-    [{ id: conversationId }] = await ds.query(`INSERT INTO conversations (project_id, title) VALUES ('p', 't') RETURNING id`);
+    ({ db, ds, writer, trace, open } = await startRunTraceContext());
   });
   afterAll(async () => {
     await db?.close();
@@ -40,11 +26,6 @@ describe('trace records stored with their run events (medium)', () => {
   // nothing queued and no flush timer left by the previous test: each test's records are taken by its own statements
   beforeEach(() => trace.flush());
 
-  const open = async (owner = 'me') => {
-    const requestId = randomUUID();
-    await runs.create({ requestId, conversationId, projectId: 'p', userMessageId: null, protocol: 'unified', options: { mode: 'act', detach: true }, leaseOwner: owner, leaseMs: 30_000 });
-    return requestId;
-  };
   const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ seq: from + i, type: 'chunk', data: { seq: from + i, content: `c${from + i}` } }));
   const callTrace = (requestId: string, callId: string) => trace.record({ requestId, projectId: 'p', type: 'tool_result', details: { callId } });
   /** the run's trace records (callIds in id order) and the transactions that stored them */

@@ -61,3 +61,8 @@ export async function startApp(env: Record<string, string | undefined> = {}, opt
     },
   };
 }
+
+/** A second instance of `of`'s service: the same database and workspace, another process's worth of state. */
+export function startPeer(of: TestApp, env: Record<string, string | undefined> = {}): Promise<TestApp> {
+  return startApp({ ...env, WORKSPACE_ROOT: of.workspace }, { databaseUrl: of.databaseUrl });
+}

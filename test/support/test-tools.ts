@@ -31,3 +31,33 @@ export function probeTool(name: string, calls: string[]): ToolDefinition {
     },
   };
 }
+
+/**
+ * `probe_gate`, a tool that holds its turn mid-step until the test opens the gate: `gate.arm()`
+ * before a turn, `await gate.reached` to know the tool runs, `gate.open()` to let it finish.
+ */
+export function gatedTool() {
+  let open: () => void = () => undefined;
+  let reached: () => void = () => undefined;
+  const gate = {
+    reached: Promise.resolve(),
+    arm() {
+      gate.reached = new Promise<void>((r) => (reached = r));
+    },
+    open: () => open(),
+  };
+  const tool: ToolDefinition = {
+    name: 'probe_gate',
+    description: 'Waits for something',
+    parameters: { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] },
+    origin: 'builtin',
+    isAvailable: () => true,
+    execute: async (): Promise<ToolExecuteResult> => {
+      const opened = new Promise<void>((r) => (open = r));
+      reached();
+      await opened;
+      return { output: { found: 'gate result' } };
+    },
+  };
+  return { gate, tool };
+}

@@ -1,6 +1,7 @@
 import { NotFoundException } from '@nestjs/common';
+import type { Request } from 'express';
 import { badFields } from '../errors/field-errors';
-import { canUseProject, type Principal } from './principal';
+import { canUseProject, principalOf, type Principal } from './principal';
 import { PROJECT_ID_PATTERN } from '../workspace/project-id';
 
 /** The header an MCP or A2A client adds to pick a project (their clients take extra headers, not body fields). */
@@ -19,5 +20,20 @@ export function edgeProject(principal: Principal, header: string | string[] | un
   }
   const projectId = named ?? (principal.projects !== '*' && principal.projects.length === 1 ? principal.projects[0] : 'default');
   if (!canUseProject(principal, projectId)) throw new NotFoundException('Unknown project');
+  return projectId;
+}
+
+const RESOLVED = Symbol('orion.edgeProject');
+type WithProject = Request & { [RESOLVED]?: string };
+
+/**
+ * edgeProject for a request, resolved once: the turn-limit guard needs it to count the turn and
+ * the handler to run it, and both must act in the same project.
+ */
+export function edgeProjectOf(req: Request): string {
+  const held = (req as WithProject)[RESOLVED];
+  if (held !== undefined) return held;
+  const projectId = edgeProject(principalOf(req), req.headers[PROJECT_HEADER]);
+  (req as WithProject)[RESOLVED] = projectId;
   return projectId;
 }
