@@ -75,7 +75,7 @@ async function main() {
     const executor = new RunExecutorService(
       { insertAssistantOnce: async () => ({ message: { id: randomUUID() } }) } as never,
       { renewLease: async () => ({ control: null }), saveCheckpoint: async () => true, finish: noop } as never,
-      { append: noop } as never,
+      { append: noop, enqueue: noop } as never,
       { publish() {}, end() {} } as never,
       {} as never, // the stored-events reader: read only by a run that lost its lease, which a bench run never does
       app.get(RunControlService, { strict: false }),

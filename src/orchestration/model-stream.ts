@@ -1,68 +1,13 @@
-import type { LateDeltas, LlmAdapter, LlmErrorInfo, LlmRequest, LlmStreamEvent, LlmUsage } from '../llm/llm-adapter.port';
-import { ToolCallAccumulator, type CompletedToolCall, type InvalidToolCall } from '../llm/tool-call-accumulator';
+import type { LateDeltas, LlmAdapter, LlmRequest, LlmStreamEvent } from '../llm/llm-adapter.port';
+import { ToolCallAccumulator } from '../llm/tool-call-accumulator';
 import { deadline, type Deadline } from '../common/util/abort.util';
-import { DEFAULT_CONTENT_LOOP, type ContentLoop, type ContentLoopSettings } from './loops/content-loop';
+import { DEFAULT_CONTENT_LOOP } from './loops/content-loop';
 import { LoopWatch } from './loops/loop-watch';
 import { estimateUsage } from '../llm/usage-estimate';
+import { ModelStep, type ChunkEvent } from './model-step';
+import type { ModelStreamOptions, ModelStreamResult, StreamLoop } from './model-stream-result';
 
-/** A content loop the stream stopped at, and in which text it was found. */
-export interface StreamLoop extends ContentLoop {
-  /** `text`: the answer (what was streamed ends at `shownEnd`); `reasoning`: the model's reasoning, never streamed */
-  in: 'text' | 'reasoning';
-}
-
-/** How one streamed model response ended. */
-export interface ModelStreamResult {
-  text: string;
-  reasoningChars: number;
-  /** complete calls, index order (only the first when stopping at the first complete call) */
-  calls: CompletedToolCall[];
-  /** calls whose arguments never became a JSON object, or that had no name */
-  invalid: InvalidToolCall[];
-  finishReason?: string;
-  usage?: LlmUsage;
-  /** set when the model or the transport failed (not when we stopped it) */
-  error?: LlmErrorInfo;
-  /** we aborted the upstream request because the first complete call was known */
-  stoppedEarly: boolean;
-  /**
-   * deltas that came after the response's finish (the adapter's or this stream's count): never
-   * streamed, stored or run; absent when none came. Protocols trace it as a notice.
-   */
-  ignoredAfterFinish?: LateDeltas;
-  /**
-   * the response repeated one passage back to back and was stopped there (upstream aborted): the
-   * answer text ends where the detector fired, and the response's tool calls are not kept
-   */
-  loop?: StreamLoop;
-}
-
-export interface ModelStreamOptions {
-  /**
-   * two-stage: end the response at the first complete tool call and abort upstream. Nothing the
-   * response sends after that call's first fragment is streamed or kept: text and reasoning that
-   * arrive while a call is open are held until its boundary, dropped if it completed, released
-   * if it turned out unusable (or the stream failed before it was known).
-   */
-  stopAtFirstCompleteCall?: boolean;
-  /** forced final answers: tool-call fragments are dropped */
-  ignoreToolCalls?: boolean;
-  /**
-   * streamed before this step's first answer text (only if it has any): the paragraph break
-   * that keeps an earlier step's text ("Let me look first.") apart from this one's
-   */
-  lead?: string;
-  /** the content-loop detector's thresholds (absent: the defaults; `repeats: 0`: off) */
-  contentLoop?: ContentLoopSettings;
-  /**
-   * the call after a loop: copies of a repeating passage shown at most, in place of the
-   * settings' (1), and the answer text always held back (characters) so that a repetition is
-   * found before its second copy streams (a period is found within about four of its lengths);
-   * all of it streams when the response ends
-   */
-  loopShown?: number;
-  loopLag?: number;
-}
+export type { ModelStreamOptions, ModelStreamResult, StreamLoop } from './model-stream-result';
 
 /**
  * One streamed model response. The protocol iterates `events` itself and hands each event to
@@ -291,54 +236,6 @@ export class ModelStream {
   }
 }
 
-type ChunkEvent = { type: 'chunk'; content: string };
-
 function joined(a: string | undefined, b: string | undefined): string | undefined {
   return a === undefined ? b : b === undefined ? a : a + b;
-}
-
-class ModelStep implements AsyncIterableIterator<ChunkEvent, ModelStreamResult, undefined> {
-  constructor(
-    private readonly stream: ModelStream,
-    private readonly events: AsyncIterator<LlmStreamEvent>,
-  ) {}
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  /** the adapter's stream ended and its last held text was handed out */
-  private over = false;
-
-  // .then() rather than an async function: one promise per delta, no extra frame (hot path)
-  next(): Promise<IteratorResult<ChunkEvent, ModelStreamResult>> {
-    if (this.stream.stopped || this.over) return this.return();
-    return this.events.next().then(this.onEvent, this.onError);
-  }
-
-  private readonly onEvent = (r: IteratorResult<LlmStreamEvent>): IteratorResult<ChunkEvent, ModelStreamResult> | Promise<IteratorResult<ChunkEvent, ModelStreamResult>> => {
-    if (r.done) {
-      const rest = this.stream.end();
-      if (rest === undefined) return { done: true, value: this.stream.close() };
-      this.over = true;
-      return { done: false, value: { type: 'chunk', content: this.stream.withLead(rest) } };
-    }
-    const text = this.stream.accept(r.value);
-    return text !== undefined ? { done: false, value: { type: 'chunk', content: this.stream.withLead(text) } } : this.next();
-  };
-
-  private readonly onError = (err: unknown): IteratorResult<ChunkEvent, ModelStreamResult> => {
-    this.stream.fail(err);
-    return { done: true, value: this.stream.close() };
-  };
-
-  /** Releases the model request (the consumer stopped early, or the first complete call came). */
-  async return(): Promise<IteratorResult<ChunkEvent, ModelStreamResult>> {
-    try {
-      await this.events.return?.();
-    } catch (err) {
-      this.stream.fail(err);
-    }
-    return { done: true, value: this.stream.close() };
-  }
 }

@@ -1,4 +1,5 @@
 import { codedException } from '../common/errors/orion.exception';
+import type { RunEntity } from './entities/run.entity';
 
 export enum RunsExceptionCode {
   RUN_NOT_FOUND = 'run_not_found',
@@ -29,3 +30,10 @@ const RUNS_STATUS: Record<RunsExceptionCode, number> = {
 };
 
 export class RunsException extends codedException(RUNS_STATUS) {}
+
+/** The run, or RUN_NOT_FOUND (404) when there is none. */
+export async function requireRun(runs: { findById(requestId: string): Promise<RunEntity | null> }, requestId: string): Promise<RunEntity> {
+  const r = await runs.findById(requestId);
+  if (!r) throw new RunsException(RunsExceptionCode.RUN_NOT_FOUND, `Run ${requestId} not found`);
+  return r;
+}

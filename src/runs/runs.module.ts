@@ -22,6 +22,7 @@ import { RunEventsService } from './run-events.service';
 import { RunExecutorService } from './run-executor.service';
 import { RunHandover } from './run-handover';
 import { RunDrainService } from './run-drain.service';
+import { RunPlansService } from './run-plans.service';
 import { RunSweeperService } from './run-sweeper.service';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
@@ -52,6 +53,7 @@ export class RunsModule {
         RunHandover,
         RunDrainService,
         RunSweeperService,
+        RunPlansService,
         RunsService,
         RunEventsService,
         RunDeletionService,
