@@ -26,12 +26,15 @@ describe('where a run taken over continues (issue 44)', () => {
 
   it('a run that stored its start checkpoints each call before it runs: a call started after its latest checkpoint never ran, and is not interrupted', () => {
     const calling = [...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })];
-    const older = { protocol: 'two-stage', checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint' | 'protocol'>;
-    const current = { protocol: 'two-stage', checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint' | 'protocol'>;
-    expect(interruptedCall(calling, 2, older)).toBe('fetch_page');
-    expect(interruptedCall(calling, 2, current)).toBeUndefined();
-    // a unified run stores its start too, but no checkpoint as each call starts: its protocol answers started calls itself, or the run is closed
-    expect(interruptedCall(calling, 2, { ...current, protocol: 'unified' })).toBe('fetch_page');
+    const older = { checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    const current = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    // what the protocol's checkpoint reading declares (two-stage's does), not its name
+    const eachCall = { checkpointsEachCall: true };
+    expect(interruptedCall(calling, 2, older, eachCall)).toBe('fetch_page');
+    expect(interruptedCall(calling, 2, current, eachCall)).toBeUndefined();
+    // a protocol that stores its start too, but no checkpoint as each call starts (unified): it answers started calls itself, or the run is closed
+    expect(interruptedCall(calling, 2, current, {})).toBe('fetch_page');
+    expect(interruptedCall(calling, 2, current)).toBe('fetch_page');
     // it is continued from the checkpoint: what the dead instance stored past it is superseded
     expect(takeoverPointOf(calling, 2).supersedesFromSeq).toBe(5);
   });

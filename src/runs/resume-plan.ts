@@ -28,6 +28,8 @@ export interface ResumePlan {
   cutCallId?: string;
   /** the protocol goes on with calls started after this checkpoint (ProtocolStrategy.readCheckpoint) */
   answersStartedCalls?: boolean;
+  /** the protocol stores a checkpoint as each call starts (ProtocolStrategy.readCheckpoint) */
+  checkpointsEachCall?: boolean;
 }
 
 /** Where a claimed resume continues: seq, envelope and the text already streamed. */
@@ -104,13 +106,13 @@ function startedSince(events: StoredRunEvent[], phaseIndex: number): StoredRunEv
  * A call the dead instance had started after the checkpoint (issue 44): its result is not in the
  * checkpoint, so continuing from it would have the model ask for it again and run it a second
  * time. The run is closed instead (reason `tool_interrupted`); undefined when there is none.
- * Only for runs of builds that stored no checkpoint as a call starts: a run that stored its
- * start (phase 0, `run`) also stores one naming each call before it runs, so a call started
- * after its latest checkpoint never ran (the model asks for it again, and it runs once).
+ * Not for a run whose protocol stores a checkpoint as each call starts (`checkpointsEachCall`,
+ * as its checkpoint reading says) when the run stored its start (phase 0): a build that stored
+ * neither may have run a call after its latest checkpoint; this one never did (the model asks
+ * for it again, and it runs once).
  */
-export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint' | 'protocol'>): string | undefined {
-  // a two-stage run of a build that stores its start also stores a checkpoint naming each call before it runs
-  if (run?.protocol === 'two-stage' && checkpointsOf(run, true).includes(0)) return undefined;
+export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint'>, reading?: Pick<ResumePlan, 'checkpointsEachCall'>): string | undefined {
+  if (run && reading?.checkpointsEachCall === true && checkpointsOf(run, true).includes(0)) return undefined;
   const call = startedAfter(events, phaseIndex)[0];
   return call ? String(call.data.tool) : undefined;
 }

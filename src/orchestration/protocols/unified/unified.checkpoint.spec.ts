@@ -104,8 +104,8 @@ describe('unified step checkpoints', () => {
     expect(JSON.parse(c.steps[0].assistant.toolCalls![0].arguments)).toMatchObject({ path: 'a.md', token: expect.not.stringContaining('s3cret') });
     // the round trip: what is stored reads back as it was written
     expect(parseUnifiedCheckpoint(stored(checkpoints(events)[4]))).toEqual(c);
-    expect(strategy.readCheckpoint(stored(checkpoints(events)[4]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: false });
-    expect(strategy.readCheckpoint(stored(checkpoints(events)[3]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: true });
+    expect(strategy.readCheckpoint(stored(checkpoints(events)[4]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: false, checkpointsEachCall: false });
+    expect(strategy.readCheckpoint(stored(checkpoints(events)[3]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: true, checkpointsEachCall: false });
   });
 
   it('continued from a step checkpoint: the next model call reads the steps before it, nothing runs again, usage and sources go on', async () => {

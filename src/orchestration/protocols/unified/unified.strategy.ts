@@ -91,10 +91,11 @@ export class UnifiedStrategy implements ProtocolStrategy {
   // is still no pause point, so no pause, resume or fork route (see above)
   readonly capabilities = { pausePoints: false, resume: true, tools: true };
 
-  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; answersStartedCalls: boolean } {
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; answersStartedCalls: boolean; checkpointsEachCall: false } {
     const c = parseUnifiedCheckpoint(state);
-    // from the checkpoint before a step's calls, the calls the dead instance had started are answered here
-    return { baseMessages: c.baseMessages, answersStartedCalls: c.pending !== undefined };
+    // from the checkpoint before a step's calls, the calls the dead instance had started are
+    // answered here; a step's calls share that one checkpoint (none is stored as each starts)
+    return { baseMessages: c.baseMessages, answersStartedCalls: c.pending !== undefined, checkpointsEachCall: false };
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
