@@ -39,6 +39,23 @@ describe('where a run taken over continues (issue 44)', () => {
     expect(takeoverPointOf(calling, 2).supersedesFromSeq).toBe(5);
   });
 
+  it('a unified step that waited for a person, checkpointed at its tool phase: the calls whose approval was decided since may have run; the one still waiting has not', () => {
+    const events = [
+      ...before,
+      ev(5, 'phase', 3, { status: 'start' }),
+      ev(6, 'tool_progress', 3, { action: 'calling', tool: 'write_file', callId: 'w' }),
+      ev(7, 'tool_progress', 3, { action: 'calling', tool: 'delete_file', callId: 'd' }),
+      ev(8, 'approval_required', 3, { approvalId: 'aw', callId: 'w' }),
+      ev(9, 'approval_required', 3, { approvalId: 'ad', callId: 'd' }),
+      ev(10, 'approval_decided', 3, { approvalId: 'aw', decision: 'approve' }),
+    ];
+    const point = takeoverPointOf(events, 3);
+    expect(point.startedCalls).toEqual(['w']);
+    // nothing is superseded: the continuation goes on in the phase it waited in
+    expect(point.supersedesFromSeq).toBeUndefined();
+    expect(interruptedCall(events, 3)).toBeUndefined();
+  });
+
   it('from the turn start (phase 0) the first action phase the dead instance streamed is superseded; the opening start stays', () => {
     const events = [ev(1, 'start', 0), ev(2, 'phase', 1, { status: 'start' }), ev(3, 'chunk', 1, { content: 'Hal' })];
     expect(takeoverPointOf(events, 0)).toMatchObject({ lastSeq: 3, priorContent: '', priorSteps: [], supersedesFromSeq: 2 });

@@ -44,7 +44,7 @@ export interface ResumePoint {
    * events are the phase cut short, which its continuation's `start` supersedes
    */
   supersedesFromSeq?: number;
-  /** a takeover: the calls (ids) started after the checkpoint, which may or may not have run */
+  /** a takeover: the calls (ids) started after the checkpoint, or whose approval was decided since, which may or may not have run */
   startedCalls?: string[];
 }
 
@@ -72,7 +72,7 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cu
   const from = calling ? liveEvents(events).find((e) => e.seq > calling.seq)?.seq : supersedeFrom(events, phaseIndex);
   const kept = from === undefined || !calling ? events : events.filter((e) => e.seq < from);
   const last = pointOf(events, phaseIndex);
-  const started = [...new Set(startedSince(events, phaseIndex).map((e) => String(e.data.callId)))];
+  const started = [...new Set([...startedSince(events, phaseIndex).map((e) => String(e.data.callId)), ...decidedSince(events, phaseIndex)])];
   return {
     ...pointOf(kept, phaseIndex),
     lastSeq: last.lastSeq,
@@ -85,6 +85,18 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cu
 /** The `calling` events of calls started after the checkpoint of `phaseIndex` (live ones: a superseded phase was run again). */
 function startedAfter(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
   return liveEvents(events).filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+}
+
+/**
+ * The calls (ids) whose approval the dead instance had decided in or after the phase of the
+ * checkpoint (a stored `approval_decided`): an approved one may have run. A unified step that
+ * waited for a person is checkpointed at the tool phase it waits in, so its calls' `calling`
+ * events are not after it; the protocol tells these from the calls still waiting.
+ */
+function decidedSince(events: StoredRunEvent[], phaseIndex: number): string[] {
+  const live = liveEvents(events);
+  const decided = new Set(live.filter((e) => e.type === 'approval_decided' && Number(e.data.phaseIndex) >= phaseIndex).map((e) => String(e.data.approvalId)));
+  return live.filter((e) => e.type === 'approval_required' && decided.has(String(e.data.approvalId))).map((e) => String(e.data.callId));
 }
 
 /**

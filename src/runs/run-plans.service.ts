@@ -95,8 +95,8 @@ export class RunPlansService {
     const plan = this.readPlan(run, this.checkpointReader(run, 'takeover'), phaseIndex, state, false);
     const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
     // never run twice by accident: a call started after the checkpoint may or may not have run
-    // (also while the run waits for a person: a unified step's other calls ran before it asked;
-    // a two-stage run waits in the phase of its checkpoint, so none of its calls is after it),
+    // (not while the run waits for a person: it waits in the phase of its checkpoint, two-stage's
+    // pending call or the unified step stored as it asked, so none of its calls is after it),
     // unless its protocol answers such calls itself (unified, from the checkpoint before its
     // step's calls ran: it runs read-only ones again and tells the model the others were cut off;
     // two-stage, from the checkpoint stored as a call started)

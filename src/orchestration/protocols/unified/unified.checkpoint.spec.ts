@@ -194,10 +194,14 @@ describe('unified step checkpoints', () => {
   });
 
   it('refuses a checkpoint it cannot read, naming the problem', () => {
-    const good = { schemaVersion: 1, protocol: 'unified', phaseIndex: 2, cycleIndex: 1, modelSteps: 1, baseMessages: [], steps: [], executed: [], results: [], sources: { data: [], confidences: [], ragCalls: 0 }, duplicateStrikes: 0, contentLoops: 0, wrote: false, usage: {} } satisfies Record<Exclude<keyof UnifiedCheckpoint, 'lastStrike' | 'pending'>, unknown>;
+    const good = { schemaVersion: 1, protocol: 'unified', phaseIndex: 2, cycleIndex: 1, modelSteps: 1, baseMessages: [], steps: [], executed: [], results: [], sources: { data: [], confidences: [], ragCalls: 0 }, duplicateStrikes: 0, contentLoops: 0, wrote: false, usage: {} } satisfies Record<Exclude<keyof UnifiedCheckpoint, 'lastStrike' | 'pending' | 'awaiting'>, unknown>;
     expect(parseUnifiedCheckpoint(good)).toMatchObject({ phaseIndex: 2, usage: { llmCalls: 0 } });
     for (const [bad, why] of [
-      [{ ...good, schemaVersion: 2 }, /schemaVersion 2/],
+      [{ ...good, schemaVersion: 3 }, /schemaVersion 3/],
+      // version 2 is the checkpoint of a step awaiting a person, and only that one
+      [{ ...good, schemaVersion: 2 }, /awaits a person/],
+      [{ ...good, awaiting: { ran: [], asked: [], cutOff: [] } }, /awaits a person/],
+      [{ ...good, schemaVersion: 2, awaiting: { ran: [], asked: [{ callId: 'c' }], cutOff: [] } }, /awaiting must be/],
       [{ ...good, protocol: undefined }, /not a unified checkpoint/],
       [{ ...good, phaseIndex: -1 }, /phaseIndex/],
       [{ ...good, steps: [{ assistant: { role: 'robot', content: '' }, tools: [] }] }, /steps/],
