@@ -153,4 +153,16 @@ describe('unified: a step awaiting a person, continued on another instance (issu
       expect(doneOf(events).stopReason).toBe('final_answer');
     }
   });
+
+  it('handed over while it waits (the port says the run left this instance): the turn stops here with no end of its own', async () => {
+    const a = instance([readAndWrite, answer('never')]);
+    const left = Object.assign(new Error('run left'), { runLeft: true });
+    const ctx = { ...a.ctx, approvals: { setting: 'policy' as const, await: () => Promise.reject(left) } };
+    const seen: ProtocolEvent[] = [];
+    await expect(collect(new UnifiedStrategy().execute(ctx), (e) => seen.push(e))).rejects.toBe(left);
+    // the other instance goes on from the checkpoint stored as the step asked: nothing is ended or closed here
+    expect(ofType(seen, 'done')).toEqual([]);
+    expect(ofType(seen, 'tool_progress').filter((p) => p.tool === 'write_file').map((p) => p.action)).toEqual(['calling']);
+    expect(a.ran).toEqual(['read_file']);
+  });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CompletedToolCall } from '../../../llm/tool-call-accumulator';
 import type { ToolRunResult } from '../../../tools/tool-definition';
-import type { ApprovalDecision, ApprovalsPort } from '../../approvals.port';
+import { runLeft, type ApprovalDecision, type ApprovalsPort } from '../../approvals.port';
 import type { ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { traceStep } from '../../protocol-steps.util';
@@ -78,7 +78,7 @@ export async function* settleApprovals(ctx: ProtocolExecutionContext, approvals:
   return await all;
 }
 
-/** Waits for one decision and acts on it; never rejects. */
+/** Waits for one decision and acts on it; rejects only when the run left this instance (see decisionOn). */
 async function answer(ctx: ProtocolExecutionContext, approvals: ApprovalsPort, approvalId: string, w: WaitingCall, queue: AsyncEventQueue<ProtocolEvent>): Promise<SettledCall> {
   const d = await decisionOn(ctx, approvals, approvalId, w);
   if (!d) return interrupted(ctx, w, queue);
@@ -111,12 +111,17 @@ async function actedOn(ctx: ProtocolExecutionContext, approvals: ApprovalsPort, 
   return { result, interrupted: false };
 }
 
-/** The decision on one approval; undefined when the turn was cancelled (or the wait failed, traced) before one came. */
+/**
+ * The decision on one approval; undefined when the turn was cancelled (or the wait failed, traced)
+ * before one came. Throws when the run left this instance while it waited (handed over on shutdown).
+ */
 async function decisionOn(ctx: ProtocolExecutionContext, approvals: ApprovalsPort, approvalId: string, w: WaitingCall): Promise<Decided | undefined> {
   let given: ApprovalDecision;
   try {
     given = await untilAborted(approvals.await(approvalId, ctx.signal), ctx.signal);
   } catch (err) {
+    // handed over on shutdown: the step waits on elsewhere, and ends here with nothing stored (as two-stage's wait)
+    if (!ctx.signal.aborted && runLeft(err)) throw err;
     // the port rejects when the run is cancelled; a rejection without a cancel is traced, and ends the turn the same way
     if (!ctx.signal.aborted) traceStep(ctx, 'approval_wait_failed', { approvalId, tool: w.call.name, callId: w.call.id, message: err instanceof Error ? err.message : String(err) });
     return undefined;
