@@ -2,6 +2,7 @@ import { unwrapUntrustedBlock } from '../../../common/util/untrusted-block';
 import { answer, callTool, finish, ScriptedLlm, type ScriptedResponse } from '../../../../test/support/scripted-llm';
 import { collect, doneOf, ofType, textOf } from '../../../../test/support/protocol-events';
 import { MemoryTrace } from '../../../../test/support/memory-trace';
+import { waitFor } from '../../../../test/support/wait-for';
 import type { AppConfigService } from '../../../config/app-config.service';
 import type { LlmMessage } from '../../../llm/llm-adapter.port';
 import type { ToolDefinition } from '../../../tools/tool-definition';
@@ -91,7 +92,7 @@ async function firstInstanceWaits() {
   const a = instance([readAndWrite, answer('never')]);
   const seen: ProtocolEvent[] = [];
   void collect(new UnifiedStrategy().execute(a.ctx), (e) => seen.push(e));
-  while (a.decisions.awaited.length === 0) await new Promise((r) => setTimeout(r, 5));
+  await waitFor(() => a.decisions.awaited.length > 0, { what: 'the first instance to wait for the approval' });
   const checkpoints = ofType(seen, 'checkpoint').map((c) => ({ phaseIndex: c.phaseIndex, state: JSON.parse(JSON.stringify(c.state)) as Record<string, unknown> }));
   return { a, seen, checkpoints, approvalId: ofType(seen, 'approval_required')[0].approvalId };
 }
