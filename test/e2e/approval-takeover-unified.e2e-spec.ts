@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { freePort, readSse, startModel, startOrion, type Instance, type Received } from '../faults/harness';
-import { startApp, type TestApp } from '../support/app';
+import type { Client } from 'pg';
+import { readSse, startModel, type Instance, type Received } from '../faults/harness';
+import type { TestApp } from '../support/app';
 import { createTestDatabase, describeOnPostgres } from '../support/db';
+import { modelEnv } from '../support/openai-frames';
 import { readSseFrames } from '../support/sse-reader';
+import { buildService, killA, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -19,8 +19,6 @@ import { waitFor } from '../support/wait-for';
  * runs once if approved, one `done`, one answer, and a client reconnecting to B with
  * `Last-Event-ID` reads the rest of one gap-free sequence.
  */
-const ROOT = join(__dirname, '..', '..');
-const DIST = join(ROOT, 'dist', 'main.js');
 /** short, so a dead A's run is taken over within seconds; long enough that a live A on a loaded machine keeps its lease */
 const LEASE_MS = 3000;
 
@@ -34,8 +32,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
   let pages = 0;
 
   beforeAll(async () => {
-    // A runs the built service: build it when the sources changed since the last build
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.mjs')], { cwd: ROOT, stdio: 'ignore', timeout: 600_000 });
+    buildService();
     db = await createTestDatabase();
     // one step of two calls (the model asks only while no tool result is in the conversation), then the answer
     model = await startModel(
@@ -46,24 +43,16 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
     );
     env = {
       DATABASE_URL: db.url,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`,
-      LLM_MODEL: 'fault',
+      ...modelEnv(model.port),
       TOOLS_REQUIRE_APPROVAL: 'fetch_page',
-      FETCH_ALLOW_HOSTS: `127.0.0.1:${model.port}`,
       RUN_LEASE_MS: String(LEASE_MS),
       MCP_CONFIG: '',
     };
-    a = await startOrion(DIST, await freePort(), env);
-    b = await startApp(env, { databaseUrl: db.url });
-    pg = new Client({ connectionString: db.url });
-    await pg.connect();
+    ({ a, b, pg } = await startTwoInstances(env, db.url));
   }, 700_000);
 
   afterAll(async () => {
-    a?.child.kill('SIGKILL');
-    await b?.close();
-    await pg?.end();
+    await stopTwoInstances({ a, b, pg });
     model?.close();
     await db?.drop();
   });
@@ -71,7 +60,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
   beforeEach(async () => {
     pages = 0;
     // the previous case stopped A: a new A on the same port
-    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await startOrion(DIST, a.port, env);
+    a = await reviveA(a, env);
   }, 120_000);
 
   /** A unified turn on A, once its approval was asked: what A's client received up to then (`events`). */
@@ -86,8 +75,9 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
   const decideOnB = (requestId: string, approvalId: string, decision: 'approve' | 'deny' = 'approve') =>
     fetch(`${b.url}/api/chat/runs/${requestId}/approvals/${approvalId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision }) });
 
-  async function stop(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
-    a.child.kill(signal);
+  /** SIGTERM: A drains (main.ts), then closes; it is gone once this resolves. */
+  async function drainA(): Promise<void> {
+    a.child.kill('SIGTERM');
     if (a.child.exitCode === null && a.child.signalCode === null) await once(a.child, 'exit');
   }
 
@@ -139,7 +129,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
   it('A killed while the step waits, approved on B after the takeover: it goes on from the step, fetch_page runs once', async () => {
     const turn = await askOnA();
     expect(pages).toBe(0);
-    await stop('SIGKILL');
+    await killA(a);
     await takenOverWaiting(turn.requestId);
     const lastSeq = turn.events.at(-1)!.id;
     const following = reconnectToB(turn.requestId, lastSeq);
@@ -149,14 +139,14 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
 
   it('A killed while the step waits, approved on B before the takeover: the takeover finds the decision and runs fetch_page once', async () => {
     const turn = await askOnA();
-    await stop('SIGKILL');
+    await killA(a);
     expect((await decideOnB(turn.requestId, turn.approvalId)).status).toBe(200);
     await expectContinuedOnce(turn.requestId, turn.events, await reconnectToB(turn.requestId, turn.events.at(-1)!.id));
   }, 90_000);
 
   it('A drained by SIGTERM while the step waits: the run is handed over still waiting (not cancelled), approved on B it runs fetch_page once', async () => {
     const turn = await askOnA();
-    await stop('SIGTERM');
+    await drainA();
     // A stored no end as it left: the run waits on, taken over by B
     expect((await stored(turn.requestId)).events.filter((e) => e.type === 'done')).toHaveLength(0);
     await takenOverWaiting(turn.requestId);
@@ -167,7 +157,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
 
   it('A killed while the step waits, denied on B: the model reads the refusal, fetch_page never runs', async () => {
     const turn = await askOnA();
-    await stop('SIGKILL');
+    await killA(a);
     await takenOverWaiting(turn.requestId);
     const following = reconnectToB(turn.requestId, turn.events.at(-1)!.id);
     expect((await decideOnB(turn.requestId, turn.approvalId, 'deny')).status).toBe(200);
