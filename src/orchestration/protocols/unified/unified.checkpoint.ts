@@ -203,7 +203,8 @@ export function restoredState(
   if (!c.pending) return { state };
   // a step that waited for a person: its own checkpoint (before its calls) as it was stored, to ask again from
   const { awaiting, ...before } = c;
-  const snapshot: CheckpointEvent = { type: 'checkpoint', phaseIndex: c.phaseIndex, state: { ...before, schemaVersion: UNIFIED_CHECKPOINT_VERSION } as unknown as Record<string, unknown> };
+  // a copy: the restored state's steps grow as the turn goes on, the checkpoint stays as stored
+  const snapshot: CheckpointEvent = { type: 'checkpoint', phaseIndex: c.phaseIndex, state: structuredClone({ ...before, schemaVersion: UNIFIED_CHECKPOINT_VERSION }) as unknown as Record<string, unknown> };
   return { state, pending: restoredPending(c.pending), snapshot, ...(awaiting ? { awaiting: restoredAwaiting(ctx, awaiting, c.pending.calls) } : {}) };
 }
 
