@@ -17,7 +17,8 @@ import { waitFor } from '../support/wait-for';
  * A dies or drains while the step waits, the run stays `awaiting_approval` with its approval
  * pending; the decision given on B continues it there: list_files is not run again, fetch_page
  * runs once if approved, one `done`, one answer, and a client reconnecting to B with
- * `Last-Event-ID` reads the rest of one gap-free sequence.
+ * `Last-Event-ID` reads the rest of one gap-free sequence. A drained while a call of the step
+ * still runs hands the run over at the checkpoint the step stores as it asks: B asks the person.
  */
 /** short, so a dead A's run is taken over within seconds; long enough that a live A on a loaded machine keeps its lease */
 const LEASE_MS = 3000;
@@ -30,13 +31,22 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
   let b: TestApp;
   let env: Record<string, string>;
   let pages = 0;
+  /** the drain-mid-step case: fetch_page (slow, needs no person there) and list_files (waits) */
+  let midStep = false;
 
   beforeAll(async () => {
     buildService();
     db = await createTestDatabase();
     // one step of two calls (the model asks only while no tool result is in the conversation), then the answer
     model = await startModel(
-      () => ({ words: ['The', 'page', 'is', 'slow.'], calls: [['list_files', '{"path":"."}'], ['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${model.port}/page` })]], delayMs: 0 }),
+      () => ({
+        words: ['The', 'page', 'is', 'slow.'],
+        calls: midStep
+          ? [['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${model.port}/page` })], ['list_files', '{"path":"."}']]
+          : [['list_files', '{"path":"."}'], ['fetch_page', JSON.stringify({ url: `http://127.0.0.1:${model.port}/page` })]],
+        delayMs: 0,
+        pageDelayMs: midStep ? 2000 : 0,
+      }),
       (h) => {
         if (h === 'page') pages++;
       },
@@ -46,6 +56,8 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
       ...modelEnv(model.port),
       TOOLS_REQUIRE_APPROVAL: 'fetch_page',
       RUN_LEASE_MS: String(LEASE_MS),
+      // a turn still running as A drains is handed over at its next checkpoint at once
+      SHUTDOWN_GRACE_MS: '0',
       MCP_CONFIG: '',
     };
     ({ a, b, pg } = await startTwoInstances(env, db.url));
@@ -59,6 +71,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
 
   beforeEach(async () => {
     pages = 0;
+    midStep = false;
     // the previous case stopped A: a new A on the same port
     a = await reviveA(a, env);
   }, 120_000);
@@ -162,5 +175,37 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'unified appro
     const following = reconnectToB(turn.requestId, turn.events.at(-1)!.id);
     expect((await decideOnB(turn.requestId, turn.approvalId, 'deny')).status).toBe(200);
     await expectContinuedOnce(turn.requestId, turn.events, await following, 'denied');
+  }, 90_000);
+
+  it('A drained by SIGTERM while a call of the step still runs: handed over as the step asks, B waits for the approval and runs neither call again', async () => {
+    // a project where list_files waits for a person and fetch_page (slow here) does not
+    const project = 'drain-mid-step';
+    const put = await fetch(`${b.url}/api/admin/projects/${project}/tool-approvals`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ require: ['list_files'], exempt: ['fetch_page'] }) });
+    expect(put.status).toBe(200);
+    midStep = true;
+    const events: Received[] = [];
+    void readSse(`${a.url}/api/chat/messages`, { content: 'Fetch the page and list the files', projectId: project }, (e) => events.push(e));
+    await waitFor(() => pages === 1, { what: 'fetch_page to run on A', timeoutMs: 30_000 });
+    const requestId = String(events.find((e) => e.event === 'start')!.data.requestId);
+    await drainA();
+    // A stopped at the checkpoint the step stored as it asked, before the approval was stored: B asks it
+    await waitFor(async () => (await stored(requestId)).events.some((e) => e.type === 'start' && e.data.takeover === true), { what: 'the takeover on B', timeoutMs: LEASE_MS * 10 });
+    const ask = await waitFor(async () => (await stored(requestId)).events.find((e) => e.type === 'approval_required'), { what: 'the approval asked on B' });
+    expect(ask.data.tool).toBe('list_files');
+    expect(await statusOf(requestId)).toBe('awaiting_approval');
+    const following = reconnectToB(requestId, 0);
+    expect((await decideOnB(requestId, String(ask.data.approvalId))).status).toBe(200);
+    const followed = await following;
+    const { events: all, answers } = await stored(requestId);
+    // fetch_page ran once, on A; list_files once, on B after the approval
+    expect(pages).toBe(1);
+    expect(all.filter((e) => e.type === 'tool_progress' && e.data.action === 'calling').map((e) => e.data.tool)).toEqual(['fetch_page', 'list_files']);
+    expect(all.filter((e) => e.type === 'tool_progress' && e.data.tool === 'list_files' && e.data.action !== 'calling')).toHaveLength(1);
+    expect(all.filter((e) => e.type === 'done')).toHaveLength(1);
+    expect(all.at(-1)).toMatchObject({ type: 'done', data: { stopReason: 'final_answer' } });
+    expect(all.every((e, i) => e.seq === i + 1)).toBe(true);
+    expect(followed.map((e) => e.seq)).toEqual(all.map((e) => e.seq));
+    expect(answers).toHaveLength(1);
+    expect(await statusOf(requestId)).toBe('completed');
   }, 90_000);
 });
