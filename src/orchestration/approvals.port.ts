@@ -24,7 +24,14 @@ export interface ApprovalsPort {
   /**
    * Resolves with the decision on an approval this run asked for (its `approval_required`
    * stored), on whichever instance it was given; an expired approval resolves as a denial with
-   * reason `timeout`. Rejects with the signal's reason when the run is cancelled.
+   * reason `timeout`. Rejects with the signal's reason when the run is cancelled, and with an
+   * error whose `runLeft` is true when the run left this instance while it waited (handed over
+   * on shutdown: another instance awaits the same approval, so nothing more is done here).
    */
   await(approvalId: string, signal: AbortSignal): Promise<ApprovalDecision>;
+}
+
+/** Whether a rejected wait means the run left this instance (see ApprovalsPort.await). */
+export function runLeft(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { runLeft?: unknown }).runLeft === true;
 }

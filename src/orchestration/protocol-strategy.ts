@@ -113,5 +113,12 @@ export interface ProtocolStrategy {
     cutCallId?: string;
     /** the run can go on even though calls started after this checkpoint (`resumeFrom.startedCalls`): it answers them itself */
     answersStartedCalls?: boolean;
+    /**
+     * the protocol stores a checkpoint as each call starts (two-stage), so a call started after
+     * this checkpoint by a build that also stored the turn's start (phase 0) never ran: a
+     * takeover need not close the run for it (`interruptedCall`). False: such a call may have run.
+     * Declared by each protocol, so the run engine never tests a protocol's name
+     */
+    checkpointsEachCall: boolean;
   };
 }

@@ -61,8 +61,8 @@ export class ExecutingRuns {
 
   /**
    * The run waits for a person to decide `approvalId`, in phase `phaseIndex`. It can continue
-   * elsewhere only from a checkpoint of the phase it waits in (two-stage's): a unified step's
-   * other calls ran after its last checkpoint, so such a run is cancelled on shutdown.
+   * elsewhere only from a checkpoint of the phase it waits in (two-stage's pending call; a unified
+   * step's, stored as it asks with what ran); one without is cancelled on shutdown.
    */
   awaits(requestId: string, approvalId: string, phaseIndex: number, resumes: boolean): void {
     const waiting = this.waiting.get(requestId) ?? new Set<string>();

@@ -26,14 +26,34 @@ describe('where a run taken over continues (issue 44)', () => {
 
   it('a run that stored its start checkpoints each call before it runs: a call started after its latest checkpoint never ran, and is not interrupted', () => {
     const calling = [...before, ev(5, 'tool_progress', 4, { action: 'calling', tool: 'fetch_page' })];
-    const older = { protocol: 'two-stage', checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint' | 'protocol'>;
-    const current = { protocol: 'two-stage', checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint' | 'protocol'>;
-    expect(interruptedCall(calling, 2, older)).toBe('fetch_page');
-    expect(interruptedCall(calling, 2, current)).toBeUndefined();
-    // a unified run stores its start too, but no checkpoint as each call starts: its protocol answers started calls itself, or the run is closed
-    expect(interruptedCall(calling, 2, { ...current, protocol: 'unified' })).toBe('fetch_page');
+    const older = { checkpoint: { schemaVersion: 1, byPhase: { '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    const current = { checkpoint: { schemaVersion: 1, byPhase: { '0': {}, '2': {} } } } as unknown as Pick<RunEntity, 'checkpoint'>;
+    // what the protocol's checkpoint reading declares (two-stage's does), not its name
+    const eachCall = { checkpointsEachCall: true };
+    expect(interruptedCall(calling, 2, older, eachCall)).toBe('fetch_page');
+    expect(interruptedCall(calling, 2, current, eachCall)).toBeUndefined();
+    // a protocol that stores its start too, but no checkpoint as each call starts (unified): it answers started calls itself, or the run is closed
+    expect(interruptedCall(calling, 2, current, {})).toBe('fetch_page');
+    expect(interruptedCall(calling, 2, current)).toBe('fetch_page');
     // it is continued from the checkpoint: what the dead instance stored past it is superseded
     expect(takeoverPointOf(calling, 2).supersedesFromSeq).toBe(5);
+  });
+
+  it('a unified step that waited for a person, checkpointed at its tool phase: the calls whose approval was decided since may have run; the one still waiting has not', () => {
+    const events = [
+      ...before,
+      ev(5, 'phase', 3, { status: 'start' }),
+      ev(6, 'tool_progress', 3, { action: 'calling', tool: 'write_file', callId: 'w' }),
+      ev(7, 'tool_progress', 3, { action: 'calling', tool: 'delete_file', callId: 'd' }),
+      ev(8, 'approval_required', 3, { approvalId: 'aw', callId: 'w' }),
+      ev(9, 'approval_required', 3, { approvalId: 'ad', callId: 'd' }),
+      ev(10, 'approval_decided', 3, { approvalId: 'aw', decision: 'approve' }),
+    ];
+    const point = takeoverPointOf(events, 3);
+    expect(point.startedCalls).toEqual(['w']);
+    // nothing is superseded: the continuation goes on in the phase it waited in
+    expect(point.supersedesFromSeq).toBeUndefined();
+    expect(interruptedCall(events, 3)).toBeUndefined();
   });
 
   it('from the turn start (phase 0) the first action phase the dead instance streamed is superseded; the opening start stays', () => {

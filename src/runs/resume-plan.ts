@@ -28,6 +28,8 @@ export interface ResumePlan {
   cutCallId?: string;
   /** the protocol goes on with calls started after this checkpoint (ProtocolStrategy.readCheckpoint) */
   answersStartedCalls?: boolean;
+  /** the protocol stores a checkpoint as each call starts (ProtocolStrategy.readCheckpoint) */
+  checkpointsEachCall?: boolean;
 }
 
 /** Where a claimed resume continues: seq, envelope and the text already streamed. */
@@ -42,7 +44,7 @@ export interface ResumePoint {
    * events are the phase cut short, which its continuation's `start` supersedes
    */
   supersedesFromSeq?: number;
-  /** a takeover: the calls (ids) started after the checkpoint, which may or may not have run */
+  /** a takeover: the calls (ids) started after the checkpoint, or whose approval was decided since, which may or may not have run */
   startedCalls?: string[];
 }
 
@@ -70,7 +72,7 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cu
   const from = calling ? liveEvents(events).find((e) => e.seq > calling.seq)?.seq : supersedeFrom(events, phaseIndex);
   const kept = from === undefined || !calling ? events : events.filter((e) => e.seq < from);
   const last = pointOf(events, phaseIndex);
-  const started = [...new Set(startedSince(events, phaseIndex).map((e) => String(e.data.callId)))];
+  const started = [...new Set([...startedSince(events, phaseIndex).map((e) => String(e.data.callId)), ...decidedSince(events, phaseIndex)])];
   return {
     ...pointOf(kept, phaseIndex),
     lastSeq: last.lastSeq,
@@ -83,6 +85,18 @@ export function takeoverPointOf(events: StoredRunEvent[], phaseIndex: number, cu
 /** The `calling` events of calls started after the checkpoint of `phaseIndex` (live ones: a superseded phase was run again). */
 function startedAfter(events: StoredRunEvent[], phaseIndex: number): StoredRunEvent[] {
   return liveEvents(events).filter((e) => e.type === 'tool_progress' && e.data.action === 'calling' && Number(e.data.phaseIndex) > phaseIndex);
+}
+
+/**
+ * The calls (ids) whose approval the dead instance had decided in or after the phase of the
+ * checkpoint (a stored `approval_decided`): an approved one may have run. A unified step that
+ * waited for a person is checkpointed at the tool phase it waits in, so its calls' `calling`
+ * events are not after it; the protocol tells these from the calls still waiting.
+ */
+function decidedSince(events: StoredRunEvent[], phaseIndex: number): string[] {
+  const live = liveEvents(events);
+  const decided = new Set(live.filter((e) => e.type === 'approval_decided' && Number(e.data.phaseIndex) >= phaseIndex).map((e) => String(e.data.approvalId)));
+  return live.filter((e) => e.type === 'approval_required' && decided.has(String(e.data.approvalId))).map((e) => String(e.data.callId));
 }
 
 /**
@@ -104,13 +118,13 @@ function startedSince(events: StoredRunEvent[], phaseIndex: number): StoredRunEv
  * A call the dead instance had started after the checkpoint (issue 44): its result is not in the
  * checkpoint, so continuing from it would have the model ask for it again and run it a second
  * time. The run is closed instead (reason `tool_interrupted`); undefined when there is none.
- * Only for runs of builds that stored no checkpoint as a call starts: a run that stored its
- * start (phase 0, `run`) also stores one naming each call before it runs, so a call started
- * after its latest checkpoint never ran (the model asks for it again, and it runs once).
+ * Not for a run whose protocol stores a checkpoint as each call starts (`checkpointsEachCall`,
+ * as its checkpoint reading says) when the run stored its start (phase 0): a build that stored
+ * neither may have run a call after its latest checkpoint; this one never did (the model asks
+ * for it again, and it runs once).
  */
-export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint' | 'protocol'>): string | undefined {
-  // a two-stage run of a build that stores its start also stores a checkpoint naming each call before it runs
-  if (run?.protocol === 'two-stage' && checkpointsOf(run, true).includes(0)) return undefined;
+export function interruptedCall(events: StoredRunEvent[], phaseIndex: number, run?: Pick<RunEntity, 'checkpoint'>, reading?: Pick<ResumePlan, 'checkpointsEachCall'>): string | undefined {
+  if (run && reading?.checkpointsEachCall === true && checkpointsOf(run, true).includes(0)) return undefined;
   const call = startedAfter(events, phaseIndex)[0];
   return call ? String(call.data.tool) : undefined;
 }

@@ -95,13 +95,13 @@ export class RunPlansService {
     const plan = this.readPlan(run, this.checkpointReader(run, 'takeover'), phaseIndex, state, false);
     const stored = await this.events.listAfter(run.requestId, 0, 1_000_000);
     // never run twice by accident: a call started after the checkpoint may or may not have run
-    // (also while the run waits for a person: a unified step's other calls ran before it asked;
-    // a two-stage run waits in the phase of its checkpoint, so none of its calls is after it),
+    // (not while the run waits for a person: it waits in the phase of its checkpoint, two-stage's
+    // pending call or the unified step stored as it asked, so none of its calls is after it),
     // unless its protocol answers such calls itself (unified, from the checkpoint before its
     // step's calls ran: it runs read-only ones again and tells the model the others were cut off;
     // two-stage, from the checkpoint stored as a call started)
     const answers = plan.answersStartedCalls === true && run.status === 'running';
-    const interrupted = answers ? undefined : interruptedCall(stored, phaseIndex, run.status === 'running' ? run : undefined);
+    const interrupted = answers ? undefined : interruptedCall(stored, phaseIndex, run.status === 'running' ? run : undefined, plan);
     if (interrupted) throw new TakeoverRefused('tool_interrupted', `run ${run.requestId} was cut off while ${interrupted} ran; it is not run again`);
     const point = takeoverPointOf(stored, phaseIndex, plan.cutCallId);
     return { plan, phaseIndex, point: { ...point, priorContent: (await forkPrefix(this.runs, this.events, run)) + point.priorContent } };
@@ -177,6 +177,7 @@ export class RunPlansService {
         baseMessages: read.baseMessages,
         ...(read.cutCallId !== undefined && { cutCallId: read.cutCallId }),
         ...(read.answersStartedCalls && { answersStartedCalls: true }),
+        ...(read.checkpointsEachCall && { checkpointsEachCall: true }),
       };
     } catch (err) {
       if (err instanceof CheckpointFormatError) throw new RunsException(RunsExceptionCode.RUN_NOT_RESUMABLE, `The checkpoint at phase ${phaseIndex} cannot be read: ${err.message}`);

@@ -224,7 +224,8 @@ describe('approvals on the two-stage route', () => {
     expect((await turn.stream).events.at(-1)!.data).toMatchObject({ stopReason: 'final_answer' });
   });
 
-  it('the sweeper closes a unified run whose instance died while it waited (instance_lost) and voids its approval', async () => {
+  it('the sweeper closes a run whose instance died while it waited with no checkpoint to continue from (instance_lost) and voids its approval', async () => {
+    // (a unified run that stored the checkpoint of its waiting step is taken over instead: approval-takeover-unified.e2e-spec.ts)
     const ds = t.app.get(DataSource);
     llm.enqueue(respond.turn([{ text: 'hi' }]));
     const res = await sse(`${t.url}/api/chat/messages_two_stage`, { body: { content: 'x' } });

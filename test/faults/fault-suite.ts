@@ -7,8 +7,8 @@
  * against the database and what the client received, and violations are counted.
  * A is frozen at three points (`frozen-model`, `frozen-tool`, `frozen`: as the model is asked, while a
  * tool runs, mid-answer); its client reads it to the end and must get exactly one `done`, its
- * `error` and `done` byte-equal to the rows B stored. `kill-while-awaiting`: A killed while a two-stage
- * run waits for a person, the approval given on B, which takes the run over; the tool must run once.
+ * `error` and `done` byte-equal to the rows B stored. `kill-while-awaiting`: A killed while a run waits
+ * for a person (both routes), the approval given on B, which takes the run over; the tool must run once.
  * After every run, the trace: each stored `phase` event must have the `orchestration_phase_<status>`
  * record of the same phase, phaseIndex and cycleIndex, and each stored `tool_progress` completed/failed
  * of a call that ran the `tool_result` record of the same callId (traceGaps): a run's trace records
@@ -98,7 +98,7 @@ async function main() {
         // pause and resume exist on the two-stage route only
         const resumes = point === 'during-resume' || point === 'paused-then-kill' || point === 'racing-resumes-after-kill';
         // only a two-stage run that waits for a person is taken over (a unified one is closed)
-        if ((resumes || point === 'kill-while-awaiting') && protocol !== 'two-stage') continue;
+        if (resumes && protocol !== 'two-stage') continue;
         const row = { case: point, protocol, runs: 0, violations: 0, notes: new Set<string>() };
         table.push(row);
         const n = FROZEN.includes(point) || point === 'long-line' ? Math.max(1, Math.ceil(RUNS / 3)) : RUNS;
@@ -108,7 +108,7 @@ async function main() {
             const r = await racingResumes(a, b, pg, env);
             a = r.a;
             problems = r.problems;
-          } else if (point === 'kill-while-awaiting') problems = await killWhileAwaiting(a, b, pg, i % 2 === 1);
+          } else if (point === 'kill-while-awaiting') problems = await killWhileAwaiting(a, b, pg, i % 2 === 1, route);
           else problems = resumes ? await resumeRun(a, b, pg, point as 'during-resume' | 'paused-then-kill') : point === 'long-line' ? await longLineRun(a, b, pg, route) : await oneRun(a, b, pg, route, point as Point);
           row.runs++;
           row.violations += problems.length;
@@ -429,13 +429,13 @@ async function racingResumes(a: Instance, b: Instance, pg: Client, env: Record<s
 const APPROVAL_PROJECT = 'fault-approvals';
 
 /**
- * A two-stage turn on A asks for approval of fetch_page (counted at the page the scripted server
+ * A turn on A (`route`: either protocol, issue 44) asks for approval of fetch_page (counted at the page the scripted server
  * serves); A is killed (SIGKILL) while it waits; a client follows the run from B; the approval is
  * given on B, before B's sweeper took the run over or (`afterTakeover`) once it did. The tool
  * must run exactly once, the run end with one done and one stored answer, and B's follower get
  * one done; the usual invariants hold too.
  */
-async function killWhileAwaiting(a: Instance, b: Instance, pg: Client, afterTakeover: boolean): Promise<string[]> {
+async function killWhileAwaiting(a: Instance, b: Instance, pg: Client, afterTakeover: boolean, route: string): Promise<string[]> {
   const put = await fetch(`${b.url}/api/admin/projects/${APPROVAL_PROJECT}/tool-approvals`, {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
@@ -450,7 +450,7 @@ async function killWhileAwaiting(a: Instance, b: Instance, pg: Client, afterTake
   let requestId = '';
   let approvalId = '';
   let killed: Promise<unknown> = Promise.resolve();
-  const first = await readSse(`${a.url}${PROTOCOLS['two-stage']}`, { content: 'fetch the page', projectId: APPROVAL_PROJECT }, (e) => {
+  const first = await readSse(`${a.url}${route}`, { content: 'fetch the page', projectId: APPROVAL_PROJECT }, (e) => {
     if (e.event === 'start') requestId = String(e.data.requestId);
     if (e.event === 'approval_required' && !approvalId) {
       approvalId = String(e.data.approvalId);

@@ -1,4 +1,5 @@
 import type { LlmMessage, LlmToolCall, LlmUsage } from '../../llm/llm-adapter.port';
+import type { ToolRunResult } from '../../tools/tool-definition';
 import type { SourcesSnapshot } from '../protocols/unified/unified.sources';
 import { CheckpointFormatError, isSourcesSnapshot } from './run-checkpoint';
 
@@ -11,6 +12,11 @@ import { CheckpointFormatError, isSourcesSnapshot } from './run-checkpoint';
  * the old one: a run in flight must survive an upgrade.
  */
 export const UNIFIED_CHECKPOINT_VERSION = 1;
+/**
+ * The version of a checkpoint whose step waits for a person (`awaiting`): a build that reads only
+ * version 1 refuses it (the run is closed) rather than run the step's calls again.
+ */
+export const UNIFIED_AWAITING_VERSION = 2;
 
 /** A call that ran in an earlier step: a repeat is refused (or, a `rerun` tool's, compared by digest). */
 export interface UnifiedExecutedRecord {
@@ -53,7 +59,26 @@ export interface UnifiedCheckpoint {
    * read-only, the others answered as cut off). Absent at a completed step's checkpoint
    */
   pending?: PendingStep;
+  /**
+   * the step of `pending` waits for a person (version 2, stored at its tool phase as it asks):
+   * the calls that ran meanwhile and the approvals asked, so that another instance awaits the
+   * same approvals instead of running the step again
+   */
+  awaiting?: AwaitingStep;
 }
+
+/** A step's calls as it asked for approvals: what ran, what waits, what was answered as cut off. */
+export interface AwaitingStep {
+  /** the step's calls that ran before it asked, with the results the model is to read */
+  ran: Array<{ callId: string; result: StoredToolResult }>;
+  /** the calls that wait for a person, each with its approval */
+  asked: Array<{ callId: string; approvalId: string; reason: string }>;
+  /** calls an instance that died had started, answered as cut off (never run here) */
+  cutOff: string[];
+}
+
+/** A call's result as a checkpoint keeps it (its arguments are the step's; `output` is read back from `outputText`). */
+export type StoredToolResult = Pick<ToolRunResult, 'toolName' | 'outcome' | 'outputText' | 'truncated' | 'isError' | 'latencyMs' | 'sources'>;
 
 /** A model response whose calls had not all run when its instance died. */
 export interface PendingStep {
@@ -81,7 +106,13 @@ export function parseUnifiedCheckpoint(raw: unknown): UnifiedCheckpoint {
   if (!isObj(raw)) throw new CheckpointFormatError('checkpoint is not an object');
   if (raw.protocol !== 'unified') throw new CheckpointFormatError('not a unified checkpoint');
   const v = raw.schemaVersion;
-  if (v !== UNIFIED_CHECKPOINT_VERSION) throw new CheckpointFormatError(`unsupported unified checkpoint schemaVersion ${JSON.stringify(v)} (this build reads ${UNIFIED_CHECKPOINT_VERSION})`);
+  if (v !== UNIFIED_CHECKPOINT_VERSION && v !== UNIFIED_AWAITING_VERSION) {
+    throw new CheckpointFormatError(`unsupported unified checkpoint schemaVersion ${JSON.stringify(v)} (this build reads ${UNIFIED_CHECKPOINT_VERSION} and ${UNIFIED_AWAITING_VERSION})`);
+  }
+  if ((v === UNIFIED_AWAITING_VERSION) !== (raw.awaiting !== undefined)) throw new CheckpointFormatError(`a version ${UNIFIED_AWAITING_VERSION} checkpoint, and only one, holds the step that awaits a person`);
+  if (raw.awaiting !== undefined && (!isAwaiting(raw.awaiting) || raw.pending === undefined)) {
+    throw new CheckpointFormatError('awaiting must be {ran: [{callId, result}], asked: [{callId, approvalId, reason}], cutOff: [callId]}, with the pending step it waits in');
+  }
   for (const k of ['phaseIndex', 'cycleIndex', 'modelSteps', 'duplicateStrikes', 'contentLoops'] as const) {
     if (!isInt(raw[k])) throw new CheckpointFormatError(`${k} must be a non-negative integer`);
   }
@@ -125,7 +156,21 @@ export function parseUnifiedCheckpoint(raw: unknown): UnifiedCheckpoint {
       ...(Number(u.largestPromptTokens) > 0 ? { largestPromptTokens: Number(u.largestPromptTokens) } : {}),
     },
     ...(raw.pending !== undefined ? { pending: raw.pending as PendingStep } : {}),
+    ...(raw.awaiting !== undefined ? { awaiting: raw.awaiting as AwaitingStep } : {}),
   };
+}
+
+function isAwaiting(v: unknown): v is AwaitingStep {
+  const isResult = (r: unknown) => isObj(r) && isStr(r.toolName) && isStr(r.outcome) && isStr(r.outputText) && typeof r.truncated === 'boolean' && typeof r.isError === 'boolean' && Array.isArray(r.sources);
+  return (
+    isObj(v) &&
+    Array.isArray(v.ran) &&
+    v.ran.every((r) => isObj(r) && isStr(r.callId) && isResult(r.result)) &&
+    Array.isArray(v.asked) &&
+    v.asked.every((a) => isObj(a) && isStr(a.callId) && isStr(a.approvalId) && isStr(a.reason)) &&
+    Array.isArray(v.cutOff) &&
+    v.cutOff.every(isStr)
+  );
 }
 
 function isPending(v: unknown): v is PendingStep {

@@ -29,6 +29,8 @@ export interface RunClosing {
 
 /** This instance no longer holds the run's lease: the sweeper (or a resume) took it over. */
 export class LeaseLostError extends Error {
+  /** what a protocol waiting on the approvals port reads (ApprovalsPort.await): the run left this instance */
+  readonly runLeft = true;
   constructor(readonly requestId: string) {
     super(`run ${requestId}: this instance lost its lease; nothing more is stored or sent`);
     this.name = 'LeaseLostError';

@@ -28,9 +28,10 @@ export class TwoStageStrategy implements ProtocolStrategy {
   readonly name = 'two-stage';
   readonly capabilities = { pausePoints: true, resume: true, tools: true };
 
-  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; cutCallId?: string } {
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; cutCallId?: string; checkpointsEachCall: true } {
     const c = parseTwoStageCheckpoint(state);
-    return { baseMessages: c.baseMessages, ...(c.runningCall && { cutCallId: c.runningCall.call.id }) };
+    // each call stores a checkpoint as it starts (runCall's `running`): a call after the latest one never ran
+    return { baseMessages: c.baseMessages, ...(c.runningCall && { cutCallId: c.runningCall.call.id }), checkpointsEachCall: true };
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {

@@ -7,6 +7,8 @@
  */
 export class AsyncEventQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
+  /** called once the consumer is back for the item after theirs: it has handled them (pushHandled) */
+  private readonly handled = new Map<T, () => void>();
   private waiter: (() => void) | undefined;
   private closed = false;
 
@@ -14,6 +16,19 @@ export class AsyncEventQueue<T> implements AsyncIterable<T> {
     if (this.closed) return;
     this.items.push(item);
     this.wake();
+  }
+
+  /**
+   * Pushes `item` and resolves once the consumer has handled it (it asked for the next one): for
+   * an event that must be stored before the producer acts on it. Never resolves when the
+   * consumer stops first (the turn ends anyway).
+   */
+  pushHandled(item: T): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.handled.set(item, resolve);
+      this.push(item);
+    });
   }
 
   /** No more items; the consumer finishes once it has taken the queued ones. Idempotent. */
@@ -25,7 +40,10 @@ export class AsyncEventQueue<T> implements AsyncIterable<T> {
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
     while (true) {
       if (this.items.length > 0) {
-        yield this.items.shift()!;
+        const item = this.items.shift()!;
+        yield item;
+        this.handled.get(item)?.();
+        this.handled.delete(item);
         continue;
       }
       if (this.closed) return;

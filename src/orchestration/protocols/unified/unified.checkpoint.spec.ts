@@ -104,8 +104,8 @@ describe('unified step checkpoints', () => {
     expect(JSON.parse(c.steps[0].assistant.toolCalls![0].arguments)).toMatchObject({ path: 'a.md', token: expect.not.stringContaining('s3cret') });
     // the round trip: what is stored reads back as it was written
     expect(parseUnifiedCheckpoint(stored(checkpoints(events)[4]))).toEqual(c);
-    expect(strategy.readCheckpoint(stored(checkpoints(events)[4]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: false });
-    expect(strategy.readCheckpoint(stored(checkpoints(events)[3]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: true });
+    expect(strategy.readCheckpoint(stored(checkpoints(events)[4]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: false, checkpointsEachCall: false });
+    expect(strategy.readCheckpoint(stored(checkpoints(events)[3]))).toEqual({ baseMessages: ctx.messages, answersStartedCalls: true, checkpointsEachCall: false });
   });
 
   it('continued from a step checkpoint: the next model call reads the steps before it, nothing runs again, usage and sources go on', async () => {
@@ -194,10 +194,14 @@ describe('unified step checkpoints', () => {
   });
 
   it('refuses a checkpoint it cannot read, naming the problem', () => {
-    const good = { schemaVersion: 1, protocol: 'unified', phaseIndex: 2, cycleIndex: 1, modelSteps: 1, baseMessages: [], steps: [], executed: [], results: [], sources: { data: [], confidences: [], ragCalls: 0 }, duplicateStrikes: 0, contentLoops: 0, wrote: false, usage: {} } satisfies Record<Exclude<keyof UnifiedCheckpoint, 'lastStrike' | 'pending'>, unknown>;
+    const good = { schemaVersion: 1, protocol: 'unified', phaseIndex: 2, cycleIndex: 1, modelSteps: 1, baseMessages: [], steps: [], executed: [], results: [], sources: { data: [], confidences: [], ragCalls: 0 }, duplicateStrikes: 0, contentLoops: 0, wrote: false, usage: {} } satisfies Record<Exclude<keyof UnifiedCheckpoint, 'lastStrike' | 'pending' | 'awaiting'>, unknown>;
     expect(parseUnifiedCheckpoint(good)).toMatchObject({ phaseIndex: 2, usage: { llmCalls: 0 } });
     for (const [bad, why] of [
-      [{ ...good, schemaVersion: 2 }, /schemaVersion 2/],
+      [{ ...good, schemaVersion: 3 }, /schemaVersion 3/],
+      // version 2 is the checkpoint of a step awaiting a person, and only that one
+      [{ ...good, schemaVersion: 2 }, /awaits a person/],
+      [{ ...good, awaiting: { ran: [], asked: [], cutOff: [] } }, /awaits a person/],
+      [{ ...good, schemaVersion: 2, awaiting: { ran: [], asked: [{ callId: 'c' }], cutOff: [] } }, /awaiting must be/],
       [{ ...good, protocol: undefined }, /not a unified checkpoint/],
       [{ ...good, phaseIndex: -1 }, /phaseIndex/],
       [{ ...good, steps: [{ assistant: { role: 'robot', content: '' }, tools: [] }] }, /steps/],

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { KnowledgeModuleInfo, RetrievalResult } from '../../../knowledge/knowledge-retriever.port';
 import type { LlmCapabilities, LlmMessage, LlmToolSpec } from '../../../llm/llm-adapter.port';
 import { SharedTexts } from '../../../common/util/shared-texts';
-import { ModelStream, type ModelStreamResult } from '../../model-stream';
+import { ModelStream } from '../../model-stream';
 import { emptyUsage, type ProtocolEvent } from '../../protocol-event';
 import type { ProtocolExecutionContext, ProtocolStrategy } from '../../protocol-strategy';
 import { AFTER_LOOP, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
@@ -11,11 +11,11 @@ import { finalAnswer } from './unified.final-answer';
 import { buildAgentSystemPrompt, buildDirectSystemPrompt } from './unified.prompt';
 import { SourcesCollector } from './unified.sources';
 import { endStep, startStep } from './unified.step';
-import { runToolStep, stepMessages } from './unified.tool-step';
+import { toolPhase } from './unified.tool-phase';
 import { done, errorEvent, finish, type TurnSetup, type TurnState } from './unified.turn';
 import { checkpointEvent, cutOffCalls, restoredState } from './unified.checkpoint';
 import { parseUnifiedCheckpoint } from '../../run-state/unified-checkpoint';
-import { phaseEdge, shownArguments, traceStep } from '../../protocol-steps.util';
+import { phaseEdge, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { withTimeout as limitTime } from '../../../common/util/abort.util';
 
@@ -40,8 +40,10 @@ export const DIRECT_RETRIEVAL_TOP_K = 5;
  * conversation before the next model call. Calls that wait for a person's approval (with
  * `ctx.approvals`) are asked for once the step's other calls have run, and the model is called
  * again only after every decision (approved calls run, declined ones are answered as declined).
- * A run whose instance dies while it waits is not continued (closed `tool_interrupted`: the
- * step's other calls ran after its last checkpoint).
+ * As it asks, the step stores a checkpoint with what ran and what waits (issue 44): a run whose
+ * instance dies (or drains on SIGTERM) while it waits stays waiting, its approvals answerable on
+ * any instance, and the instance that takes it over awaits the same approvals and runs none of
+ * the calls that ran.
  * After `budgets.maxIterations` model calls, a response that still calls tools is the last one:
  * its calls are NOT run and get no tool messages (nor a `tool_calls` event); one tool-free call
  * then writes the answer after the text it streamed, `stopReason: max_iterations`.
@@ -91,10 +93,11 @@ export class UnifiedStrategy implements ProtocolStrategy {
   // is still no pause point, so no pause, resume or fork route (see above)
   readonly capabilities = { pausePoints: false, resume: true, tools: true };
 
-  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; answersStartedCalls: boolean } {
+  readCheckpoint(state: unknown): { baseMessages: LlmMessage[]; answersStartedCalls: boolean; checkpointsEachCall: false } {
     const c = parseUnifiedCheckpoint(state);
-    // from the checkpoint before a step's calls, the calls the dead instance had started are answered here
-    return { baseMessages: c.baseMessages, answersStartedCalls: c.pending !== undefined };
+    // from the checkpoint before a step's calls, the calls the dead instance had started are
+    // answered here; a step's calls share that one checkpoint (none is stored as each starts)
+    return { baseMessages: c.baseMessages, answersStartedCalls: c.pending !== undefined, checkpointsEachCall: false };
   }
 
   async *execute(ctx: ProtocolExecutionContext): AsyncGenerator<ProtocolEvent, void, undefined> {
@@ -135,8 +138,10 @@ export class UnifiedStrategy implements ProtocolStrategy {
 
     if (restored?.pending) {
       // the checkpoint was taken as the model asked for these calls: they run now (those the
-      // dead instance had started, only when read-only; the others are answered as cut off)
-      const next = yield* toolPhase(ctx, s, restored.pending, specs, cutOffCalls(ctx, restored.pending));
+      // dead instance had started, only when read-only; the others are answered as cut off).
+      // One taken as the step asked a person: the same approvals are awaited, in the same phase
+      const { pending, awaiting, snapshot } = restored;
+      const next = yield* toolPhase(ctx, s, pending, specs, { cutOff: cutOffCalls(ctx, pending, awaiting), exact: pending.exact, snapshot, ...(awaiting && { awaiting }) });
       if (next === 'cancelled' || ctx.signal.aborted) return yield* finish(ctx, s, 'cancelled');
       if (next === 'spent') return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
     } else if (midTurn && new ToolCallGuard(ctx).spent(s)) {
@@ -159,46 +164,6 @@ export class UnifiedStrategy implements ProtocolStrategy {
       if (next === 'spent') return yield* finalAnswer(ctx, s, setup, new ToolCallGuard(ctx).strikeStopReason(s));
     }
   }
-}
-
-/**
- * One tool step: every call of the response, then its messages join the conversation.
- * `spent` once the loop-strike limit is; `cancelled` when the turn was cancelled, also while a
- * call waited for a person. `cutOff` (a step continued from its checkpoint, issue 44): the calls
- * answered as cut off instead of run; the calls and the checkpoint before them were stored then.
- */
-async function* toolPhase(
-  ctx: ProtocolExecutionContext,
-  s: TurnState,
-  res: Pick<ModelStreamResult, 'text' | 'calls' | 'invalid'>,
-  specs: LlmToolSpec[],
-  cutOff?: ReadonlySet<string>,
-): AsyncGenerator<ProtocolEvent, 'next' | 'spent' | 'cancelled', undefined> {
-  // like two-stage: the calls are shown where the model made them, before their tool phase opens
-  if (!cutOff && res.calls.length > 0) yield { type: 'tool_calls', calls: res.calls.map((c) => ({ id: c.id, name: c.name, arguments: shownArguments(ctx, c) })) };
-  // nothing of the step has run: another instance can run its calls (each exactly once). Taken
-  // as of the action phase, stored once the tool phase opened: tool_calls and that edge still go
-  // in one write, and a continuation supersedes the edge and opens the phase again
-  const before = cutOff ? undefined : checkpointEvent(ctx, s, s.phaseIndex, res);
-  s.phaseIndex += 1;
-  s.cycleIndex += 1;
-  const phaseIndex = s.phaseIndex;
-  yield* phaseEdge(ctx, 'start', 'tool_phase', phaseIndex, s.cycleIndex);
-  if (before) yield before;
-
-  const outcomes = yield* runToolStep(ctx, { step: s.cycleIndex, phaseIndex }, res.calls, res.invalid, specs, s, cutOff);
-  for (const o of outcomes) if (o.kind === 'ran' && o.result) s.sources.addToolResult(o.name, o.result);
-  if (ctx.signal.aborted || outcomes.some((o) => o.interrupted)) {
-    yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, 'cancelled');
-    return 'cancelled';
-  }
-  s.steps.push(stepMessages(res.text, res.calls, res.invalid, outcomes));
-  // a refused repeat is no tool error: the call was not run, and the model was told why
-  const allOk = outcomes.every((o) => o.kind === 'refused' || (o.kind !== 'invalid' && o.result && o.result.outcome === 'success' && !o.result.isError));
-  yield* phaseEdge(ctx, 'end', 'tool_phase', phaseIndex, s.cycleIndex, allOk ? 'success' : 'tool_errors');
-  // the step is complete (model call and every result): another instance can go on from here
-  yield checkpointEvent(ctx, s, phaseIndex);
-  return new ToolCallGuard(ctx).spent(s) ? 'spent' : 'next';
 }
 
 /** The direct path: retrieval, sources, one tool-free answer with the excerpts in the system prompt. */

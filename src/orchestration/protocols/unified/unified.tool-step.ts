@@ -7,7 +7,9 @@ import { AsyncEventQueue } from './async-event-queue';
 import { invalidName, resultDigest, ToolCallGuard, type ResultRecord } from '../../tool-call-guard';
 import type { Strikes } from '../../loops/strikes';
 import { progressDigest } from '../../loops/result-progress';
+import { randomUUID } from 'node:crypto';
 import { settleApprovals, type WaitingCall } from './unified.approvals';
+import { awaitingStep, waitingAgain, type StepContinuation } from './unified.checkpoint';
 import { runOne, waitsForPerson } from './unified.call';
 import type { StepMessages } from './unified.context-budget';
 import { cutOffContent, INVALID_CALL_NAME, invalidCallArguments, invalidCallContent, noProgressContent, refusedRepeatContent, toolMessageContent } from './unified.messages';
@@ -86,7 +88,9 @@ type Planned =
  * - with `ctx.approvals`, a call the approval policy reserves for a person does not run: once
  *   the other calls have run, the step asks for each such call and waits for every decision
  *   (`settleApprovals`), so the model is not called again before the last one. Such a call shows
- *   `calling`, then nothing until it ran or was declined.
+ *   `calling`, then nothing until it ran or was declined. Before it asks, the step's checkpoint
+ *   with what ran and what waits is yielded (`go.asking`), so another instance can await the
+ *   same approvals; a step continued from it (`go.awaiting`) runs none of the calls that ran.
  *
  * Strikes are counted on `s` (the turn's state), and the step's results join `s.results`; the caller stops the loop once the guard
  * says the budget is spent. Returns one outcome per call in call order (index order), so tool
@@ -99,8 +103,9 @@ export async function* runToolStep(
   invalid: InvalidToolCall[],
   specs: LlmToolSpec[],
   s: Strikes & { executed: Map<string, ExecutedCall>; results: ResultRecord[] },
-  cutOff: ReadonlySet<string> = new Set(),
+  go: StepContinuation = {},
 ): AsyncGenerator<ProtocolEvent, CallOutcome[], undefined> {
+  const cutOff = go.cutOff ?? new Set<string>();
   const strikes = s;
   const queue = new AsyncEventQueue<ProtocolEvent>();
   const guard = new ToolCallGuard(ctx);
@@ -118,14 +123,21 @@ export async function* runToolStep(
 
   const runs = planned.filter((p): p is Extract<Planned, { kind: 'run' }> => p.kind === 'run');
   const waiting = new Map<Extract<Planned, { kind: 'run' }>, WaitingCall>();
+  const ran = new Map<string, ToolRunResult>();
   let next = 0;
   const worker = async () => {
     while (next < runs.length) {
       const r = runs[next++];
-      const result = await runOne(ctx, r.call, queue);
+      // continued after its instance died while the step waited: what ran is not run again
+      const again = go.awaiting && waitingAgain(ctx, r.call, go.awaiting, go.exact ?? new Set());
+      const result = again ? undefined : (go.awaiting?.ran.get(r.call.id) ?? (await runOne(ctx, r.call, queue)));
       // a call that waits for a person frees its slot: the decision may take minutes
-      if (waitsForPerson(ctx, result)) waiting.set(r, { call: r.call, asked: result });
-      else r.settle(result);
+      if (again) waiting.set(r, again);
+      else if (waitsForPerson(ctx, result!)) waiting.set(r, { call: r.call, asked: result!, approvalId: randomUUID() });
+      else {
+        ran.set(r.call.id, result!);
+        r.settle(result!);
+      }
     }
   };
   const all = Promise.all(Array.from({ length: Math.min(TOOL_CONCURRENCY, runs.length) }, worker)).finally(() => queue.close());
@@ -136,6 +148,8 @@ export async function* runToolStep(
   if (waiting.size > 0 && ctx.approvals) {
     // asked in the model's order (`runs` is in call order), whatever order the runner answered in
     const asking = runs.filter((r) => waiting.has(r));
+    // what a takeover continues from: stored before the first approval is (one not asked before included)
+    if (go.asking && asking.some((r) => !go.awaiting?.asked.has(r.call.id))) yield go.asking(awaitingStep(ran, asking.map((r) => waiting.get(r)!), cutOff));
     const settled = yield* settleApprovals(ctx, ctx.approvals, asking.map((r) => waiting.get(r)!));
     asking.forEach((r, i) => {
       r.settle(settled[i].result);
