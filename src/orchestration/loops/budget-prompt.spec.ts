@@ -65,4 +65,21 @@ describe('the turn token budget applied to a request', () => {
     // twice the tokenizer's count, as the provider counted the last prompt
     expect(call?.promptTokens).toBe(2 * estimate);
   });
+
+  it('a provider that counts twice the tokenizer: the output is cut to what fits, once, not left out', () => {
+    for (const scale of [1, 2, 3.5]) {
+      const messages = conversation([1500]);
+      const whole = estimatePromptTokens(messages);
+      const last = { estimated: 100, reported: Math.round(100 * scale) };
+      // room for about half the output, as the provider counts it
+      const budget = Math.round((whole * scale) / 2) + 64;
+      const call = budgetFinalCall(budget, used(0), last, messages, 8192);
+      expect({ scale, fits: call.fits }).toEqual({ scale, fits: true });
+      const tool = call.messages[2].content ?? '';
+      expect(tool.match(/were cut to fit/g)).toHaveLength(1);
+      expect(tool).not.toContain('was left out');
+      // most of what fits is kept: at least a third of the output
+      expect(tool.length).toBeGreaterThan((messages[2].content ?? '').length / 3);
+    }
+  });
 });

@@ -45,45 +45,53 @@ export function budgetFinalCall(budget: number, usage: TurnUsage, last: PromptGa
     const estimated = estimatePromptTokens(m);
     return { estimated, prompt: nextPromptTokens(estimated, usage.largestPromptTokens ?? 0, last) };
   };
+  // every pass cuts the original outputs anew (more each time), so an output carries one note, never a stack of them
+  const cuts = messages.map(() => 0);
+  const omitted = new Set<number>();
+  const render = () => messages.map((msg, i) => (cuts[i] === 0 && !omitted.has(i) ? msg : { ...msg, content: shortened(msg.content ?? '', cuts[i], omitted.has(i)) }));
   let out = messages;
   let m = measure(out);
-  let cutChars = 0;
   for (let pass = 0; pass < MAX_PASSES && m.prompt > room; pass++) {
-    const cut = cutOldestFirst(out, m.prompt - room, m.prompt / Math.max(1, m.estimated));
-    if (cut.removed === 0) break;
-    out = cut.messages;
-    cutChars += cut.removed;
+    // provider tokens per character of the prompt, and a note's worth of slack per output cut
+    const scale = m.prompt / Math.max(1, m.estimated);
+    let excess = m.prompt - room;
+    let grew = false;
+    for (let i = 0; i < messages.length && excess > 0; i++) {
+      const text = cuttable(messages[i], i) ? messages[i].content : undefined;
+      if (!text) continue;
+      const available = cutUntrustedContent(text, Infinity, MIN_KEPT_CHARS, cutNote).removed - cuts[i];
+      if (available <= 0) continue;
+      const perChar = (estimateMessageTokens(messages[i]) * scale) / text.length;
+      const take = Math.min(available, Math.ceil((excess + NOTE_TOKENS * scale) / perChar));
+      cuts[i] += take;
+      excess -= take * perChar;
+      grew = true;
+    }
+    if (!grew) break;
+    out = render();
     m = measure(out);
   }
-  for (let i = 0; i < out.length && m.prompt > room; i++) {
-    const text = cuttable(out[i], i) ? out[i].content : undefined;
-    if (!text) continue;
-    const omitted = omitUntrustedContent(text, (n) => `[This tool output (${n} characters) was left out to fit the turn's token budget.]`);
-    if (omitted.removed === 0) continue;
-    out = out.map((x, k) => (k === i ? { ...x, content: omitted.text } : x));
-    cutChars += omitted.removed;
+  // their heads are still too many (many calls in a step): whole outputs go, oldest first
+  for (let i = 0; i < messages.length && m.prompt > room; i++) {
+    const text = cuttable(messages[i], i) ? messages[i].content : undefined;
+    if (!text || omitUntrustedContent(text, omitNote).removed === 0) continue;
+    omitted.add(i);
+    out = render();
     m = measure(out);
   }
-  return { messages: out, maxTokens: finalCallCap(usage.totalTokens, m.prompt, cap, budget), promptTokens: m.prompt, cutChars, gauge: { estimated: m.estimated }, fits: m.prompt <= room };
+  const cutChars = messages.reduce((n, msg, i) => n + ((msg.content ?? '').length - (out[i].content ?? '').length), 0);
+  return { messages: out, maxTokens: finalCallCap(usage.totalTokens, m.prompt, cap, budget), promptTokens: m.prompt, cutChars: Math.max(0, cutChars), gauge: { estimated: m.estimated }, fits: m.prompt <= room };
 }
 
-/** Cuts about `excessTokens` (provider tokens; `scale` per tokenizer token) from the tool outputs, oldest first. */
-function cutOldestFirst(messages: LlmMessage[], excessTokens: number, scale: number): { messages: LlmMessage[]; removed: number } {
-  let excess = excessTokens;
-  let removed = 0;
-  const out = messages.map((msg, i) => {
-    const text = cuttable(msg, i) ? msg.content : undefined;
-    if (excess <= 0 || !text) return msg;
-    const tokens = estimateMessageTokens(msg) * scale;
-    // characters per provider token in this output, and a little over, for the note the cut adds
-    const chars = Math.ceil(((excess + 32) * text.length) / Math.max(1, tokens));
-    const cut = cutUntrustedContent(text, chars, MIN_KEPT_CHARS, (n, total) => `[… ${n} of ${total} characters of this tool output were cut to fit the turn's token budget.]`);
-    if (cut.removed === 0) return msg;
-    excess -= (cut.removed * tokens) / text.length;
-    removed += cut.removed;
-    return { ...msg, content: cut.text };
-  });
-  return { messages: out, removed };
+/** about what a cut's note costs, in tokenizer tokens */
+const NOTE_TOKENS = 40;
+const cutNote = (n: number, total: number) => `[… ${n} of ${total} characters of this tool output were cut to fit the turn's token budget.]`;
+const omitNote = (n: number) => `[This tool output (${n} characters) was left out to fit the turn's token budget.]`;
+
+/** One original output, `chars` cut from its end, or left out whole. */
+function shortened(text: string, chars: number, omit: boolean): string {
+  if (omit) return omitUntrustedContent(text, omitNote).text;
+  return cutUntrustedContent(text, chars, MIN_KEPT_CHARS, cutNote).text;
 }
 
 /** Only tool results are cut: not the user's or the model's messages, nor the system prompt (its custom instructions are the user's). */

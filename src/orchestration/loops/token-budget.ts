@@ -61,3 +61,11 @@ export function finalCallCap(usedTokens: number, prompt: number, cap: number, bu
   if (!budget) return cap;
   return Math.min(cap, Math.max(MIN_FINAL_TOKENS, budget - usedTokens - prompt));
 }
+
+/** A checkpoint's stored gauge, so a run continued from it (resumed, forked, taken over) measures its next prompt as the run before it did; undefined when absent or malformed. */
+export function parsePromptGauge(raw: unknown): PromptGauge | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const g = raw as { estimated?: unknown; reported?: unknown };
+  if (typeof g.estimated !== 'number' || !(g.estimated > 0)) return undefined;
+  return { estimated: g.estimated, ...(typeof g.reported === 'number' && g.reported > 0 ? { reported: g.reported } : {}) };
+}

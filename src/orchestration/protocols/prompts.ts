@@ -31,5 +31,5 @@ export const PARAGRAPH_BREAK = '\n\n';
 
 /** What the user reads when the turn token budget cannot hold even the final answer's prompt (no model call is made). */
 export function budgetSpentText(promptTokens: number, leftTokens: number): string {
-  return `No answer was written: this turn's token budget has ${Math.max(0, leftTokens)} tokens left, and the shortest request for an answer is ${promptTokens} tokens. Ask again with a larger turn budget (options.turnTokenBudget), or with a shorter message or conversation.`;
+  return `No answer was written: this turn's token budget has ${Math.max(0, leftTokens)} tokens left, and the shortest request for an answer is ${promptTokens} tokens. Ask again with a larger turn token budget (options.turnTokenBudget on the chat routes, else the server's TURN_TOKEN_BUDGET), or with a shorter message, or in a new conversation.`;
 }

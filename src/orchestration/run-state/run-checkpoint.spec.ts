@@ -77,6 +77,15 @@ describe('two-stage checkpoint format', () => {
     }
   });
 
+  it('keeps the token budget\'s measure of the last prompt, so a resumed or forked run counts its next prompt as the provider does (older checkpoints have none)', () => {
+    const [, raw] = load('historical')[0];
+    expect(parseTwoStageCheckpoint(raw).promptGauge).toBeUndefined();
+    const c = parseTwoStageCheckpoint({ ...raw, usage: { ...(raw.usage ?? {}), largestPromptTokens: 9000 }, promptGauge: { estimated: 2250, reported: 9000 } });
+    expect(c.promptGauge).toEqual({ estimated: 2250, reported: 9000 });
+    expect(c.usage.largestPromptTokens).toBe(9000);
+    for (const bad of ['x', { estimated: -1 }, { reported: 5 }]) expect(parseTwoStageCheckpoint({ ...raw, promptGauge: bad }).promptGauge).toBeUndefined();
+  });
+
   it('keeps a resumed turn inside its remaining budget', async () => {
     const [, raw] = load('historical').find(([n]) => n === 'v1-with-history-and-strikes.json')!;
     const llm = new ScriptedLlm([toolTurn('read_file', '{"path":"docs/roadmap.md"}'), answer('Final.')]);

@@ -1,3 +1,4 @@
+import { parsePromptGauge, type PromptGauge } from '../loops/token-budget';
 import type { LlmMessage, LlmUsage } from '../../llm/llm-adapter.port';
 import type { SourcesSnapshot } from '../protocols/unified/unified.sources';
 
@@ -43,7 +44,9 @@ export interface TwoStageCheckpoint {
   lastStrike?: 'repeat' | 'no_progress' | 'invalid';
   /** tools whose invalid arguments the model was already told about */
   toldInvalid: string[];
-  usage: LlmUsage & { llmCalls: number };
+  usage: LlmUsage & { llmCalls: number; largestPromptTokens?: number };
+  /** the turn token budget's measure of the last prompt (issue 46) */
+  promptGauge?: PromptGauge;
   /**
    * the sources the turn's tools returned so far; optional, so checkpoints written before it
    * was kept still read (their resumed leg reports only its own sources) and no version bump
@@ -132,7 +135,9 @@ export function parseTwoStageCheckpoint(raw: unknown): TwoStageCheckpoint {
       completionTokens: Number(u.completionTokens) || 0,
       totalTokens: Number(u.totalTokens) || 0,
       llmCalls: Number(u.llmCalls) || 0,
+      ...(Number(u.largestPromptTokens) > 0 ? { largestPromptTokens: Number(u.largestPromptTokens) } : {}),
     },
+    ...(parsePromptGauge(raw.promptGauge) ? { promptGauge: parsePromptGauge(raw.promptGauge) } : {}),
     ...(isSourcesSnapshot(raw.sources) ? { sources: raw.sources } : {}),
     ...(raw.pendingApproval !== undefined ? { pendingApproval: parsePending(raw.pendingApproval) } : {}),
     ...(raw.runningCall !== undefined ? { runningCall: parseRunning(raw.runningCall) } : {}),

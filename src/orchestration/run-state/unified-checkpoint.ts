@@ -1,3 +1,4 @@
+import { parsePromptGauge, type PromptGauge } from '../loops/token-budget';
 import type { LlmMessage, LlmToolCall, LlmUsage } from '../../llm/llm-adapter.port';
 import type { ToolRunResult } from '../../tools/tool-definition';
 import type { SourcesSnapshot } from '../protocols/unified/unified.sources';
@@ -53,6 +54,8 @@ export interface UnifiedCheckpoint {
   /** some answer text was streamed before the checkpoint */
   wrote: boolean;
   usage: LlmUsage & { llmCalls: number; largestPromptTokens?: number };
+  /** the turn token budget's measure of the last prompt (issue 46) */
+  promptGauge?: PromptGauge;
   /**
    * a checkpoint taken once a model call asked for tools, before they run (at its action phase):
    * the response, so that a continuation runs that step's calls (those that had started only when
@@ -155,6 +158,7 @@ export function parseUnifiedCheckpoint(raw: unknown): UnifiedCheckpoint {
       llmCalls: Number(u.llmCalls) || 0,
       ...(Number(u.largestPromptTokens) > 0 ? { largestPromptTokens: Number(u.largestPromptTokens) } : {}),
     },
+    ...(parsePromptGauge(raw.promptGauge) ? { promptGauge: parsePromptGauge(raw.promptGauge) } : {}),
     ...(raw.pending !== undefined ? { pending: raw.pending as PendingStep } : {}),
     ...(raw.awaiting !== undefined ? { awaiting: raw.awaiting as AwaitingStep } : {}),
   };

@@ -1,4 +1,3 @@
-import type { PromptGauge } from '../../loops/token-budget';
 import { emptyUsage, type ProtocolEvent, type StopReason, type TurnUsage } from '../../protocol-event';
 import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { parseTwoStageCheckpoint, TWO_STAGE_CHECKPOINT_VERSION, type TwoStageCheckpoint } from '../../run-state/run-checkpoint';
@@ -14,11 +13,7 @@ export type StepOutcome =
   | { kind: 'paused'; resumeFromPhaseIndex: number };
 
 /** Mutable state of one turn; exactly what a checkpoint stores (less its version). */
-export type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & {
-  usage: TurnUsage;
-  /** the last prompt as the turn token budget measured it (not checkpointed: a continued run measures afresh) */
-  promptGauge?: PromptGauge;
-};
+export type TurnState = Omit<TwoStageCheckpoint, 'schemaVersion'> & { usage: TurnUsage };
 
 /** A new turn's state, or a resumed one's from its checkpoint. */
 export function initialState(ctx: ProtocolExecutionContext): TurnState {
@@ -26,8 +21,10 @@ export function initialState(ctx: ProtocolExecutionContext): TurnState {
     const c = parseTwoStageCheckpoint(ctx.resumeFrom.state);
     // a resumed leg remembers what the tool output of the earlier legs brought in
     for (const m of c.injected) ctx.untrusted?.learn(m.content ?? '');
-    // a fork's usage is its own: the parent's calls before the checkpoint stay the parent's
-    return { ...c, usage: ctx.resumeFrom.fork ? emptyUsage() : { ...c.usage } };
+    // a fork's usage is its own: the parent's calls before the checkpoint stay the parent's (its
+    // prompts are the fork's too: the largest and the gauge stay, for the turn token budget)
+    const largest = c.usage.largestPromptTokens ? { largestPromptTokens: c.usage.largestPromptTokens } : {};
+    return { ...c, usage: ctx.resumeFrom.fork ? { ...emptyUsage(), ...largest } : { ...c.usage } };
   }
   return {
     phaseIndex: 0,
@@ -54,6 +51,7 @@ export function checkpoint(s: TurnState): TwoStageCheckpoint {
     ...(s.lastStrike ? { lastStrike: s.lastStrike } : {}),
     toldInvalid: [...s.toldInvalid],
     usage: { ...s.usage },
+    ...(s.promptGauge ? { promptGauge: { ...s.promptGauge } } : {}),
     ...(s.sources ? { sources: s.sources } : {}),
     ...(s.pendingApproval ? { pendingApproval: s.pendingApproval } : {}),
     ...(s.runningCall ? { runningCall: s.runningCall } : {}),

@@ -194,7 +194,7 @@ describe('unified step checkpoints', () => {
   });
 
   it('refuses a checkpoint it cannot read, naming the problem', () => {
-    const good = { schemaVersion: 1, protocol: 'unified', phaseIndex: 2, cycleIndex: 1, modelSteps: 1, baseMessages: [], steps: [], executed: [], results: [], sources: { data: [], confidences: [], ragCalls: 0 }, duplicateStrikes: 0, contentLoops: 0, wrote: false, usage: {} } satisfies Record<Exclude<keyof UnifiedCheckpoint, 'lastStrike' | 'pending' | 'awaiting'>, unknown>;
+    const good = { schemaVersion: 1, protocol: 'unified', phaseIndex: 2, cycleIndex: 1, modelSteps: 1, baseMessages: [], steps: [], executed: [], results: [], sources: { data: [], confidences: [], ragCalls: 0 }, duplicateStrikes: 0, contentLoops: 0, wrote: false, usage: {} } satisfies Record<Exclude<keyof UnifiedCheckpoint, 'lastStrike' | 'pending' | 'awaiting' | 'promptGauge'>, unknown>;
     expect(parseUnifiedCheckpoint(good)).toMatchObject({ phaseIndex: 2, usage: { llmCalls: 0 } });
     for (const [bad, why] of [
       [{ ...good, schemaVersion: 3 }, /schemaVersion 3/],

@@ -45,6 +45,7 @@ export function checkpointEvent(ctx: ProtocolExecutionContext, s: TurnState, pha
     contentLoops: s.contentLoops,
     wrote: s.wrote,
     usage: { ...s.usage },
+    ...(s.promptGauge ? { promptGauge: { ...s.promptGauge } } : {}),
     ...(pending ? { pending: pendingOf(ctx, pending) } : {}),
   };
   return { type: 'checkpoint', phaseIndex, state: state as unknown as Record<string, unknown> };
@@ -189,7 +190,9 @@ export function restoredState(
     phaseIndex: c.phaseIndex,
     cycleIndex: c.cycleIndex,
     modelSteps: c.modelSteps,
-    usage: ctx.resumeFrom?.fork ? emptyUsage() : { ...c.usage },
+    // a fork's usage is its own; its prompts are the parent's, so the largest and the gauge stay
+    usage: ctx.resumeFrom?.fork ? { ...emptyUsage(), ...(c.usage.largestPromptTokens ? { largestPromptTokens: c.usage.largestPromptTokens } : {}) } : { ...c.usage },
+    ...(c.promptGauge ? { promptGauge: c.promptGauge } : {}),
     baseMessages: c.baseMessages,
     steps: c.steps,
     executed,
