@@ -1968,7 +1968,7 @@ export interface components {
             /** @description what the current period has used */
             spent: components["schemas"]["BudgetSpentDto"];
             /**
-             * @description reached: a limit is used up (sends get 429 budget_exhausted); warning: past warnAt of a limit
+             * @description reached: what is left no longer holds a turn's default reservation (TURN_TOKEN_BUDGET, else BUDGET_TURN_RESERVE_TOKENS), so sends get 429 budget_exhausted; warning: past warnAt of a limit
              * @enum {string}
              */
             state: "ok" | "warning" | "reached";
@@ -4098,11 +4098,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"];
                 };
             };
-            /** @description too_many_requests: over RATE_LIMIT_PER_MINUTE, or over a running-turn limit (MAX_CONCURRENT_TURNS_PER_KEY, _PER_PROJECT, MAX_CONCURRENT_TURNS); answered before any stream opens */
+            /** @description budget_exhausted: the project's or the key's budget cannot hold the fork's turn (as a send; nothing is stored) */
             429: {
                 headers: {
-                    /** @description seconds until a retry may succeed */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
