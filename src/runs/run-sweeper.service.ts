@@ -131,10 +131,11 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
     if (!this.takeover) return closed;
     const { protocols, continueHere } = this.takeover;
     const claimed = await this.takeovers.claimForTakeover(INSTANCE_ID, this.config.get('RUN_LEASE_MS'), protocols, 20, this.config.get('RUN_MAX_TAKEOVERS'));
-    for (const { run, fromInstance } of claimed) {
-      this.logger.warn(`run ${run.requestId}: its instance's lease expired while it ${run.status === 'running' ? 'ran' : 'waited for a person'}; continued here`);
+    for (const { run, fromInstance, handedOver } of claimed) {
+      const why = handedOver ? `its instance ${fromInstance} handed it over on shutdown` : "its instance's lease expired";
+      this.logger.warn(`run ${run.requestId}: ${why} while it ${run.status === 'running' ? 'ran' : 'waited for a person'}; continued here`);
       const taken = (outcome: 'continued' | 'failed' | 'refused', checkpoint: number | null) =>
-        this.trace.record({ requestId: run.requestId, projectId: run.projectId, type: 'run_taken_over', details: { fromInstance, checkpoint, route: run.protocol, outcome, takeovers: run.takeovers, status: run.status } });
+        this.trace.record({ requestId: run.requestId, projectId: run.projectId, type: 'run_taken_over', details: { fromInstance, handedOver, checkpoint, route: run.protocol, outcome, takeovers: run.takeovers, status: run.status } });
       try {
         taken('continued', await continueHere(run));
       } catch (err) {

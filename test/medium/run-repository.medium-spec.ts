@@ -188,6 +188,27 @@ describe('RunRepository and RunTakeoverRepository raw SQL (medium)', () => {
     expect(closed.map((c) => c.requestId)).not.toContain(withCheckpoint);
   });
 
+  it('a run released on shutdown is taken over naming its instance, and the hand-over does not count against maxTakeovers', async () => {
+    // at the limit already: a kill now would close it, a hand-over must not
+    const id = await open();
+    await runs.saveCheckpoint(id, 1, 2, { phaseIndex: 2 });
+    await ds.query(`UPDATE runs SET takeovers = 2 WHERE request_id = $1`, [id]);
+    expect(await runs.releaseLease(id, 'me', 'running')).toBe(true);
+    // released: its writes are fenced at once
+    expect(await runs.renewLease(id, 'me', 30_000)).toBe(false);
+    expect(await takeovers.claimExpired(20, ['two-stage'], 2)).toEqual([]);
+    const [claim, ...more] = await takeovers.claimForTakeover('b', 30_000, ['two-stage'], 20, 2);
+    expect(more).toEqual([]);
+    expect(claim).toMatchObject({ fromInstance: 'me', handedOver: true });
+    expect(await runs.findById(id)).toMatchObject({ status: 'running', leaseOwner: 'b', takeovers: 2, releasedBy: null });
+    // handed over again by b, then b's successor dies: the death is counted, the hand-overs not
+    expect(await runs.releaseLease(id, 'b', 'running')).toBe(true);
+    expect((await takeovers.claimForTakeover('me', 30_000, ['two-stage'], 20, 2))[0]).toMatchObject({ fromInstance: 'b', handedOver: true });
+    await ds.query(`UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE request_id = $1`, [id]);
+    expect(await takeovers.claimForTakeover('c', 30_000, ['two-stage'], 20, 2)).toEqual([]);
+    expect((await takeovers.claimExpired(20, ['two-stage'], 2)).map((r) => [r.requestId, r.reason])).toEqual([[id, 'takeovers_exhausted']]);
+  });
+
   it('stores run events in one INSERT and lists them after a seq, in order', async () => {
     const id = await open();
     await events.insertMany(id, [3, 1, 2].map((seq) => ({ seq, type: 'chunk', data: { seq, content: `c${seq}` } })));

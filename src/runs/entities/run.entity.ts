@@ -87,6 +87,10 @@ export class RunEntity {
   @Column({ name: 'lease_owner', type: 'varchar', length: 64, nullable: true })
   leaseOwner: string | null;
 
+  /** the instance that released the lease on shutdown, until another takes the run over: a hand-over, not a death */
+  @Column({ name: 'released_by', type: 'varchar', length: 64, nullable: true })
+  releasedBy: string | null;
+
   @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
   leaseExpiresAt: Date | null;
 

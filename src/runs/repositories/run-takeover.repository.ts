@@ -54,22 +54,30 @@ export class RunTakeoverRepository {
    * instance, if it was only slow, loses its fence and stores nothing more). A run that waits for
    * a person stays `awaiting_approval`, its approvals open to decisions while it is continued here;
    * a running one is taken when it has a checkpoint to continue from and was taken over fewer than
-   * `maxTakeovers` times (issue 44). `takeovers` counts both.
+   * `maxTakeovers` times (issue 44). `takeovers` counts both, but not a hand-over: a run an
+   * instance released on shutdown (`released_by`, named as `fromInstance`) is continued however
+   * often it was handed over, since each hand-over is a deploy's, not a failure's.
    */
-  async claimForTakeover(owner: string, leaseMs: number, protocols: string[], limit = 20, maxTakeovers = 0): Promise<Array<{ run: RunEntity; fromInstance: string | null }>> {
+  async claimForTakeover(owner: string, leaseMs: number, protocols: string[], limit = 20, maxTakeovers = 0): Promise<Array<{ run: RunEntity; fromInstance: string | null; handedOver: boolean }>> {
     if (protocols.length === 0) return [];
     const res: unknown = await this.runs.query(
-      `UPDATE runs r SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval, takeovers = r.takeovers + 1, updated_at = now()
-         FROM (SELECT request_id, lease_owner AS was FROM runs WHERE status IN ('running', 'awaiting_approval') AND lease_expires_at < now() AND ${continuable('$3', '$5')}
+      `UPDATE runs r SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval, released_by = NULL,
+              takeovers = r.takeovers + CASE WHEN old.released IS NULL THEN 1 ELSE 0 END, updated_at = now()
+         FROM (SELECT request_id, lease_owner AS was, released_by AS released FROM runs
+                WHERE status IN ('running', 'awaiting_approval') AND lease_expires_at < now() AND ${continuable('$3', '$5')}
                 ORDER BY lease_expires_at LIMIT $4 FOR UPDATE SKIP LOCKED) old
         WHERE r.request_id = old.request_id
-        RETURNING r.request_id, old.was`,
+        RETURNING r.request_id, old.was, old.released`,
       [owner, String(leaseMs), protocols, limit, maxTakeovers],
     );
-    const from = new Map((queryResult(res).rows as Array<{ request_id: string; was: string | null }>).map((r) => [r.request_id, r.was]));
+    type Row = { request_id: string; was: string | null; released: string | null };
+    const from = new Map((queryResult(res).rows as Row[]).map((r) => [r.request_id, r]));
     if (from.size === 0) return [];
     const runs = await this.runs.find({ where: { requestId: In([...from.keys()]) } });
-    return runs.map((run) => ({ run, fromInstance: from.get(run.requestId) ?? null }));
+    return runs.map((run) => {
+      const row = from.get(run.requestId)!;
+      return { run, fromInstance: row.was ?? row.released, handedOver: row.released !== null };
+    });
   }
 
   /** Closes as failed a run `owner` took over but could not continue; false when it no longer holds it. */
@@ -108,8 +116,9 @@ const HAS_CHECKPOINT = `COALESCE(checkpoint->'byPhase', '{}'::jsonb) <> '{}'::js
 
 /**
  * The lapsed runs another instance continues: of a protocol in `protocols` (a text[] parameter),
- * waiting for a person, or running with a checkpoint and fewer than `max` takeovers so far.
+ * waiting for a person, or running with a checkpoint and fewer than `max` takeovers so far (or
+ * released on shutdown: a hand-over is continued whatever the count).
  */
 function continuable(protocols: string, max: string): string {
-  return `(protocol = ANY(${protocols}::text[]) AND (status = 'awaiting_approval' OR (status = 'running' AND takeovers < ${max}::int AND ${HAS_CHECKPOINT})))`;
+  return `(protocol = ANY(${protocols}::text[]) AND (status = 'awaiting_approval' OR (status = 'running' AND (takeovers < ${max}::int OR released_by IS NOT NULL) AND ${HAS_CHECKPOINT})))`;
 }

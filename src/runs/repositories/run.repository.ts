@@ -204,11 +204,12 @@ export class RunRepository {
    * Gives up this instance's lease of a run in `status` (graceful shutdown): no owner, expired
    * now, so another instance's next sweep takes it over (a run waiting for a person, or, when
    * draining, a running run from its last checkpoint); the run keeps its status and its writes
-   * from here on are fenced. False when `owner` no longer holds it or it left that status.
+   * from here on are fenced. `released_by` names `owner` for the taker: a hand-over, which does
+   * not count against RUN_MAX_TAKEOVERS. False when `owner` no longer holds it or it left that status.
    */
   async releaseLease(requestId: string, owner: string, status: 'awaiting_approval' | 'running'): Promise<boolean> {
     const res: [unknown[], number] = await this.runs.query(
-      `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), updated_at = now()
+      `UPDATE runs SET lease_owner = NULL, released_by = $2, lease_expires_at = now(), updated_at = now()
         WHERE request_id = $1 AND lease_owner = $2 AND status = $3 RETURNING request_id`,
       [requestId, owner, status],
     );
