@@ -5,7 +5,7 @@ import type { ProtocolExecutionContext } from '../../protocol-strategy';
 import { offeredTools, phaseEdge, shownArguments, traceLateDeltas, traceStep } from '../../protocol-steps.util';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { actionStream } from '../action-stream';
-import { AFTER_LOOP, budgetSpentText, MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
+import { AFTER_LOOP, MAX_RESPONSE_TOKENS, PARAGRAPH_BREAK, temperatureFor } from '../prompts';
 import type { ForcedReason } from './two-stage.loop-budgets';
 import { FORCED_FINAL_FALLBACK, TWO_STAGE_SYSTEM_PROMPT, forcedFinalInstruction } from './two-stage.messages';
 import { handleInvalid, refuseDuplicate } from './two-stage.refusals';
@@ -13,6 +13,7 @@ import type { StepOutcome, TurnState } from './two-stage.state';
 import { toolPhase } from './two-stage.tool-phase';
 import { budgetFinalCall, budgetToolCall, type BudgetedCall } from '../../loops/budget-prompt';
 import { notePrompt } from '../../loops/token-budget';
+import { noRoomPhase, type NoRoom } from '../no-room-phase';
 
 /** What the loop carries from one model call to the next. */
 export interface ActionContext {
@@ -76,19 +77,10 @@ export function* startAction(ctx: ProtocolExecutionContext, s: TurnState, specs:
   });
 }
 
-/** The final call's prompt, cut as far as it can be, is more than the turn token budget leaves. */
-export interface NoRoom {
-  noRoom: number;
-  left: number;
-}
-
 /** The turn token budget cannot hold the final call's prompt: the phase says so instead of calling the model. */
 export function* budgetSpent(ctx: ProtocolExecutionContext, s: TurnState, a: ActionContext, r: NoRoom): Generator<ProtocolEvent, void, undefined> {
   const phaseIndex = a.continuing ? s.phaseIndex : ++s.phaseIndex;
-  if (!a.continuing) yield* phaseEdge(ctx, 'start', 'action_phase', phaseIndex, s.cycleIndex);
-  traceStep(ctx, 'llm_skipped', { phaseIndex, reason: 'token_budget', promptTokens: r.noRoom, leftTokens: r.left });
-  yield { type: 'chunk', content: (a.wrote ? PARAGRAPH_BREAK : '') + budgetSpentText(r.noRoom, r.left) };
-  yield* phaseEdge(ctx, 'end', 'action_phase', phaseIndex, s.cycleIndex, 'token_budget');
+  yield* noRoomPhase(ctx, { phaseIndex, cycleIndex: s.cycleIndex, wrote: a.wrote, open: !a.continuing }, r);
 }
 
 /** Closes the action phase; a new call gets its tool phase, a repeated one is refused. */

@@ -5,8 +5,8 @@ import { PARAGRAPH_BREAK } from '../prompts';
 import { FORCED_FINAL_FALLBACK } from '../two-stage/two-stage.messages';
 import { ToolCallGuard } from '../../tool-call-guard';
 import type { FinalReason } from './unified.loop-budgets';
-import { startStep, type NoRoom } from './unified.step';
-import { budgetSpentText } from '../prompts';
+import { startStep } from './unified.step';
+import { noRoomPhase, type NoRoom } from '../no-room-phase';
 import { notePrompt } from '../../loops/token-budget';
 import { finish, type TurnSetup, type TurnState } from './unified.turn';
 
@@ -21,11 +21,8 @@ const FINAL_ANSWER_INSTRUCTION: Record<Exclude<FinalReason, 'content_loop'>, str
 /** The turn token budget cannot hold the final call's prompt: the turn ends with a notice instead of a call. */
 function* budgetSpent(ctx: ProtocolExecutionContext, s: TurnState, r: NoRoom): Generator<ProtocolEvent, void, undefined> {
   s.phaseIndex += 1;
-  yield* phaseEdge(ctx, 'start', 'action_phase', s.phaseIndex, s.cycleIndex);
-  traceStep(ctx, 'llm_skipped', { phaseIndex: s.phaseIndex, reason: 'token_budget', promptTokens: r.noRoom, leftTokens: r.left });
-  yield { type: 'chunk', content: (s.wrote ? PARAGRAPH_BREAK : '') + budgetSpentText(r.noRoom, r.left) };
+  yield* noRoomPhase(ctx, { phaseIndex: s.phaseIndex, cycleIndex: s.cycleIndex, wrote: s.wrote, open: true }, r);
   s.wrote = true;
-  yield* phaseEdge(ctx, 'end', 'action_phase', s.phaseIndex, s.cycleIndex, 'token_budget');
   yield* finish(ctx, s, 'token_budget');
 }
 

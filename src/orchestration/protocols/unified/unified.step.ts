@@ -11,12 +11,7 @@ import type { StepOutcome, TurnSetup, TurnState } from './unified.turn';
 import { ToolCallGuard } from '../../tool-call-guard';
 import { budgetFinalCall, budgetToolCall } from '../../loops/budget-prompt';
 import { notePrompt } from '../../loops/token-budget';
-
-/** The final call's prompt, cut as far as it can be, is more than the turn token budget leaves. */
-export interface NoRoom {
-  noRoom: number;
-  left: number;
-}
+import type { NoRoom } from '../no-room-phase';
 
 /**
  * Opens a model step: builds the request inside the context budget and starts the stream.
