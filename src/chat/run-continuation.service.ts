@@ -7,7 +7,7 @@
  * nothing with these but the orchestration and the run engine.
  */
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import type { ClientFlow } from '../common/sse/client-flow';
 import { OrchestrationService } from '../orchestration/orchestration.service';
@@ -23,6 +23,8 @@ import { ConversationRepository } from './repositories/conversation.repository';
 
 @Injectable()
 export class RunContinuationService implements OnModuleInit {
+  private readonly logger = new Logger('RunContinuationService');
+
   constructor(
     private readonly conversations: ConversationRepository,
     private readonly runs: RunsService,
@@ -62,7 +64,8 @@ export class RunContinuationService implements OnModuleInit {
     try {
       return await this.continueRun(plan, flow, clientGone, forkId, admission ? { ...budgets, turnTokenBudget: admission.turnTokenBudget } : undefined);
     } catch (err) {
-      if (admission) await this.budgetGate.release(forkId).catch(() => undefined);
+      // the fork never started: its reservation goes back (ChatService logs the same for a send)
+      if (admission) await this.budgetGate.release(forkId).catch((e: unknown) => this.logger.warn(`could not release the budget reservation of fork ${forkId}: ${(e as Error).message}`));
       throw err;
     }
   }
