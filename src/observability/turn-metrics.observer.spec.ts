@@ -60,3 +60,16 @@ describe('TurnMetricsObserver: approvals', () => {
     expect(await decided()).toEqual({});
   });
 });
+
+describe('TurnMetricsObserver: takeovers', () => {
+  it('counts runs taken over by protocol and outcome, a keyed tool-only execution continued by a retry as tool-only', async () => {
+    const metrics = new MetricsService({ queued: 0, droppedEvents: 0 } as unknown as TraceWriterService, { logger: {}, driver: {} } as unknown as DataSource);
+    const o = new TurnMetricsObserver(metrics, { provider: 'openai', model: 'm1' }, () => false);
+    const rec = (type: string, details: Record<string, unknown>): TraceRecord => ({ requestId: 'r', type, details }) as TraceRecord;
+    o.onRecord(rec('run_taken_over', { route: 'two-stage', outcome: 'continued', handedOver: true }), 1);
+    o.onRecord(rec('run_taken_over', { route: 'unified', outcome: 'failed' }), 2);
+    o.onRecord(rec('tool_execution_continued', { mode: 'Classic', decided: 2, finished: 1, cutOff: null }), 3);
+    const counted = (await metrics.takenOver.get()).values.map((v) => `${String(v.labels.route)}/${String(v.labels.outcome)}=${v.value}`);
+    expect(counted.sort()).toEqual(['tool-only/continued=1', 'two-stage/continued=1', 'unified/failed=1']);
+  });
+});

@@ -92,6 +92,10 @@ export class TurnMetricsObserver {
       case 'run_taken_over':
         this.metrics.takenOver.inc({ route: str(d.route, 'unknown'), outcome: str(d.outcome, 'unknown') });
         return;
+      case 'tool_execution_continued':
+        // a keyed tool-only execution a retry took over: continued (a call cut off reads `interrupted` in it)
+        this.metrics.takenOver.inc({ route: 'tool-only', outcome: 'continued' });
+        return;
       case 'approval_requested':
         return this.approvalRequested(id, d);
       case 'approval_decided':

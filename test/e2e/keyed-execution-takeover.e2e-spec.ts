@@ -106,6 +106,8 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'a keyed tool-
     expect(result.executions[1].resultObject.message).toContain('may or may not have run');
     expect(result.decidedCalls).toHaveLength(3);
     expect([runs.get('record:w1'), runs.get('record:w2'), runs.get('record:w3')]).toEqual([1, 1, 1]);
+    // the operator sees the continuation where takeovers are counted
+    expect(await (await fetch(`${b.url}/metrics`)).text()).toMatch(/orion_runs_taken_over_total\{route="tool-only",outcome="continued"\} [1-9]/);
   }, 120_000);
 
   it('a cut-off read-only call runs again; the finished call is not run again; the model was asked once', async () => {
