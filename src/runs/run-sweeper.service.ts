@@ -37,7 +37,7 @@ const BECAUSE: Record<CloseReason, string> = {
   lease_expired: '',
   protocol_cannot_continue: ' (its protocol cannot continue from a checkpoint)',
   no_checkpoint: ' (it had no checkpoint to continue from yet)',
-  takeovers_exhausted: ' (it was continued elsewhere RUN_MAX_TAKEOVERS times already)',
+  takeovers_exhausted: ' (its instance died RUN_MAX_TAKEOVERS times already)',
   takeover_failed: ' (the instance that took it over could not continue it)',
   tool_interrupted: ' (a tool call was running when it stopped; it may or may not have run, and is not run again)',
 };
@@ -197,6 +197,6 @@ export class RunSweeperService implements OnApplicationBootstrap, OnApplicationS
       type: status === 'failed' ? 'run_failed' : 'run_cancelled',
       details: { reason: status === 'failed' ? 'lease_expired' : 'cancelled_while_paused', ...(status === 'failed' && reason !== 'lease_expired' && { notContinued: reason }), messageId: message.id },
     });
-    if (status === 'failed') this.logger.warn(`run ${run.requestId} closed: its instance's lease expired`);
+    if (status === 'failed') this.logger.warn(`run ${run.requestId} closed: its instance's lease expired${BECAUSE[reason]}`);
   }
 }
