@@ -28,6 +28,8 @@ export interface ModelScript {
   longLine?: { marker: string; length: number };
   /** how long GET /page (a page for fetch_page) takes to answer: a tool that is still running */
   pageDelayMs?: number;
+  /** how long the first model call thinks before it sends its tool calls: a turn whose next checkpoint is that far off */
+  callDelayMs?: number;
 }
 
 /** Scripted model: first call (no tool result yet) answers with tool calls, the next with words. */
@@ -61,6 +63,8 @@ export async function startModel(script: () => ModelScript, hook: (h: ModelHook,
       const hasToolResult = parsed.messages.some((m) => m.role === 'tool');
       try {
         if (!hasToolResult && parsed.tools?.length && s.calls.length) {
+          await scriptedDelay(s.callDelayMs ?? 0);
+          if (res.destroyed) return;
           if (s.hostileText) res.write(chunk({ content: s.hostileText }));
           s.calls.forEach(([name, args], i) => res.write(chunk({ tool_calls: [{ index: i, id: `call_${n}_${i}`, type: 'function', function: { name, arguments: args } }] })));
           res.end(chunk({}, 'tool_calls') + 'data: [DONE]\n\n');
