@@ -89,7 +89,7 @@ async function main() {
     const byDrain = restarts.map((d) => handovers.filter((h) => h.fromPid === d.pid).length);
     const cut = results.filter((r) => r.events.some((e) => e.event === 'start' && e.data.takeover && e.data.supersedesFromSeq !== undefined)).length;
     const atCheckpoint = results.filter((r) => r.events.some((e) => e.event === 'start' && e.data.takeover && e.data.supersedesFromSeq === undefined)).length;
-    console.log(`\nrolling restart (${restarts.map((d) => `${d.name} drained in ${(d.ms / 1000).toFixed(1)} s, handing over ${byDrain[restarts.indexOf(d)]}`).join('; ')}) of 2 instances under ${TURNS} turns (grace ${GRACE_MS} ms, a ${CALL_DELAY_MS} ms call then ${WORDS.length} words a turn) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(`\nrolling restart (${restarts.map((d, k) => `${d.name} drained in ${(d.ms / 1000).toFixed(1)} s, handing over ${byDrain[k]}`).join('; ')}) of 2 instances under ${TURNS} turns (grace ${GRACE_MS} ms, a ${CALL_DELAY_MS} ms call then ${WORDS.length} words a turn) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     console.log(`completed: ${TURNS - failed.length} of ${TURNS}; in flight at once: at most ${load.max}; refused while draining and retried: ${results.reduce((s, r) => s + r.refused, 0)}; reconnects: ${results.reduce((s, r) => s + r.reconnects, 0)}`);
     console.log(`hand-overs: ${handovers.length} (${atCheckpoint} turns continued from the checkpoint they were handed over at, ${cut} cut short and superseded); counted as takeovers: ${handovers.filter((h) => h.takeovers > 0).length}; naming no instance: ${handovers.filter((h) => h.fromPid === null).length}`);
     for (const [i, p] of problems.entries()) if (p.length) console.log(`turn ${i}: ${p.join('; ')}`);

@@ -201,7 +201,7 @@ describe('RunRepository and RunTakeoverRepository raw SQL (medium)', () => {
     expect(more).toEqual([]);
     expect(claim).toMatchObject({ fromInstance: 'me', handedOver: true });
     expect(await runs.findById(id)).toMatchObject({ status: 'running', leaseOwner: 'b', takeovers: 2, releasedBy: null });
-    // handed over again by b, then b's successor dies: the death is counted, the hand-overs not
+    // handed over again by b, then b's successor dies: the hand-overs left the count at the limit, so the death closes it
     expect(await runs.releaseLease(id, 'b', 'running')).toBe(true);
     expect((await takeovers.claimForTakeover('me', 30_000, ['two-stage'], 20, 2))[0]).toMatchObject({ fromInstance: 'b', handedOver: true });
     await ds.query(`UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE request_id = $1`, [id]);
