@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfigService } from '../config/app-config.service';
 import { Drain } from '../common/lifecycle/drain';
 import { RunControlService } from './run-control.service';
+import { RunEventsService } from './run-events.service';
 import { RunExecutorService } from './run-executor.service';
 import { RunHandover } from './run-handover';
 import { RunSweeperService } from './run-sweeper.service';
@@ -16,7 +17,10 @@ import { RunSweeperService } from './run-sweeper.service';
  *    that reaches none (a long final answer) is handed over where it is, and the taker continues
  *    from its last stored checkpoint (the cut text superseded). Handing over releases the lease,
  *    so another instance's next sweep takes the run over;
- * 4. this instance's clients of handed-over runs read what the taker stores, for up to a lease.
+ * 4. this instance's clients of handed-over runs read what the taker stores, for up to a lease;
+ * 5. the streams that only follow runs here (the events route and the routes built on it) are
+ *    sent what is stored and end, without the run's end: their clients reconnect elsewhere
+ *    (Last-Event-ID), and nothing keeps the process from closing.
  * Runs that wait for a person are left to the executor's shutdown, which hands them over too.
  * The instance's own sweeps stop at once: it takes no run over while it leaves.
  */
@@ -24,6 +28,8 @@ import { RunSweeperService } from './run-sweeper.service';
 export class RunDrainService {
   /** how long, past the grace period, a running turn has to reach its next checkpoint */
   static readonly HANDOVER_WAIT_MS = 5_000;
+  /** how long the followers ended by the drain have to send what is stored */
+  static readonly FOLLOWERS_WAIT_MS = 2_000;
   private static readonly POLL_MS = 50;
   private readonly logger = new Logger('Drain');
 
@@ -34,6 +40,7 @@ export class RunDrainService {
     private readonly control: RunControlService,
     private readonly config: AppConfigService,
     private readonly sweeper: RunSweeperService,
+    private readonly followers: RunEventsService,
   ) {}
 
   /** Drains this instance; resolves when nothing runs here any more. How many turns ended here and how many were handed over. */
@@ -63,6 +70,10 @@ export class RunDrainService {
     // their clients here follow the takers' events until the end, for up to a lease (runs waiting
     // for a person are not waited for: the executor's shutdown hands them over next)
     await this.until(() => this.executor.busy.length === 0 && !this.executor.forwardingClients, rest.length ? this.config.get('RUN_LEASE_MS') : 0);
+    const following = this.followers.following;
+    this.drain.endFollowers();
+    await this.until(() => this.followers.following === 0, following ? RunDrainService.FOLLOWERS_WAIT_MS : 0);
+    if (following) this.logger.warn(`ended ${following} stream(s) following runs here (their clients reconnect elsewhere); ${this.followers.following} still open`);
     const handedOver = rest.length;
     this.logger.warn(`drained: ${started.size - handedOver - stay.length} turn(s) finished here, ${stay.length} cancelled (no checkpoint to continue from), ${handedOver} handed over (${cut.length} between checkpoints)`);
     return { finished: started.size - handedOver, handedOver };

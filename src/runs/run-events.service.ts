@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { fromGenerator } from '../common/sse/from-generator';
 import { type ClientFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
+import { Drain } from '../common/lifecycle/drain';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
@@ -20,11 +21,19 @@ const ENDED_WAIT_MS = 5 * FOLLOW_POLL_MS;
  */
 @Injectable()
 export class RunEventsService {
+  private open = 0;
+
   constructor(
     private readonly runs: RunRepository,
     private readonly events: RunEventRepository,
     private readonly bus: RunEventBus,
+    private readonly drain: Drain,
   ) {}
+
+  /** How many `follow` streams are open on this instance. */
+  get following(): number {
+    return this.open;
+  }
 
   /**
    * 404 before any stream starts when the run does not exist; false when the run has ended and
@@ -53,7 +62,9 @@ export class RunEventsService {
 
   /**
    * The run's events after `afterSeq`, then its live events until it ends or `stop` fires; a
-   * client that leaves returns the generator (its watch of the run ends with it).
+   * client that leaves returns the generator (its watch of the run ends with it). On a draining
+   * instance, once its own runs are handed over (Drain.followersEnd), the stream sends what is
+   * stored and ends without the run's end: its client reconnects to another instance.
    */
   follow(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): Observable<SentEvent> {
     return fromGenerator(this.pages(requestId, afterSeq, flow, stop, false));
@@ -78,6 +89,8 @@ export class RunEventsService {
   }
 
   private async *pages(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal, waitForEnd: boolean): AsyncGenerator<SentEvent> {
+    // a stream that waits for the run's end is bounded by its caller; one that follows is ended by the drain
+    const leaving = waitForEnd ? null : this.drain.followersEnd;
     let last = afterSeq;
     /** when the run was first seen ended with its end not yet stored */
     let endedSince: number | null = null;
@@ -89,6 +102,8 @@ export class RunEventsService {
     };
     const unwatch = await this.bus.watch(requestId, onWake);
     stop.addEventListener('abort', onWake, { once: true });
+    leaving?.addEventListener('abort', onWake, { once: true });
+    if (!waitForEnd) this.open++;
     try {
       while (!stop.aborted) {
         signalled = false;
@@ -104,6 +119,8 @@ export class RunEventsService {
         if (ended) break;
         await flow.ready();
         if (rows.length === PAGE) continue;
+        // everything stored until now is sent: the instance is leaving, the client reconnects elsewhere
+        if (leaving?.aborted) break;
         // a stored paused last: the end unless the run was resumed meanwhile (then its leg follows)
         if ((rows.length === 0 || rows.at(-1)!.type === 'paused') && !waitForEnd) {
           const run = await this.runs.findById(requestId);
@@ -130,6 +147,8 @@ export class RunEventsService {
       }
     } finally {
       stop.removeEventListener('abort', onWake);
+      leaving?.removeEventListener('abort', onWake);
+      if (!waitForEnd) this.open--;
       unwatch();
     }
   }

@@ -164,4 +164,27 @@ describe('draining on SIGTERM (rolling deploys)', () => {
     const res = await turn;
     expect(res.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'lease_lost' } });
   }, 60_000);
+
+  it('ends the streams that follow runs on its events route once its own runs are handed over: all that is stored, no done; one opened later ends at once', async () => {
+    const { requestId, turn } = await endlessAnswer('messages_two_stage');
+    let followerEnded = false;
+    const follower = sse(`${t.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': '0' } }).then((r) => {
+      followerEnded = true;
+      return r;
+    });
+    await waitFor(async () => Number((await ds.query(`SELECT count(*) AS n FROM run_event_list WHERE request_id = $1`, [requestId]))[0].n) > 0, { what: 'events to be stored' });
+    expect(await t.app.get(RunDrainService).run(0)).toEqual({ finished: 0, handedOver: 1 });
+    // the drain waits (bounded) for its followers to end: the process is free to close
+    await waitFor(() => followerEnded, { what: 'the follower to be ended by the drain', timeoutMs: 500 });
+    const stored: number[] = (await ds.query(`SELECT seq FROM run_event_list WHERE request_id = $1 ORDER BY seq`, [requestId])).map((r: { seq: number }) => Number(r.seq));
+    const followed = await follower;
+    expect(followed.status).toBe(200);
+    // every stored event, in order, nothing invented: the client reconnects elsewhere with its last id
+    expect(followed.events.map((e) => Number(e.id))).toEqual(stored);
+    expect(followed.events.map((e) => e.event)).not.toContain('done');
+    // a stream opened on the drained instance sends what is stored after its Last-Event-ID and ends
+    const late = await sse(`${t.url}/api/chat/runs/${requestId}/events`, { headers: { 'last-event-id': String(stored[0]) }, timeoutMs: 5_000 });
+    expect(late.events.map((e) => Number(e.id))).toEqual(stored.slice(1));
+    await turn;
+  }, 60_000);
 });

@@ -20,9 +20,6 @@
  * with the instance it came from and not counted as a takeover (`runs.takeovers` stays 0 unless
  * an instance died). Exits 1 otherwise. With a grace longer than a turn every turn finishes
  * where it runs, nothing is handed over, and the run fails that check: say so with `--no-handover`.
- *
- * Known to fail today (docs/GUARANTEES.md, Limitations): the second instance's drain outlives its bound
- * because clients following runs on its events route keep its HTTP server open (issue 44).
  */
 import { once } from 'node:events';
 import { join } from 'node:path';

@@ -16,6 +16,7 @@ import { RunControlService } from '../../src/runs/run-control.service';
 import { RunEventBus, type SentEvent } from '../../src/runs/run-event-bus.service';
 import { RunEventWriter } from '../../src/runs/run-event-writer.service';
 import { RunEventsService } from '../../src/runs/run-events.service';
+import { Drain } from '../../src/common/lifecycle/drain';
 import { INSTANCE_ID, RunExecutorService } from '../../src/runs/run-executor.service';
 import { RunSweeperService } from '../../src/runs/run-sweeper.service';
 import { RunTakeoverRepository } from '../../src/runs/repositories/run-takeover.repository';
@@ -51,6 +52,7 @@ describe('RunExecutorService after a lost lease (medium)', () => {
         RunEventBus,
         RunControlService,
         RunEventsService,
+        Drain,
         RunExecutorService,
         RunSweeperService,
         WebhookOutboxRepository,

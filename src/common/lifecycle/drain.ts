@@ -9,6 +9,7 @@ import { Global, Injectable, Module } from '@nestjs/common';
 @Injectable()
 export class Drain {
   private startedAt: number | null = null;
+  private readonly leaving = new AbortController();
 
   get draining(): boolean {
     return this.startedAt !== null;
@@ -19,8 +20,24 @@ export class Drain {
     return this.startedAt;
   }
 
+  /**
+   * Aborted once the drain has handed its own runs over: the streams that only follow runs
+   * (the events route and the routes built on it) end then, so that the process can exit; their
+   * clients reconnect to another instance. Streams opened afterwards end once their stored
+   * events are sent.
+   */
+  get followersEnd(): AbortSignal {
+    return this.leaving.signal;
+  }
+
   start(): void {
     this.startedAt ??= Date.now();
+  }
+
+  /** Ends the streams that follow runs on this instance (see followersEnd). */
+  endFollowers(): void {
+    this.start();
+    this.leaving.abort();
   }
 }
 
