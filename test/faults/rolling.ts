@@ -84,8 +84,10 @@ async function main() {
     const failed = problems.filter((p) => p.length > 0);
     const handovers = await handOvers(pg, results.map((r) => r.requestId).filter(Boolean));
     const byDrain = restarts.map((d) => handovers.filter((h) => h.fromPid === d.pid).length);
-    const cut = results.filter((r) => r.events.some((e) => e.event === 'start' && e.data.takeover && e.data.supersedesFromSeq !== undefined)).length;
-    const atCheckpoint = results.filter((r) => r.events.some((e) => e.event === 'start' && e.data.takeover && e.data.supersedesFromSeq === undefined)).length;
+    // a continuation's `start` says whether it superseded a cut answer or went on from the checkpoint it was handed over at
+    const continued = (superseding: boolean) => results.filter((r) => r.events.some((e) => e.event === 'start' && e.data.takeover && (e.data.supersedesFromSeq !== undefined) === superseding)).length;
+    const cut = continued(true);
+    const atCheckpoint = continued(false);
     console.log(`\nrolling restart (${restarts.map((d, k) => `${d.name} drained in ${(d.ms / 1000).toFixed(1)} s, handing over ${byDrain[k]}`).join('; ')}) of 2 instances under ${TURNS} turns (grace ${GRACE_MS} ms, a ${CALL_DELAY_MS} ms call then ${WORDS.length} words a turn) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     console.log(`completed: ${TURNS - failed.length} of ${TURNS}; in flight at once: at most ${load.max}; refused while draining and retried: ${results.reduce((s, r) => s + r.refused, 0)}; reconnects: ${results.reduce((s, r) => s + r.reconnects, 0)}`);
     console.log(`hand-overs: ${handovers.length} (${atCheckpoint} turns continued from the checkpoint they were handed over at, ${cut} cut short and superseded); counted as takeovers: ${handovers.filter((h) => h.takeovers > 0).length}; naming no instance: ${handovers.filter((h) => h.fromPid === null).length}`);
