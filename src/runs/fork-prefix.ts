@@ -12,10 +12,19 @@ const MAX_FORK_DEPTH = 64;
  * events (the answer, its steps, the edges' mappings) reads them through this.
  */
 export function liveEvents<E extends { seq: number; type: string; data: Record<string, unknown> }>(events: E[]): E[] {
-  const cuts = events.filter((e) => e.type === 'start' && typeof e.data.supersedesFromSeq === 'number').map((e) => [Number(e.data.supersedesFromSeq), e.seq] as const);
+  const cuts = supersededRanges(events);
   if (cuts.length === 0) return events;
-  return events.filter((e) => !cuts.some(([from, until]) => e.seq >= from && e.seq < until));
+  return events.filter((e) => !isSuperseded(cuts, e.seq));
 }
+
+/** The seq ranges `[from, until)` that takeovers among `events` superseded (see liveEvents). */
+export type SupersededRanges = ReadonlyArray<readonly [from: number, until: number]>;
+
+export function supersededRanges(events: ReadonlyArray<{ seq: number; type: string; data: Record<string, unknown> }>): SupersededRanges {
+  return events.filter((e) => e.type === 'start' && typeof e.data.supersedesFromSeq === 'number').map((e) => [Number(e.data.supersedesFromSeq), e.seq] as const);
+}
+
+export const isSuperseded = (cuts: SupersededRanges, seq: number): boolean => cuts.some(([from, until]) => seq >= from && seq < until);
 
 /**
  * Where a run continued from the checkpoint of `phaseIndex` cuts its stored events: the seq of the

@@ -1,4 +1,5 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { liveEvents } from '../runs/fork-prefix';
 import { conversationIdForChat } from './chat-id';
 import { INITIAL_UI_STREAM_STATE, type RunEventLike, toUiParts, type UiPart } from './ui-stream.mapper';
 
@@ -238,6 +239,34 @@ describe('UI message stream mapper', () => {
 
   it('ends a turn the token budget stopped with finish "stop": it ended with a written answer, as the loop budgets do', () => {
     expect(mapAll(run(['done', { stopReason: 'token_budget' }]))[0]).toMatchObject({ finishReason: 'stop', messageMetadata: { stopReason: 'token_budget' } });
+  });
+
+  it('a takeover\'s start is metadata of the same message, not a second start; the replay without what it superseded reads as the answer once', async () => {
+    const events = run(
+      ['start', { protocol: 'unified', userMessageId: 'u1', phaseIndex: 0 }],
+      phase('action_phase', 'start', 1, 0),
+      ['chunk', { content: 'Let me look.' }],
+      ['tool_calls', { calls: [{ id: 'call_1', name: 'list_files', arguments: '{}' }] }],
+      phase('action_phase', 'end', 1, 0, 'tool_calls'),
+      phase('tool_phase', 'start', 2, 1),
+      ['tool_progress', { tool: 'list_files', callId: 'call_1', action: 'calling', params: {}, isError: false }],
+      // seq 8: the dead instance's partial answer, which the continuation (seq 9) runs again
+      ['chunk', { content: 'There is a REA' }],
+      ['start', { protocol: 'unified', userMessageId: 'u1', resumed: true, takeover: true, resumeFromPhaseIndex: 1, supersedesFromSeq: 7 }],
+      ['tool_progress', { tool: 'list_files', callId: 'call_1', action: 'calling', params: {}, isError: false }],
+      ['tool_progress', { tool: 'list_files', callId: 'call_1', action: 'completed', params: {}, isError: false, outcome: 'success' }],
+      phase('tool_phase', 'end', 2, 1, 'success'),
+      phase('action_phase', 'start', 3, 1),
+      ['chunk', { content: 'There is a README.' }],
+      ['done', { fullContent: 'Let me look.There is a README.', stopReason: 'final_answer', usage: {} }],
+    );
+    const parts = mapAll(liveEvents(events));
+    expect(parts.filter((p) => p.type === 'start')).toHaveLength(1);
+    expect(parts.find((p) => p.type === 'message-metadata')).toMatchObject({ messageMetadata: { takeover: true, resumed: true, supersedesFromSeq: 7 } });
+    const message = await readByAiSdk(parts);
+    expect(message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')).toBe('Let me look.There is a README.');
+    expect(message.parts.filter((p) => p.type === 'dynamic-tool')).toHaveLength(1);
+    expect(message.metadata).toMatchObject({ takeover: true, stopReason: 'final_answer' });
   });
 
   it('leaves out event types it does not know, and does not change the state it was given', () => {

@@ -20,6 +20,8 @@ export interface RunEventLike {
 
 /** What the mapper must remember between events: parts that open and close, ids already sent. */
 export interface UiStreamState {
+  /** whether the stream's `start` part was sent (the AI SDK's chat expects one per message) */
+  readonly started: boolean;
   /** the text part open now (text-start sent, text-end not yet) */
   readonly textId: string | null;
   /** whether a step (start-step) is open */
@@ -38,7 +40,7 @@ export interface UiStreamState {
   readonly sourceIds: readonly string[];
 }
 
-export const INITIAL_UI_STREAM_STATE: UiStreamState = { textId: null, stepOpen: false, calls: {}, approvals: {}, approvalInputs: {}, decisions: {}, toolErrors: {}, sourceIds: [] };
+export const INITIAL_UI_STREAM_STATE: UiStreamState = { started: false, textId: null, stepOpen: false, calls: {}, approvals: {}, approvalInputs: {}, decisions: {}, toolErrors: {}, sourceIds: [] };
 
 /** The AI SDK's finish reasons for Orion's stop reasons (an answer cut short by a guard is still an answer). */
 const FINISH_REASON: Record<string, string> = {
@@ -84,7 +86,11 @@ export function toUiParts(state: UiStreamState, event: RunEventLike): { state: U
 
   switch (event.type) {
     case 'start':
-      parts.push({ type: 'start', messageId: str(d.requestId), messageMetadata: startMetadata(d) });
+      // a later start (a takeover's continuation, a resumed leg) belongs to the same message: a
+      // second `start` part would open it again, so what it adds goes in as metadata
+      if (s.started) parts.push({ type: 'message-metadata', messageMetadata: startMetadata(d) });
+      else parts.push({ type: 'start', messageId: str(d.requestId), messageMetadata: startMetadata(d) });
+      s = { ...s, started: true };
       break;
     case 'phase': {
       const status = str(d.status);
@@ -212,7 +218,7 @@ export function toUiParts(state: UiStreamState, event: RunEventLike): { state: U
 
 /** What the `start` part tells the client about the run (the `start` event minus its envelope counters). */
 function startMetadata(d: Record<string, unknown>): Record<string, unknown> {
-  return pick(d, ['requestId', 'conversationId', 'projectId', 'protocol', 'model', 'userMessageId', 'resumed', 'resumeFromPhaseIndex', 'parentRequestId']);
+  return pick(d, ['requestId', 'conversationId', 'projectId', 'protocol', 'model', 'userMessageId', 'resumed', 'resumeFromPhaseIndex', 'takeover', 'supersedesFromSeq', 'parentRequestId']);
 }
 
 /** A source the AI SDK can show: a web page as source-url, a knowledge-base file as source-document. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { badFields, type FieldError } from '../common/errors/field-errors';
-import { concatMap, defer, endWith, type Observable } from 'rxjs';
+import { concatMap, defer, endWith, filter, type Observable } from 'rxjs';
 import { ChatService } from '../chat/chat.service';
 import type { SendMessageDto } from '../chat/dto/send-message.dto';
 import type { IdempotentSend } from '../common/idempotency/idempotency-key';
@@ -8,6 +8,7 @@ import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/pro
 import type { ClientFlow } from '../common/sse/client-flow';
 import type { WireMessage } from '../common/sse/message-events';
 import { RunRepository } from '../runs/repositories/run.repository';
+import { isSuperseded, supersededRanges } from '../runs/fork-prefix';
 import type { SentEvent } from '../runs/run-event-bus.service';
 import { RunEventsService } from '../runs/run-events.service';
 import { conversationIdForChat } from './chat-id';
@@ -55,7 +56,9 @@ export class UiStreamService {
   /**
    * The chat's active run, from its first stored event (the AI SDK replaces the message it was
    * streaming with the replay), then live until it ends; null when the chat has no active run in
-   * this project (the route answers 204).
+   * this project (the route answers 204). The replay leaves out what a takeover superseded (issue
+   * 44): the AI SDK has no part that takes text back, so the message it rebuilds holds the
+   * continued answer once only if those events are never sent.
    */
   async resume(projectId: string, chatId: string, flow: ClientFlow, stop: AbortSignal): Promise<Observable<WireMessage> | null> {
     const conversationId = conversationIdForChat(projectId, chatId);
@@ -63,7 +66,9 @@ export class UiStreamService {
     if ((await this.ownership.conversationProject(conversationId)) !== projectId) return null;
     const requestId = await this.runs.activeOf(conversationId);
     if (!requestId) return null;
-    return uiMessageStream(this.runEvents.follow(requestId, 0, flow, stop));
+    // the takeovers stored so far; one stored after this read supersedes events that may already be sent
+    const cuts = supersededRanges(await this.runEvents.stored(requestId));
+    return uiMessageStream(this.runEvents.follow(requestId, 0, flow, stop).pipe(filter((e) => !isSuperseded(cuts, e.seq))));
   }
 }
 

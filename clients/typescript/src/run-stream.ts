@@ -1,4 +1,5 @@
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
+import { Backoff, retryAfterMs, sleep, type ReconnectOptions } from './backoff';
 import { OrionError, OrionStreamError } from './errors';
 import { FINAL_EVENTS, type RunEvent } from './events';
 
@@ -9,12 +10,7 @@ export interface StreamTransport {
   runs: { cancel(requestId: string): Promise<unknown>; pause(requestId: string): Promise<unknown> };
 }
 
-export interface ReconnectOptions {
-  /** reconnections in a row without an event in between before the stream gives up (default 5) */
-  retries?: number;
-  /** wait before the n-th reconnection in a row: n × delayMs (default 250) */
-  delayMs?: number;
-}
+export type { ReconnectOptions } from './backoff';
 
 export interface StreamOptions {
   /** aborting it closes the connection (without `options.detach`, the service then cancels the run) */
@@ -86,8 +82,10 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     this.started = true;
     const connection = new AbortController();
     const signal = this.options.signal ? AbortSignal.any([this.options.signal, connection.signal]) : connection.signal;
-    const reconnect = this.options.reconnect === false ? { retries: 0, delayMs: 0 } : { retries: 5, delayMs: 250, ...this.options.reconnect };
-    let failures = 0;
+    const backoff = new Backoff(this.options.reconnect);
+    const onRetry = (ms: number) => backoff.serverRetry(ms);
+    /** the wait the last refused reconnection asked for (Retry-After) */
+    let askedWait = 0;
     try {
       let res: Response | undefined = await this.open(signal);
       if (!res.ok) throw await OrionError.from(res);
@@ -98,10 +96,10 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
       for (;;) {
         if (res) {
           try {
-            for await (const message of messages(res, signal)) {
+            for await (const message of messages(res, signal, onRetry)) {
               const event = this.accept(message);
               if (!event) continue;
-              failures = 0;
+              backoff.reset();
               yield event;
               if (this.extent === 'leg' && FINAL_EVENTS.has(event.type)) return;
               if (event.type === 'done') return;
@@ -116,17 +114,18 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
           // the events route ended its body at a paused: ask once for what came after it (a resume's
           // leg); a 204 says nothing did, and the stream ends with the paused
           pausedLast = false;
-          ({ res, failure: dropped } = await this.reconnect(signal));
+          ({ res, failure: dropped, waitMs: askedWait = 0 } = await this.reconnect(signal));
           if (res?.status === 204) return;
           continue;
         }
         // the body ended or broke before the run's last event (or the last reconnection failed): pick the run up where it was
         if (!this.requestId) throw new OrionStreamError('the stream ended before its first event (no run to reconnect to)', undefined, 0, dropped);
-        if (++failures > reconnect.retries) throw new OrionStreamError(`the stream of run ${this.requestId} broke after seq ${this.lastSeq} and could not be resumed`, this.requestId, this.lastSeq, dropped);
+        const wait = backoff.next(Date.now(), askedWait);
+        if (wait === undefined) throw new OrionStreamError(`the stream of run ${this.requestId} broke after seq ${this.lastSeq} and could not be resumed`, this.requestId, this.lastSeq, dropped);
         // not a wait for a condition: spacing the attempts so a restarting service is not hammered
-        await new Promise((resolve) => setTimeout(resolve, reconnect.delayMs * failures));
+        await sleep(wait, signal);
         this.reconnects++;
-        ({ res, failure: dropped } = await this.reconnect(signal));
+        ({ res, failure: dropped, waitMs: askedWait = 0 } = await this.reconnect(signal));
         // the run has ended and nothing came after lastSeq
         if (res?.status === 204) return;
       }
@@ -141,7 +140,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
    * another try (the network, a 5xx, a 429), which then counts against the retries. Any other
    * refusal (404 unknown run, 401, …) will not change on a retry: it ends the stream as an OrionError.
    */
-  private async reconnect(signal: AbortSignal): Promise<{ res?: Response; failure?: unknown }> {
+  private async reconnect(signal: AbortSignal): Promise<{ res?: Response; failure?: unknown; waitMs?: number }> {
     let res: Response;
     try {
       res = await this.transport.request(`/api/chat/runs/${encodeURIComponent(this.requestId!)}/events`, {
@@ -155,7 +154,8 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     }
     if (res.ok) return { res };
     if (res.status >= 500 || res.status === 429) {
-      return { failure: await OrionError.from(res) };
+      // a draining instance (503 shutting_down) and a rate limit say when to come back
+      return { failure: await OrionError.from(res), waitMs: retryAfterMs(res) };
     }
     throw await OrionError.from(res);
   }
@@ -190,9 +190,9 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
 }
 
 /** The SSE messages of a response body, as eventsource-parser reads them. */
-export async function* messages(res: Response, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+export async function* messages(res: Response, signal: AbortSignal, onRetry?: (ms: number) => void): AsyncGenerator<EventSourceMessage> {
   if (!res.body) return;
-  const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream({ onRetry })).getReader();
   const release = () => void reader.cancel().catch(() => undefined);
   signal.addEventListener('abort', release, { once: true });
   try {
