@@ -22,6 +22,18 @@ describe('turnOutcome', () => {
     });
   });
 
+  it('leaves out what a takeover superseded: the continued answer and its tools count once', () => {
+    const o = turnOutcome([
+      { seq: 1, type: 'start', data: { ...env } },
+      { seq: 2, type: 'tool_progress', data: { ...env, tool: 'list_files', action: 'completed', outcome: 'success' } },
+      { seq: 3, type: 'chunk', data: { ...env, content: 'The fi' } },
+      { seq: 4, type: 'start', data: { ...env, takeover: true, supersedesFromSeq: 3 } },
+      { seq: 5, type: 'chunk', data: { ...env, content: 'The files are a and b.' } },
+    ] as Array<{ seq: number; type: string; data: Record<string, unknown> }>);
+    expect(o.answer).toBe('The files are a and b.');
+    expect(o.tools).toEqual([{ name: 'list_files', status: 'completed', outcome: 'success' }]);
+  });
+
   it('an approval asked for and not yet decided is awaited; once decided it is not', () => {
     const asked = { type: 'approval_required', data: { ...env, approvalId: 'a1', tool: 'read_file', arguments: { path: 'x' } } };
     expect(turnOutcome([asked]).awaiting).toEqual({ approvalId: 'a1', tool: 'read_file', arguments: { path: 'x' } });

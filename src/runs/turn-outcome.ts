@@ -1,3 +1,4 @@
+import { isSuperseded, supersededRanges } from './fork-prefix';
 /** One event of a run as the edges read it (a stored or live SentEvent). */
 export interface TurnEventLike {
   type: string;
@@ -39,9 +40,14 @@ export interface TurnOutcome {
  */
 export function turnOutcome(events: Iterable<TurnEventLike>): TurnOutcome {
   const out: TurnOutcome = { answer: '', sources: [], tools: [] };
-  for (const e of events) foldTurnEvent(out, e);
+  const all = [...events];
+  // what a takeover superseded (issue 44) is not part of the outcome: the continued answer counts once
+  const cuts = supersededRanges(all.filter(hasSeq));
+  for (const e of all) if (!(hasSeq(e) && isSuperseded(cuts, e.seq))) foldTurnEvent(out, e);
   return out;
 }
+
+const hasSeq = (e: TurnEventLike): e is TurnEventLike & { seq: number } => typeof (e as { seq?: unknown }).seq === 'number';
 
 export function foldTurnEvent(out: TurnOutcome, e: TurnEventLike): TurnOutcome {
   const d = e.data;

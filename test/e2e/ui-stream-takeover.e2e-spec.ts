@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import type { Client } from 'pg';
 import type { Instance } from '../faults/harness';
@@ -7,6 +8,7 @@ import { createTestDatabase, describeOnPostgres } from '../support/db';
 import { answerFrames, modelEnv, onBody, openAiFrame, serveModel, toolCallFrames } from '../support/openai-frames';
 import { buildService, killA, reviveA, startTwoInstances, stopTwoInstances } from '../support/two-instances';
 import { waitFor } from '../support/wait-for';
+import { a2aClient } from '../support/a2a-client';
 
 /**
  * Issue 44 on the AI SDK UI message stream: a chat whose instance (A, killed with SIGKILL while
@@ -14,6 +16,7 @@ import { waitFor } from '../support/wait-for';
  * (`resumeStream()`, GET /api/chat/ui/:chatId/stream). The replay is read by the `ai` package's
  * own transport and reader, as `useChat` reads it: one `start`, the continued answer once (not
  * the fragment A streamed before it died), the tool call once in its final state, one `finish`.
+ * The A2A edge's resubscribe and tasks/get, read by `@a2a-js/sdk`'s client, likewise.
  */
 const LEASE_MS = 3000;
 const ANSWER = ['The', 'page', 'is', 'slow.'];
@@ -179,5 +182,35 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI str
     expect(pages).toBe(2);
     expect(textOf(message)).toBe((await storedAnswer(requestId))[0]);
     expect(textOf(message)).toBe(ANSWER.join(' '));
+  }, 120_000);
+
+  it('A killed mid-answer: an A2A client resubscribing on B, and tasks/get, have the continued answer once', async () => {
+    cut = 'answer';
+    const requestId = await sentToAThenKilled('chat-taken-over-a2a', (seen) =>
+      seen
+        .filter((c) => c.type === 'text-delta')
+        .map((c) => (c as { delta: string }).delta)
+        .join('')
+        .includes(FRAGMENT),
+    );
+    await takenOver(requestId);
+    const client = await a2aClient(b.url, 'no-key-needed');
+    const responses: StreamResponse[] = [];
+    const read = (async () => {
+      for await (const r of client.resubscribeTask({ tenant: '', id: requestId })) responses.push(r);
+    })();
+    await waitFor(() => responses.length > 0, { what: 'the resubscription to start' });
+    release();
+    await read;
+    const streamed = responses
+      .flatMap((r) => (r.payload?.$case === 'artifactUpdate' && r.payload.value.artifact?.artifactId === 'answer' ? r.payload.value.artifact.parts : []))
+      .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+      .join('');
+    const [stored] = await storedAnswer(requestId);
+    expect(streamed).toBe(stored);
+    expect(streamed.split('The page').length).toBe(2);
+    const task: Task = await client.getTask({ tenant: '', id: requestId, historyLength: undefined });
+    const answer = task.artifacts.filter((a) => a.artifactId === 'answer').flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : ''))).join('');
+    expect(answer).toBe(stored);
   }, 120_000);
 });
