@@ -234,4 +234,28 @@ describe('a turn continued on another instance (issue 44)', () => {
     expect(s.contentMismatch).toBe(false);
     expect(s.gaps).toBe(0);
   });
+
+  it('drops the phases, calls and notices of the cut attempt: a unified turn killed during its tool shows each once', () => {
+    const s = createTurnState();
+    const env = { ...ids, phase: 'action_phase', cycleIndex: 0 };
+    applyEvent(s, 'start', { ...env, seq: 1, protocol: 'unified', phaseIndex: 0 });
+    applyEvent(s, 'phase', { ...env, seq: 2, phaseIndex: 1, status: 'start' });
+    applyEvent(s, 'tool_calls', { ...env, seq: 3, phaseIndex: 1, calls: [{ id: 'c1', name: 'fetch_page' }] });
+    applyEvent(s, 'phase', { ...env, seq: 4, phaseIndex: 1, status: 'end', reason: 'tool_call' });
+    // the cut attempt: its tool phase and the call's progress
+    applyEvent(s, 'phase', { ...env, seq: 5, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, status: 'start' });
+    applyEvent(s, 'tool_progress', { ...env, seq: 6, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, callId: 'c1', tool: 'fetch_page', action: 'calling' });
+    applyEvent(s, 'notice', { ...env, seq: 7, phaseIndex: 2, code: 'slow_tool', message: 'still fetching' });
+    applyEvent(s, 'start', { ...env, seq: 8, protocol: 'unified', phaseIndex: 1, resumed: true, takeover: true, supersedesFromSeq: 5 });
+    applyEvent(s, 'phase', { ...env, seq: 9, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, status: 'start' });
+    applyEvent(s, 'tool_progress', { ...env, seq: 10, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, callId: 'c1', tool: 'fetch_page', action: 'calling' });
+    applyEvent(s, 'tool_progress', { ...env, seq: 11, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, callId: 'c1', tool: 'fetch_page', action: 'completed', outcome: 'success' });
+    applyEvent(s, 'phase', { ...env, seq: 12, phase: 'tool_phase', phaseIndex: 2, cycleIndex: 1, status: 'end', reason: 'tool_completed' });
+    expect(s.phases.map((p: { phaseIndex: number; ended: boolean }) => [p.phaseIndex, p.ended])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
+    expect(s.tools.map((t: { callId: string; status: string }) => [t.callId, t.status])).toEqual([['c1', 'completed']]);
+    expect(s.notices).toEqual([]);
+  });
 });

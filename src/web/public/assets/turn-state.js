@@ -62,6 +62,7 @@ export function createTurnState(init = {}) {
     /** @type {PhaseStep[]} */ phases: [],
     content: '',
     /** where each chunk's text starts in `content`, by seq: a takeover's `start` cuts back to one @type {Array<[number, number]>} */ chunkAt: [],
+    /** the phases, tools and notices live events added, by the seq that added them: a takeover's `start` removes those it supersedes @type {Array<[number, object]>} */ bornAt: [],
     /** @type {ToolActivity[]} */ tools: [],
     /** calls waiting for (or decided by) a person @type {import('./approval-state.js').Approval[]} */ approvals: [],
     /** @type {{ code: string, message: string }[]} */ notices: [],
@@ -186,11 +187,17 @@ export function applyEvent(s, type, data) {
         const cut = (s.chunkAt ?? []).find(([at]) => at >= data.supersedesFromSeq);
         if (cut) s.content = s.content.slice(0, cut[1]);
         s.chunkAt = (s.chunkAt ?? []).filter(([at]) => at < data.supersedesFromSeq);
+        // the phases, calls and notices of the cut attempt go too: the continuation sends its own
+        const gone = new Set((s.bornAt ?? []).filter(([at]) => at >= data.supersedesFromSeq).map(([, entry]) => entry));
+        s.phases = s.phases.filter((p) => !gone.has(p));
+        s.tools = s.tools.filter((t) => !gone.has(t));
+        s.notices = s.notices.filter((n) => !gone.has(n));
+        s.bornAt = (s.bornAt ?? []).filter(([at]) => at < data.supersedesFromSeq);
       }
       break;
     case 'phase':
       if (data.status === 'start') {
-        s.phases.push({ phaseIndex: data.phaseIndex, phase: data.phase, cycleIndex: data.cycleIndex, ended: false });
+        s.phases.push(born(s, seq, { phaseIndex: data.phaseIndex, phase: data.phase, cycleIndex: data.cycleIndex, ended: false }));
       } else {
         const step = s.phases.find((p) => p.phaseIndex === data.phaseIndex);
         if (step) Object.assign(step, { ended: true, reason: data.reason });
@@ -202,7 +209,7 @@ export function applyEvent(s, type, data) {
       s.content += data.content;
       break;
     case 'tool_calls':
-      for (const call of Array.isArray(data.calls) ? data.calls : []) upsertTool(s, call.id, { name: call.name, status: 'requested' });
+      for (const call of Array.isArray(data.calls) ? data.calls : []) upsertTool(s, call.id, { name: call.name, status: 'requested' }, seq);
       break;
     case 'tool_progress': {
       /** @type {Partial<ToolActivity>} */
@@ -211,7 +218,7 @@ export function applyEvent(s, type, data) {
       // the (secret-masked) arguments: fetch tools' URLs give each web source its fetch status
       if (data.params !== undefined) patch.params = data.params;
       if ('output' in data) Object.assign(patch, { output: data.output, hasOutput: true });
-      upsertTool(s, data.callId, patch);
+      upsertTool(s, data.callId, patch, seq);
       break;
     }
     case 'tool_phase': {
@@ -230,7 +237,7 @@ export function applyEvent(s, type, data) {
       s.sources = data;
       break;
     case 'notice':
-      s.notices.push({ code: String(data.code ?? ''), message: String(data.message ?? '') });
+      s.notices.push(born(s, seq, { code: String(data.code ?? ''), message: String(data.message ?? '') }));
       break;
     case 'error':
       s.error = { code: String(data.code ?? 'error'), message: String(data.message ?? ''), retryable: !!data.retryable };
@@ -266,8 +273,21 @@ export function applyEvent(s, type, data) {
   return true;
 }
 
-/** @param {TurnState} s @param {unknown} callId @param {Partial<ToolActivity>} patch */
-function upsertTool(s, callId, patch) {
+/**
+ * Notes which live event added a phase, call or notice (see bornAt); returns the entry.
+ * @template T
+ * @param {TurnState} s
+ * @param {unknown} seq
+ * @param {T} entry
+ * @returns {T}
+ */
+function born(s, seq, entry) {
+  if (Number.isInteger(seq)) (s.bornAt ??= []).push([/** @type {number} */ (seq), /** @type {object} */ (entry)]);
+  return entry;
+}
+
+/** @param {TurnState} s @param {unknown} callId @param {Partial<ToolActivity>} patch @param {unknown} seq the event's */
+function upsertTool(s, callId, patch, seq) {
   const id = typeof callId === 'string' && callId ? callId : `tool-${s.tools.length + 1}`;
   let tool = s.tools.findLast((t) => t.callId === id);
   // some servers number calls per response, so a later step may reuse an id: a call that is
@@ -283,7 +303,7 @@ function upsertTool(s, callId, patch) {
     // the phase of the event that first named the call (as its stored step keeps it): the
     // action phase that called it, or the tool phase when no `tool_calls` came first
     tool = { callId: id, name: String(patch.name ?? 'tool'), status: 'requested', isError: false, hasOutput: false, ...(s.phaseIndex ? { phaseIndex: s.phaseIndex } : {}), textOffset: s.content.length };
-    s.tools.push(tool);
+    s.tools.push(born(s, seq, tool));
   }
   // a failure reported earlier (tool_phase error) stays an error when the final progress arrives
   Object.assign(tool, patch, { name: String(patch.name ?? tool.name), isError: !!(patch.isError || tool.isError) });
