@@ -37,6 +37,8 @@ export interface SendOptions {
   instructions?: string;
   idempotency?: IdempotentSend;
   keyId?: string | null;
+  /** a repeated send (same Idempotency-Key) replays its run without what a takeover superseded: for an edge that cannot take back what it sent (the UI stream) */
+  replayLive?: boolean;
 }
 
 /** A turn's run, opened with its user message, and the history it follows. */
@@ -103,7 +105,7 @@ export class ChatService {
     const requestId = randomUUID();
     if (!opts.idempotency) return this.sendAs(requestId, protocolName, dto, flow, clientGone, opts);
     const claim = { projectId, key: opts.idempotency.key, fingerprint: opts.idempotency.fingerprint, requestId, windowMs: this.config.get('IDEMPOTENCY_WINDOW_MS') };
-    const replay = await this.dbOrUnavailable(() => claimOrFollow({ keys: this.keys, runs: this.runRows, events: this.runEvents, queued: this.queuedTurns }, claim, flow, clientGone));
+    const replay = await this.dbOrUnavailable(() => claimOrFollow({ keys: this.keys, runs: this.runRows, events: this.runEvents, queued: this.queuedTurns }, claim, flow, clientGone, !!opts.replayLive));
     if (replay) return replay;
     try {
       return await this.sendAs(requestId, protocolName, dto, flow, clientGone, opts);

@@ -24,21 +24,21 @@ const KEY_ABANDONED_MS = 30_000;
 export interface KeyedSendDeps {
   keys: IdempotencyKeyStore;
   runs: Pick<RunRepository, 'findById'>;
-  events: Pick<RunEventsService, 'follow'>;
+  events: Pick<RunEventsService, 'follow' | 'followLive'>;
   queued: Pick<ConversationTurnRepository, 'projectOf'>;
 }
 
 /**
  * null when this send claimed its key (it starts the turn); else the events of the run the key
- * names. The claim is one insert under the key's unique constraint, so of two sends at once on
+ * names (`live`: without what a takeover superseded, see RunEventsService.followLive). The claim is one insert under the key's unique constraint, so of two sends at once on
  * two instances exactly one starts the turn; the other waits here until that run is stored.
  */
-export async function claimOrFollow(deps: KeyedSendDeps, claim: IdempotencyClaim, flow: ClientFlow, clientGone: AbortSignal): Promise<Observable<SentEvent> | null> {
+export async function claimOrFollow(deps: KeyedSendDeps, claim: IdempotencyClaim, flow: ClientFlow, clientGone: AbortSignal, live = false): Promise<Observable<SentEvent> | null> {
   const { keys } = deps;
   const deadline = Date.now() + KEY_WAIT_MS;
   for (let held = await keys.claim(claim); held; held = (await keys.find(claim.projectId, claim.key)) ?? (await keys.claim(claim))) {
     if (held.fingerprint !== claim.fingerprint) throw keyReused(claim.key, held.requestId);
-    if (await deps.runs.findById(held.requestId)) return deps.events.follow(held.requestId, 0, flow, clientGone);
+    if (await deps.runs.findById(held.requestId)) return live ? deps.events.followLive(held.requestId, flow, clientGone) : deps.events.follow(held.requestId, 0, flow, clientGone);
     if (await deps.queued.projectOf(held.requestId)) throw keyInUse(claim.key, held.requestId, "is queued behind its conversation's active turn");
     if (Date.now() >= deadline || clientGone.aborted) {
       if (held.ageMs >= KEY_ABANDONED_MS && (await keys.takeOver(claim, held.requestId))) return null;

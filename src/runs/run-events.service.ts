@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+import { filter, type Observable } from 'rxjs';
 import { fromGenerator } from '../common/sse/from-generator';
 import { type ClientFlow, UNBOUNDED_FLOW } from '../common/sse/client-flow';
 import { Drain } from '../common/lifecycle/drain';
+import { isSuperseded, supersededRanges } from './fork-prefix';
 import { RunEventRepository } from './repositories/run-event.repository';
 import { RunRepository } from './repositories/run.repository';
 import { RunEventBus, type SentEvent } from './run-event-bus.service';
@@ -68,6 +69,16 @@ export class RunEventsService {
    */
   follow(requestId: string, afterSeq: number, flow: ClientFlow, stop: AbortSignal): Observable<SentEvent> {
     return fromGenerator(this.pages(requestId, afterSeq, flow, stop, false));
+  }
+
+  /**
+   * `follow` from the run's first event without what a takeover superseded (issue 44), for the
+   * edges that cannot take back what they sent (the UI stream). The takeovers are those stored
+   * when it starts; one stored later supersedes events that may already be sent.
+   */
+  async followLive(requestId: string, flow: ClientFlow, stop: AbortSignal): Promise<Observable<SentEvent>> {
+    const cuts = supersededRanges(await this.stored(requestId));
+    return this.follow(requestId, 0, flow, stop).pipe(filter((e) => !isSuperseded(cuts, e.seq)));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { badFields, type FieldError } from '../common/errors/field-errors';
-import { concatMap, defer, endWith, filter, type Observable } from 'rxjs';
+import { concatMap, defer, endWith, type Observable } from 'rxjs';
 import { ChatService } from '../chat/chat.service';
 import type { SendMessageDto } from '../chat/dto/send-message.dto';
 import type { IdempotentSend } from '../common/idempotency/idempotency-key';
@@ -8,7 +8,6 @@ import { PROJECT_OWNERSHIP, type ProjectOwnershipPort } from '../common/auth/pro
 import type { ClientFlow } from '../common/sse/client-flow';
 import type { WireMessage } from '../common/sse/message-events';
 import { RunRepository } from '../runs/repositories/run.repository';
-import { isSuperseded, supersededRanges } from '../runs/fork-prefix';
 import type { SentEvent } from '../runs/run-event-bus.service';
 import { RunEventsService } from '../runs/run-events.service';
 import { conversationIdForChat } from './chat-id';
@@ -50,7 +49,7 @@ export class UiStreamService {
       ...(dto.mode !== undefined && { mode: dto.mode }),
       ...(dto.options !== undefined && { options: dto.options }),
     };
-    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true, idempotency, keyId }));
+    return uiMessageStream(await this.chat.send('unified', message, flow, clientGone, { createMissing: true, idempotency, keyId, replayLive: true }));
   }
 
   /**
@@ -66,9 +65,7 @@ export class UiStreamService {
     if ((await this.ownership.conversationProject(conversationId)) !== projectId) return null;
     const requestId = await this.runs.activeOf(conversationId);
     if (!requestId) return null;
-    // the takeovers stored so far; one stored after this read supersedes events that may already be sent
-    const cuts = supersededRanges(await this.runEvents.stored(requestId));
-    return uiMessageStream(this.runEvents.follow(requestId, 0, flow, stop).pipe(filter((e) => !isSuperseded(cuts, e.seq))));
+    return uiMessageStream(await this.runEvents.followLive(requestId, flow, stop));
   }
 }
 

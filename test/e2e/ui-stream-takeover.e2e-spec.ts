@@ -88,8 +88,8 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI str
   });
 
   /** Sends the chat to A, reads its stream until `killWhen`, kills A; returns the run's id. */
-  async function sentToAThenKilled(chatId: string, killWhen: (seen: UIMessageChunk[]) => boolean): Promise<string> {
-    const toA = new DefaultChatTransport<UIMessage>({ api: `${a.url}/api/chat/ui` });
+  async function sentToAThenKilled(chatId: string, killWhen: (seen: UIMessageChunk[]) => boolean, headers?: Record<string, string>): Promise<string> {
+    const toA = new DefaultChatTransport<UIMessage>({ api: `${a.url}/api/chat/ui`, headers });
     const stream = await toA.sendMessages({ chatId, messages: [userMessage('Fetch the page')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined, body: { options: { debugShowToolResults: true } } });
     const reader = stream.getReader();
     const seen: UIMessageChunk[] = [];
@@ -212,5 +212,31 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI str
     const task: Task = await client.getTask({ tenant: '', id: requestId, historyLength: undefined });
     const answer = task.artifacts.filter((a) => a.artifactId === 'answer').flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : ''))).join('');
     expect(answer).toBe(stored);
+  }, 120_000);
+
+  it('A killed mid-answer: the same send repeated on B (same Idempotency-Key) replays the continued answer once', async () => {
+    cut = 'answer';
+    const chatId = 'chat-taken-over-repeated';
+    const headers = { 'Idempotency-Key': 'ui-repeat-after-takeover' };
+    const requestId = await sentToAThenKilled(
+      chatId,
+      (seen) =>
+        seen
+          .filter((c) => c.type === 'text-delta')
+          .map((c) => (c as { delta: string }).delta)
+          .join('')
+          .includes(FRAGMENT),
+      headers,
+    );
+    await takenOver(requestId);
+    const toB = new DefaultChatTransport<UIMessage>({ api: `${b.url}/api/chat/ui`, headers });
+    const repeated = await toB.sendMessages({ chatId, messages: [userMessage('Fetch the page')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined, body: { options: { debugShowToolResults: true } } });
+    release();
+    let message: UIMessage | undefined;
+    for await (const m of readUIMessageStream({ stream: repeated, terminateOnError: true })) message = m;
+    const [stored] = await storedAnswer(requestId);
+    expect(message!.id).toBe(requestId);
+    expect(textOf(message!)).toBe(stored);
+    expect(textOf(message!).split('The page').length).toBe(2);
   }, 120_000);
 });
