@@ -131,6 +131,27 @@ describe('daily partitions of run_events and trace_events (medium)', () => {
     }
   });
 
+  itOnPostgres('needs a second connection holding a read', 'a partition ahead is created while a read of run_events holds the default partition for a moment (the attach is tried again, not lost for the round)', async () => {
+    const reader = new Client({ connectionString: url });
+    await reader.connect();
+    try {
+      const id = await oldRun(new Date(), 1);
+      // a read by request id, as the events route's, opens every partition, the default one
+      // included, which ATTACH must lock exclusively; held longer than the attach's lock timeout
+      await reader.query('BEGIN');
+      await reader.query(`SELECT count(*) FROM run_events WHERE request_id = $1`, [id]);
+      const released = new Promise((r) => setTimeout(r, 400)).then(() => reader.query('COMMIT'));
+      const day = new Date(Date.now() + 50 * DAY);
+      const created = await ctx.get(TimePartitionsService).ensureAhead(day);
+      await released;
+      expect(created).toEqual(expect.arrayContaining([name('run_events', day), name('trace_events', day)]));
+      expect(await partitionsOf('run_events')).toContain(name('run_events', day));
+    } finally {
+      await reader.query('ROLLBACK').catch(() => undefined);
+      await reader.end();
+    }
+  });
+
   it("a deleted run's events go with it, as a conversation's runs' events do, in every partition", async () => {
     const past = await oldRun(new Date(Date.now() - 40 * DAY), 4);
     const now = await oldRun(new Date(), 3);
