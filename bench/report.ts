@@ -44,6 +44,16 @@ export interface ReportTable {
   rows: string[][];
 }
 
+/** A series a benchmark sampled over time, kept so its spread can be analysed after the run: one row per sample, the columns' values in order. */
+export interface ReportSeries {
+  id: string;
+  title: string;
+  /** the first column is the time (s); the units of the others say what each is */
+  columns: string[];
+  unit: string;
+  rows: number[][];
+}
+
 export interface BenchResult {
   bench: string;
   description: string;
@@ -62,6 +72,8 @@ export interface BenchResult {
   parameters: Record<string, ParameterValue>;
   figures: Figure[];
   tables: ReportTable[];
+  /** time series (absent when the bench kept none) */
+  series?: ReportSeries[];
 }
 
 const UNITS = ['µs', 'ms', 's', 'KB', 'MB', 'GB', 'B', '%', '×', 'x', 'turns/s', 'req/s', 'ops/s'];
@@ -123,6 +135,7 @@ export function cellFigures(header: string, text: string): Array<{ head: string;
 export class BenchReport {
   private readonly figures: Figure[] = [];
   private readonly tables: ReportTable[] = [];
+  private readonly series: ReportSeries[] = [];
 
   /**
    * @param name the bench's name: the result file's name and the section anchor in docs/BENCHMARKS.md
@@ -169,6 +182,13 @@ export class BenchReport {
     return this;
   }
 
+  /** A time series, written to the result file as given (thin it first: the file stays small). */
+  addSeries(id: string, title: string, columns: string[], unit: string, rows: number[][]): this {
+    if (this.series.some((x) => x.id === id)) throw new Error(`${this.name}: series ${id} added twice`);
+    this.series.push({ id, title, columns, unit, rows });
+    return this;
+  }
+
   result(): BenchResult {
     return {
       bench: this.name,
@@ -186,6 +206,7 @@ export class BenchReport {
       parameters: this.parameters,
       figures: this.figures,
       tables: this.tables,
+      ...(this.series.length > 0 ? { series: this.series } : {}),
     };
   }
 

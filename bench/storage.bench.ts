@@ -131,6 +131,15 @@ async function soaks(db: 'pglite' | 'postgres'): Promise<{ on: Soak; off: Soak }
   return { on, off };
 }
 
+const kb = (b: number) => Math.round(b / 1024);
+
+/** The first sample of each `everyS` seconds. */
+function thinned<T extends { t: number }>(samples: T[], everyS: number): T[] {
+  const out: T[] = [];
+  for (const x of samples) if (out.length === 0 || Math.floor(x.t / everyS) > Math.floor(out[out.length - 1].t / everyS)) out.push(x);
+  return out;
+}
+
 function svg(series: Array<{ name: string; color: string; samples: Array<{ t: number; bytes: number }> }>, windowS: number): string {
   const W = 720, H = 320, L = 70, B = 40;
   const maxT = Math.max(1, ...series.flatMap((s) => s.samples.map((x) => x.t)));
@@ -197,6 +206,12 @@ async function main() {
     rows.push([db, on.turns, (size.before / 1024).toFixed(1), (size.after / 1024).toFixed(1), (size.afterWithoutTrace / 1024).toFixed(1), (size.floor / 1024).toFixed(1), (mean / 1e6).toFixed(2), spread === null ? '—' : spread.toFixed(1), ((off.samples.at(-1)?.bytes ?? 0) / 1e6).toFixed(2), on.p99Gap.toFixed(2), off.p99Gap.toFixed(2), on.droppedRows, on.deletedRows, on.heldRemoved]);
     report.add(`storage.${db}.turns`, `${db}: turns of the soak with retention`, on.turns, 'turns');
     report.add(`storage.${db}.rate`, `${db}: turns per second achieved, with retention`, on.achievedRate, 'turns/s');
+    // the size over time in the result file, one sample per 10 s, so the spread can be analysed after the run
+    for (const [side, soak] of [['retention', on], ['no-retention', off]] as const) {
+      const tables = Object.keys(soak.samples[0]?.tables ?? {});
+      const rows = thinned(soak.samples, 10).map((x) => [Math.round(x.t), kb(x.bytes), ...tables.map((t) => kb(x.tables[t] ?? 0))]);
+      report.addSeries(`${db}.${side}`, `${db}, ${side === 'retention' ? 'compaction + retention' : 'compaction, no retention'}: database KB over time`, ['t s', 'total', ...tables], 'KB', rows);
+    }
     series.push({ name: `${db}, compaction + retention`, color: colors[db][0], samples: on.samples }, { name: `${db}, compaction, no retention (at the same time)`, color: colors[db][1], samples: off.samples });
   }
   report.table(REPORT, 'Storage soak', ['database', 'turns', 'KB/turn before', 'KB/turn after', 'KB/turn after, no trace', 'floor KB/turn', 'settled MB', 'spread %', 'MB without retention', 'p99 chunk gap ms', 'p99 without ms', 'rows dropped with partitions', 'rows deleted', 'held rows removed'], rows);

@@ -22,6 +22,25 @@ const PARTITIONS_LOCK = `hashtext('orion.time_partitions')`;
  */
 const LOCK_TIMEOUT = '100ms';
 
+/**
+ * Attaching a partition locks the default partition exclusively (PostgreSQL must re-check and
+ * narrow its constraint; CREATE TABLE … PARTITION OF does the same, and locks the parent
+ * exclusively too). Every read of run_events by request id (the events route, a resume, the
+ * worker's batches) opens all partitions, the default one included, so on a busy table the
+ * attach meets one in flight and its LOCK_TIMEOUT expires. Those reads are short: a timed-out
+ * round is tried again this many times, after ENSURE_RETRY_MS × its number, within a second or
+ * two, instead of waiting for the next round (the partitions ahead are PARTITION_DAYS_AHEAD spans,
+ * so a lost round costs nothing yet, but a log line an operator reads as a failure).
+ */
+const ENSURE_TRIES = 5;
+const ENSURE_RETRY_MS = 150;
+
+/** lock_timeout expired (SQLSTATE 55P03), from the pg driver or PGlite through TypeORM. */
+function isLockTimeout(err: unknown): boolean {
+  const e = err as { code?: string; driverError?: { code?: string } };
+  return e?.code === '55P03' || e?.driverError?.code === '55P03';
+}
+
 /** The name suffix of a partition detached for dropping (an operator's own detached tables are never touched). */
 const DROPPING = '_dropping';
 
@@ -59,17 +78,32 @@ export class TimePartitionsService implements TimePartitions, OnApplicationBoots
     await this.running;
   }
 
-  /** Creates the missing partitions of now and the spans ahead; the names created (an error is logged, and the next round tries again). */
+  /**
+   * Creates the missing partitions of now and the spans ahead; the names created. A lock wait
+   * that timed out is tried again a few times at once (see ENSURE_TRIES); any other error is
+   * logged, and the next round tries again.
+   */
   async ensureAhead(now = new Date()): Promise<string[]> {
-    const work = this.locked(async (q) => {
-      const slots = slotsFrom(now, this.spanMs, PARTITION_DAYS_AHEAD);
-      const created: string[] = [];
-      for (const table of ['run_events', 'trace_events'] as const) {
-        await this.fitOtherSpans(q, table, slots[0]);
-        created.push(...(await ensureSlots(q, table, slots)));
+    const once = () =>
+      this.locked(async (q) => {
+        const slots = slotsFrom(now, this.spanMs, PARTITION_DAYS_AHEAD);
+        const created: string[] = [];
+        for (const table of ['run_events', 'trace_events'] as const) {
+          await this.fitOtherSpans(q, table, slots[0]);
+          created.push(...(await ensureSlots(q, table, slots)));
+        }
+        return created;
+      });
+    const work = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await once();
+        } catch (err) {
+          if (!isLockTimeout(err) || attempt >= ENSURE_TRIES) throw err;
+          await new Promise((r) => setTimeout(r, ENSURE_RETRY_MS * attempt));
+        }
       }
-      return created;
-    }).catch((err: Error) => {
+    })().catch((err: Error) => {
       this.logger.warn(`creating the partitions ahead failed (tried again within the hour): ${err.message}`);
       return [] as string[];
     });

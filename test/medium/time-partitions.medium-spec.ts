@@ -8,6 +8,7 @@ import { TIME_PARTITIONS, type TimePartitions } from '../../src/database/time-pa
 import { TimePartitionsService } from '../../src/database/time-partitions.service';
 import { Client } from 'pg';
 import { createTestDatabase, itOnPostgres } from '../support/db';
+import { waitFor } from '../support/wait-for';
 
 const DAY = 86_400_000;
 
@@ -128,6 +129,33 @@ describe('daily partitions of run_events and trace_events (medium)', () => {
     } finally {
       await turn.query('ROLLBACK').catch(() => undefined);
       await turn.end();
+    }
+  });
+
+  itOnPostgres('needs a second connection holding a read', 'a partition ahead is created while a read of run_events holds the default partition for a moment (the attach is tried again, not lost for the round)', async () => {
+    const reader = new Client({ connectionString: url });
+    await reader.connect();
+    try {
+      const id = await oldRun(new Date(), 1);
+      // a read by request id, as the events route's, opens every partition, the default one
+      // included, which ATTACH must lock exclusively; held longer than the attach's lock timeout
+      await reader.query('BEGIN');
+      await reader.query(`SELECT count(*) FROM run_events WHERE request_id = $1`, [id]);
+      const waiting = async () => Number((await ds.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'run_events_default'::regclass`))[0].n);
+      // the read ends once an attach has waited for it and given up (so the round had to try again)
+      const released = (async () => {
+        await waitFor(async () => (await waiting()) > 0, { intervalMs: 5, what: 'an attach waiting for the default partition' });
+        await waitFor(async () => (await waiting()) === 0, { intervalMs: 5, what: 'the attach to give up its wait' });
+        await reader.query('COMMIT');
+      })();
+      const day = new Date(Date.now() + 50 * DAY);
+      const created = await ctx.get(TimePartitionsService).ensureAhead(day);
+      await released;
+      expect(created).toEqual(expect.arrayContaining([name('run_events', day), name('trace_events', day)]));
+      expect(await partitionsOf('run_events')).toContain(name('run_events', day));
+    } finally {
+      await reader.query('ROLLBACK').catch(() => undefined);
+      await reader.end();
     }
   });
 

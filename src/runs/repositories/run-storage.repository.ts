@@ -52,6 +52,20 @@ export class RunStorageRepository {
     return rows.map((r) => r.request_id);
   }
 
+  /**
+   * The partitions of run_events and trace_events holding rows of these runs: where compacting
+   * them deletes rows (read before, as the deleted trace records' partitions are not where the
+   * folded row goes).
+   */
+  async partitionsOf(m: EntityManager, requestIds: string[]): Promise<string[]> {
+    const rows = (await m.query(
+      `SELECT DISTINCT tableoid::regclass::text AS name FROM run_events WHERE request_id = ANY($1::uuid[])
+       UNION SELECT DISTINCT tableoid::regclass::text FROM trace_events WHERE request_id = ANY($1::varchar[])`,
+      [requestIds],
+    )) as Array<{ name: string }>;
+    return rows.map((r) => r.name);
+  }
+
   /** Every row of these runs, by run, in seq order. */
   async runRows(m: EntityManager, requestIds: string[]): Promise<Map<string, RunRow[]>> {
     const rows = (await m.query(`SELECT id, request_id, seq, last_seq, type, data, created_at FROM run_events WHERE request_id = ANY($1::uuid[]) ORDER BY request_id, seq`, [requestIds])) as Array<{
