@@ -5,7 +5,7 @@ import { AppConfigService } from '../config/app-config.service';
 import { durationOrOff } from '../config/duration';
 import { underMaintenanceLock } from '../database/maintenance-lock';
 import { TIME_PARTITIONS, type TimePartitions } from '../database/time-partitions.port';
-import { vacuumPartitions, vacuumTables } from '../database/vacuum';
+import { PendingVacuum, vacuumPartitions, vacuumTables } from '../database/vacuum';
 import { compactRun, type CompactedRun } from '../runs/compaction';
 import { keepRunEventSql, RunStorageRepository } from '../runs/repositories/run-storage.repository';
 import { keepTraceSql, TraceEventRepository } from '../trace/repositories/trace-event.repository';
@@ -41,12 +41,10 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<StoragePass> | null = null;
   private stopped = false;
-  /** tables rows were deleted from since the last VACUUM, and when that was (STORAGE_VACUUM_EVERY) */
-  private toVacuum = new Set<string>();
-  private vacuumedAt = 0;
-  /** the time partitions compaction deleted rows from since they were last vacuumed, and when that was */
-  private partitionsToVacuum = new Set<string>();
-  private partitionsVacuumedAt = 0;
+  /** tables rows were deleted from since the last VACUUM (STORAGE_VACUUM_EVERY) */
+  private readonly tablesToVacuum = new PendingVacuum((tables) => vacuumTables(this.ds, tables));
+  /** the time partitions compaction deleted rows from since they were last vacuumed */
+  private readonly partitionsToVacuum = new PendingVacuum((names) => vacuumPartitions(this.ds, names));
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
@@ -103,7 +101,7 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
             underMaintenanceLock(this.ds, async (m) => {
               const ids = await this.runs.claimToCompact(m, after, size);
               if (ids.length === 0) return 0;
-              for (const p of await this.runs.partitionsOf(m, ids)) this.partitionsToVacuum.add(p);
+              this.partitionsToVacuum.add(await this.runs.partitionsOf(m, ids));
               const compactedRuns = new Map<string, CompactedRun>();
               for (const [id, rows] of await this.runs.runRows(m, ids)) {
                 const c = compactRun(rows);
@@ -197,16 +195,8 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
   private async vacuum(deletedFrom: string[]): Promise<void> {
     const every = durationOrOff(this.config.get('STORAGE_VACUUM_EVERY'));
     if (every === null) return;
-    for (const t of deletedFrom) this.toVacuum.add(t);
-    if (this.toVacuum.size === 0 || Date.now() - this.vacuumedAt < every || this.stopped) return;
-    const tables = [...this.toVacuum];
-    this.toVacuum.clear();
-    this.vacuumedAt = Date.now();
-    try {
-      await vacuumTables(this.ds, tables);
-    } catch (err) {
-      this.logger.warn(`could not VACUUM ${tables.join(', ')}: ${(err as Error).message}`);
-    }
+    this.tablesToVacuum.add(deletedFrom);
+    if (!this.stopped) await this.vacuumDue(this.tablesToVacuum, every);
   }
 
   /**
@@ -221,18 +211,14 @@ export class StorageMaintenanceService implements OnApplicationBootstrap, OnAppl
    */
   private async vacuumCompacted(): Promise<void> {
     const every = durationOrOff(this.config.get('STORAGE_VACUUM_EVERY'));
-    if (every === null || this.partitionsToVacuum.size === 0 || this.stopped) return;
+    if (every === null || this.stopped) return;
     const span = this.partitions?.spanMs ?? 0;
-    const often = span > 0 ? Math.min(every, span / 4) : every;
-    if (Date.now() - this.partitionsVacuumedAt < often) return;
-    const names = [...this.partitionsToVacuum];
-    this.partitionsToVacuum.clear();
-    this.partitionsVacuumedAt = Date.now();
-    try {
-      await vacuumPartitions(this.ds, names);
-    } catch (err) {
-      this.logger.warn(`could not VACUUM ${names.join(', ')}: ${(err as Error).message}`);
-    }
+    await this.vacuumDue(this.partitionsToVacuum, span > 0 ? Math.min(every, span / 4) : every);
+  }
+
+  /** A failed VACUUM is logged: the space is reused once a later one (or autovacuum) gets to it. */
+  private async vacuumDue(pending: PendingVacuum, everyMs: number): Promise<void> {
+    await pending.due(everyMs).catch((err: unknown) => this.logger.warn(`could not VACUUM ${(err as Error).message}`));
   }
 
   /** Whole partitions first, when a TIME_PARTITIONS provider is registered (DatabaseModule, global: TimePartitionsService, on PostgreSQL and PGlite); the batches remove the rest. $1 of keepSql is the deployment's retention in ms, $2 the smallest of any project's. */

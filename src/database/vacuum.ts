@@ -29,3 +29,35 @@ export async function vacuumPartitions(ds: DataSource, names: readonly string[])
   if (known.length > 0) await ds.query(`VACUUM (SKIP_LOCKED) ${known.join(', ')}`);
   return known;
 }
+
+/**
+ * The names that wait for a VACUUM and when the last one ran: one VACUUM of all of them at most
+ * once per interval (each caller's own), by `run`. Names added while a VACUUM runs wait for the next.
+ */
+export class PendingVacuum {
+  private readonly names = new Set<string>();
+  private lastAt = 0;
+
+  constructor(private readonly run: (names: string[]) => Promise<unknown>) {}
+
+  add(names: Iterable<string>): void {
+    for (const n of names) this.names.add(n);
+  }
+
+  /**
+   * Runs the VACUUM when names wait and `everyMs` has passed since the last one; the names it
+   * took. A failure throws, its message prefixed with those names (they are not kept for the next).
+   */
+  async due(everyMs: number): Promise<string[]> {
+    if (this.names.size === 0 || Date.now() - this.lastAt < everyMs) return [];
+    const names = [...this.names];
+    this.names.clear();
+    this.lastAt = Date.now();
+    try {
+      await this.run(names);
+    } catch (err) {
+      throw new Error(`${names.join(', ')}: ${(err as Error).message}`);
+    }
+    return names;
+  }
+}
