@@ -11,7 +11,6 @@ import type { SentEvent } from '../runs/run-event-bus.service';
 import { RunEventsService } from '../runs/run-events.service';
 import { ApprovalsService } from '../runs/approvals/approvals.service';
 import { RunsService } from '../runs/runs.service';
-import { isSuperseded, supersededRanges } from '../runs/fork-prefix';
 import { turnOutcome } from '../runs/turn-outcome';
 import { agentCard } from './a2a-card';
 import { initialStreamState, isFinal, stateOfRun, toStreamResponses, toTask } from './a2a-task.mapper';
@@ -113,9 +112,9 @@ export class A2aTurnsService implements A2ARequestHandler {
     // the replay leaves out what a takeover superseded (issue 44), or the answer artifact would
     // hold the cut-off fragment before the continued answer; a takeover stored after this read
     // supersedes events that may already be sent
-    const cuts = supersededRanges(await this.runEvents.stored(params.id));
+    const keep = await this.runEvents.notSuperseded(params.id);
     const live = async function* (events: AsyncIterable<SentEvent>) {
-      for await (const e of events) if (!isSuperseded(cuts, e.seq)) yield e;
+      for await (const e of events) if (keep(e)) yield e;
     };
     try {
       yield* this.mapped(live(this.runEvents.untilEnd(params.id, 0, stop.signal)), params.id);

@@ -77,8 +77,14 @@ export class RunEventsService {
    * when it starts; one stored later supersedes events that may already be sent.
    */
   async followLive(requestId: string, flow: ClientFlow, stop: AbortSignal): Promise<Observable<SentEvent>> {
+    const keep = await this.notSuperseded(requestId);
+    return this.follow(requestId, 0, flow, stop).pipe(filter((e) => keep(e)));
+  }
+
+  /** Whether an event is outside what the run's takeovers stored so far superseded (see followLive). */
+  async notSuperseded(requestId: string): Promise<(e: { seq: number }) => boolean> {
     const cuts = supersededRanges(await this.stored(requestId));
-    return this.follow(requestId, 0, flow, stop).pipe(filter((e) => !isSuperseded(cuts, e.seq)));
+    return (e) => !isSuperseded(cuts, e.seq);
   }
 
   /**

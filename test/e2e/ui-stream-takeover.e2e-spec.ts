@@ -23,6 +23,13 @@ const ANSWER = ['The', 'page', 'is', 'slow.'];
 const FRAGMENT = 'The page ';
 
 const userMessage = (text: string): UIMessage => ({ id: 'u1', role: 'user', parts: [{ type: 'text', text }] });
+/** A has streamed the fragment of its answer that B's continuation supersedes: the moment to kill A. */
+const fragmentStreamed = (seen: UIMessageChunk[]) =>
+  seen
+    .filter((c) => c.type === 'text-delta')
+    .map((c) => (c as { delta: string }).delta)
+    .join('')
+    .includes(FRAGMENT);
 const textOf = (m: UIMessage) => m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
 
 describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI stream: resuming a chat whose run another instance took over', () => {
@@ -138,13 +145,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI str
   it('A killed mid-answer: the resumed message is the continued answer once, without the fragment A streamed', async () => {
     cut = 'answer';
     const chatId = 'chat-taken-over-mid-answer';
-    const requestId = await sentToAThenKilled(chatId, (seen) =>
-      seen
-        .filter((c) => c.type === 'text-delta')
-        .map((c) => (c as { delta: string }).delta)
-        .join('')
-        .includes(FRAGMENT),
-    );
+    const requestId = await sentToAThenKilled(chatId, fragmentStreamed);
     expect(await takenOver(requestId)).toMatchObject({ resumed: true, supersedesFromSeq: expect.any(Number) });
 
     const { chunks, message } = await resumedOnB(chatId);
@@ -186,13 +187,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI str
 
   it('A killed mid-answer: an A2A client resubscribing on B, and tasks/get, have the continued answer once', async () => {
     cut = 'answer';
-    const requestId = await sentToAThenKilled('chat-taken-over-a2a', (seen) =>
-      seen
-        .filter((c) => c.type === 'text-delta')
-        .map((c) => (c as { delta: string }).delta)
-        .join('')
-        .includes(FRAGMENT),
-    );
+    const requestId = await sentToAThenKilled('chat-taken-over-a2a', fragmentStreamed);
     await takenOver(requestId);
     const client = await a2aClient(b.url, 'no-key-needed');
     const responses: StreamResponse[] = [];
@@ -218,16 +213,7 @@ describeOnPostgres('two instances and a SIGKILL need PostgreSQL', 'AI SDK UI str
     cut = 'answer';
     const chatId = 'chat-taken-over-repeated';
     const headers = { 'Idempotency-Key': 'ui-repeat-after-takeover' };
-    const requestId = await sentToAThenKilled(
-      chatId,
-      (seen) =>
-        seen
-          .filter((c) => c.type === 'text-delta')
-          .map((c) => (c as { delta: string }).delta)
-          .join('')
-          .includes(FRAGMENT),
-      headers,
-    );
+    const requestId = await sentToAThenKilled(chatId, fragmentStreamed, headers);
     await takenOver(requestId);
     const toB = new DefaultChatTransport<UIMessage>({ api: `${b.url}/api/chat/ui`, headers });
     const repeated = await toB.sendMessages({ chatId, messages: [userMessage('Fetch the page')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined, body: { options: { debugShowToolResults: true } } });
